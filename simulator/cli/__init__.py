@@ -1,0 +1,54 @@
+"""Command-line interface: parses arguments, calls the library, prints. Nothing else lives here.
+
+Each command is a small module with ``register(subparsers)``; it sets ``func`` on its parser. Any
+:class:`~simulator.errors.SimulatorError` becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import SimulatorError
+from ._common import OneLineParser
+
+# Command modules, in the order shown by --help. Each registers one top-level command.
+_COMMANDS = ("catalog", "overlap", "step", "op", "calibrate", "sweep", "explain", "experiment")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="python -m simulator",
+        description=(
+            "Does speculative decoding pay off for this sparse MoE model, on this GPU, at this batch size, and why? "
+            "An analytical cost model (roofline + L2 + kernel-efficiency curves + fixed costs) with a maximum-entropy "
+            "routing-overlap model."
+        ),
+        epilog="Start with:  python -m simulator sweep      (bundled defaults; writes results/)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name in _COMMANDS:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:  # a command whose module is not built yet
+            if exc.name == f"{__name__}.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SimulatorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `... | head`
+        return 0

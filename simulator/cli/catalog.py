@@ -1,0 +1,180 @@
+"""`list` and `show`: the bundled catalog and one profile or spec with units, sources and derived quantities."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..specs import catalog, derived
+from ._common import add_json_flag, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "list", help="list bundled hardware profiles, models and experiments",
+        description="List the bundled hardware profiles, model specs and experiments.",
+        epilog="example: python -m simulator list models --json",
+    )
+    p.add_argument("kind", nargs="?", choices=("all", "hardware", "models", "experiments"), default="all")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_list)
+
+    s = sub.add_parser(
+        "show", help="show one hardware profile or model with units, sources and derived quantities",
+        description=("Show every field of a hardware profile or model spec with its unit and source; for models "
+                     "also the derived quantities (parameters, weight bytes per dtype, KV bytes per token). "
+                     "NAME is a bundled name (see `list`) or a path to a YAML file."),
+        epilog="examples: python -m simulator show hardware h100-sxm\n"
+               "          python -m simulator show model qwen3-235b-a22b --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("kind", choices=("hardware", "model"))
+    s.add_argument("name", metavar="NAME|PATH")
+    add_json_flag(s)
+    s.set_defaults(func=cmd_show)
+
+
+def _hw_row(h) -> dict:
+    return {
+        "name": h.name, "display_name": h.display_name, "vendor": h.vendor, "architecture": h.architecture,
+        "what_if": h.what_if, "hbm_capacity_bytes": h.hbm_capacity, "hbm_bandwidth_Bps": h.hbm_bandwidth,
+        "l2_bytes": h.l2_size, "peak_flops": dict(h.peak_flops), "origin": h.origin,
+    }
+
+
+def _model_row(m) -> dict:
+    c = derived.param_counts(m)
+    f = m.ffn
+    return {
+        "name": m.name, "display_name": m.display_name, "role": m.role, "layers": m.layers,
+        "experts": f.experts, "top_k": f.top_k, "shared_experts": f.shared_experts,
+        "attention": m.attention.kind, "native_dtype": m.native_dtype,
+        "total_params": float(c.total), "active_params": float(c.active),
+        "has_overlap_profile": m.overlap is not None, "origin": m.origin,
+    }
+
+
+def cmd_list(args) -> int:
+    out: dict[str, list] = {}
+    if args.kind in ("all", "hardware"):
+        out["hardware"] = [_hw_row(h) for h in catalog.list_hardware()]
+    if args.kind in ("all", "models"):
+        out["models"] = [_model_row(m) for m in catalog.list_models()]
+    if args.kind in ("all", "experiments"):
+        out["experiments"] = [{"name": n} for n in catalog.bundled_files("experiments")]
+    if args.json:
+        print_json(out)
+        return 0
+    if "hardware" in out:
+        print(f"hardware ({len(out['hardware'])})")
+        print(f"  {'name':<12} {'HBM GB':>7} {'TB/s':>6} {'L2 MB':>6} {'bf16 TF':>8} {'fp8 TF':>7} {'fp4 TF':>7}  kind")
+        for h in catalog.list_hardware():
+            pk = h.peak_flops
+            f = [f"{pk[d] / 1e12:.0f}" if d in pk else "-" for d in ("bf16", "fp8", "fp4")]
+            kind = "what-if" if h.what_if else "calibrated"
+            print(f"  {h.name:<12} {h.hbm_capacity / 1e9:7.0f} {h.hbm_bandwidth / 1e12:6.2f} "
+                  f"{h.l2_size / 1e6:6.0f} {f[0]:>8} {f[1]:>7} {f[2]:>7}  {kind}")
+    if "models" in out:
+        print(f"models ({len(out['models'])})")
+        print(f"  {'name':<24} {'role':<8} {'total B':>8} {'active B':>8} {'E':>4} {'k':>3} {'S':>2}  attn  dtype")
+        for r in out["models"]:
+            print(f"  {r['name']:<24} {r['role']:<8} {r['total_params'] / 1e9:8.1f} {r['active_params'] / 1e9:8.2f}"
+                  f" {r['experts']:>4} {r['top_k']:>3} {r['shared_experts']:>2}  {r['attention']:<4}  "
+                  f"{r['native_dtype']}")
+    if "experiments" in out:
+        print(f"experiments ({len(out['experiments'])})")
+        for r in out["experiments"]:
+            print(f"  {r['name']}")
+    return 0
+
+
+def _provenance_rows(obj) -> list[dict]:
+    return [{"field": path, **p.as_dict()} for path, p in obj.provenance.items()]
+
+
+def cmd_show(args) -> int:
+    if args.kind == "hardware":
+        h = catalog.load_hardware(args.name)
+        data = {**_hw_row(h), "description": h.description, "fields": _provenance_rows(h),
+                "kernels": _kernels_dict(h), "sources": dict(h.sources)}
+        if args.json:
+            print_json(data)
+            return 0
+        print(f"{h.display_name} ({h.name}) — {h.vendor} {h.architecture}, "
+              f"{'what-if profile' if h.what_if else 'calibrated profile'}")
+        if h.description:
+            print(f"  {h.description}")
+        _print_fields(h)
+        k = h.kernels
+        print(f"  kernels: global efficiency {k.global_efficiency:.2f}; "
+              + ", ".join(f"{n} fixed {c.fixed * 1e6:.1f} us" for n, c in k.classes.items()))
+        _print_sources(h)
+        return 0
+    m = catalog.load_model(args.name)
+    d = derived.derived_summary(m)
+    data = {**_model_row(m), "description": m.description, "architecture": _model_fields(m), "derived": d,
+            "sources": dict(m.sources), "fields": _provenance_rows(m)}
+    if args.json:
+        print_json(data)
+        return 0
+    print(f"{m.display_name} ({m.name}) — {m.role}")
+    if m.description:
+        print(f"  {m.description}")
+    for sec, fields in _model_fields(m).items():
+        items = ", ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, 0, False, "", ()))
+        print(f"  {sec}: {items}")
+    print(f"  derived: total {d['total_params'] / 1e9:.2f} B params, active {d['active_params'] / 1e9:.2f} B")
+    if "official" in d:
+        o = d["official"]
+        print(f"  official: total {o['total_params'] / 1e9:.1f} B ({o['total_error']:+.1%}), "
+              f"active {o['active_params'] / 1e9:.1f} B ({o['active_error']:+.1%})")
+    wb = ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in d["weight_bytes"].items())
+    print(f"  weight bytes: {wb}")
+    if "expert_bytes" in d:
+        print("  bytes per expert: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in d["expert_bytes"].items()))
+    print("  KV bytes per token: " + ", ".join(f"{k} {v / 1e3:.1f} kB" for k, v in d["kv_bytes_per_token"].items()))
+    _print_fields(m)
+    _print_sources(m)
+    return 0
+
+
+def _model_fields(m) -> dict:
+    from dataclasses import asdict
+
+    a = asdict(m.attention)
+    return {
+        "architecture": {"layers": m.layers, "hidden_size": m.hidden_size, "vocab_size": m.vocab_size,
+                         "tied_embeddings": m.tied_embeddings, "native_dtype": m.native_dtype,
+                         "mtp_layers": m.mtp_layers},
+        "attention": {k: (list(v) if isinstance(v, tuple) else v) for k, v in a.items()},
+        "ffn": asdict(m.ffn),
+        "routing_overlap": asdict(m.overlap) if m.overlap else None,
+    }
+
+
+def _kernels_dict(h) -> dict:
+    k = h.kernels
+    classes = {}
+    for name, c in k.classes.items():
+        classes[name] = {"fixed_us": c.fixed * 1e6, "params_us": {p: v * 1e6 for p, v in c.params.items()},
+                         "memory": c.memory.as_dict() if c.memory else None,
+                         "compute": c.compute.as_dict() if c.compute else None}
+    return {"global_efficiency": k.global_efficiency, "classes": classes,
+            "collectives": {n: {"latency_us": c.latency * 1e6, "efficiency": c.efficiency}
+                            for n, c in k.collectives.items()},
+            "step_us": {n: v * 1e6 for n, v in k.step.items()}}
+
+
+def _print_fields(obj) -> None:
+    if not obj.provenance:
+        return
+    print("  fields (value as given, unit, source):")
+    for path, p in obj.provenance.items():
+        shown = f"{p.given:g} {p.unit if p.unit not in ('count', 'fraction') else ''}".strip()
+        note = f"  — {p.note}" if p.note else ""
+        print(f"    {path:<40} {shown:<18} [{p.source}]{note}")
+
+
+def _print_sources(obj) -> None:
+    print("  sources:")
+    for key, text in obj.sources.items():
+        print(f"    [{key}] {text}")

@@ -1,0 +1,1 @@
+"""Step-time cost engine: describe ops, then cost them (roofline + L2 + kernel curves + fixed costs)."""

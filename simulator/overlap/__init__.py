@@ -1,0 +1,1 @@
+"""overlap (under construction)."""

@@ -1,0 +1,103 @@
+"""The bundled catalog (hardware/, models/, experiments/) and name-or-path resolution.
+
+In a wheel the YAML files are the data packages ``simulator._data.{hardware,models,experiments}``; in a source
+checkout or an editable install they are read from the repository root next to the package.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+
+from ..errors import ConfigError
+from .hardware import HardwareProfile, read_hardware
+from .model import ModelSpec, read_model
+from .schema import closest
+from .yamlio import load_yaml_file, load_yaml_text
+
+KINDS = ("hardware", "models", "experiments")
+
+
+def _bundled_dir(kind: str):
+    try:
+        d = resources.files(f"simulator._data.{kind}")
+        if d.is_dir():
+            return d
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parents[2] / kind
+
+
+@functools.cache
+def bundled_files(kind: str) -> dict[str, object]:
+    """Bundled ``name -> traversable`` for one kind, sorted by name."""
+    d = _bundled_dir(kind)
+    if not d.is_dir():
+        return {}
+    files = {p.name[: -len(".yaml")]: p for p in d.iterdir() if p.name.endswith(".yaml")}
+    return dict(sorted(files.items()))
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.endswith((".yaml", ".yml")) or "/" in text or "\\" in text
+
+
+def _load(kind: str, name_or_path: str) -> tuple[object, str]:
+    if _looks_like_path(name_or_path) or Path(name_or_path).is_file():
+        return load_yaml_file(name_or_path), str(name_or_path)
+    files = bundled_files(kind)
+    if name_or_path not in files:
+        names = list(files)
+        guess = closest(name_or_path, names)
+        hint = f"did you mean '{guess}'? " if guess else ""
+        noun = {"hardware": "hardware profile", "models": "model", "experiments": "experiment"}[kind]
+        raise ConfigError("", "", f"unknown {noun} {name_or_path!r}",
+                          f"{hint}run `python -m simulator list {kind}` or pass a path to a YAML file")
+    f = files[name_or_path]
+    return load_yaml_text(f.read_text(encoding="utf-8"), f"{kind}/{f.name}"), f"{kind}/{f.name}"
+
+
+@functools.lru_cache(maxsize=256)
+def _raw_hardware(name_or_path: str) -> HardwareProfile:
+    obj, where = _load("hardware", name_or_path)
+    return read_hardware(obj, where)
+
+
+def load_hardware(name_or_path: str, resolve: bool = True) -> HardwareProfile:
+    """A hardware profile by bundled name or path. With ``resolve`` a ``derive_from`` kernels section is filled in
+    by the what-if rule (docs/MODEL.md) from the named base profile."""
+    hw = _raw_hardware(str(name_or_path))
+    if resolve and not hw.kernels.resolved:
+        from ..cost.whatif import derive_kernels  # the rule is cost physics; imported lazily
+
+        base = load_hardware(hw.kernels.derive_from, resolve=True)
+        hw = hw.with_changes(kernels=derive_kernels(hw, base))
+    return hw
+
+
+@functools.lru_cache(maxsize=256)
+def load_model(name_or_path: str) -> ModelSpec:
+    obj, where = _load("models", str(name_or_path))
+    return read_model(obj, where)
+
+
+def list_hardware() -> list[HardwareProfile]:
+    return [_raw_hardware(n) for n in bundled_files("hardware")]
+
+
+def list_models() -> list[ModelSpec]:
+    return [load_model(n) for n in bundled_files("models")]
+
+
+def experiment_path(name_or_path: str):
+    """Path (or traversable) of an experiment file by bundled name or path."""
+    if _looks_like_path(name_or_path) or Path(name_or_path).is_file():
+        return Path(name_or_path)
+    files = bundled_files("experiments")
+    if name_or_path not in files:
+        guess = closest(name_or_path, list(files))
+        hint = f"did you mean '{guess}'? " if guess else ""
+        raise ConfigError("", "", f"unknown experiment {name_or_path!r}",
+                          f"{hint}run `python -m simulator list experiments` or pass a path")
+    return files[name_or_path]

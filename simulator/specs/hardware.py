@@ -1,0 +1,114 @@
+"""Hardware profiles: the frozen in-memory form and its strict reader.
+
+All numbers are SI (bytes, B/s, FLOP/s, s, Hz). ``provenance`` maps each dotted field path to where its number
+came from; the rest of the code reads the attributes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from .kernels import Kernels, read_kernels
+from .schema import Provenance, Reader
+
+VENDORS = ("nvidia", "amd")
+ARCHITECTURES = ("ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4")
+PEAK_DTYPES = ("bf16", "fp8", "fp4", "int8")
+TOP_KEYS = ("schema", "name", "display_name", "vendor", "architecture", "what_if", "description", "sources",
+            "memory", "cache", "compute", "interconnect", "power", "kernels")
+SCHEMA = "hardware/v1"
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    display_name: str
+    vendor: str
+    architecture: str
+    what_if: bool
+    description: str
+    hbm_capacity: float  # bytes
+    hbm_bandwidth: float  # B/s, peak
+    l2_size: float  # bytes (0 allowed: the "no L2" limit)
+    l2_bandwidth: float  # B/s
+    l2_partitions: int  # Hopper: 2 (shared data is duplicated, so effective capacity for it halves)
+    llc_size: float  # bytes, last-level cache beyond L2 (AMD Infinity Cache); 0 if none
+    llc_bandwidth: float  # B/s
+    sm_count: int
+    clock: float  # Hz
+    peak_flops: Mapping[str, float]  # dtype -> dense FLOP/s
+    link_bandwidth: float  # B/s per direction, scale-up (NVLink / xGMI / PCIe)
+    link_latency: float  # s
+    domain_size: int  # GPUs per scale-up domain
+    tdp: float  # W (0 when unknown)
+    kernels: Kernels
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False,
+                                                 compare=False)
+    origin: str = field(default="", compare=False)
+
+    def peak(self, compute_dtype: str) -> float | None:
+        """Dense peak FLOP/s for a compute dtype, or None when the GPU has no such tensor-core path."""
+        return self.peak_flops.get(compute_dtype)
+
+    def with_changes(self, **changes) -> HardwareProfile:
+        """A modified copy (what-if studies, tests): e.g. ``hw.with_changes(l2_size=0.0)``."""
+        return replace(self, **changes)
+
+
+def read_hardware(obj: object, where: str) -> HardwareProfile:
+    r = Reader(where)
+    top = r.mapping(obj, "", TOP_KEYS, ("schema", "name", "vendor", "architecture", "sources", "memory", "cache",
+                                        "compute", "interconnect", "kernels"))
+    schema = r.string(top, "schema", "", options=(SCHEMA,))
+    del schema
+    r.read_sources(top)
+    name = r.string(top, "name", "")
+    mem = r.mapping(top["memory"], "memory", ("hbm_capacity", "hbm_bandwidth"), ("hbm_capacity", "hbm_bandwidth"))
+    cache = r.mapping(top["cache"], "cache", ("l2_size", "l2_bandwidth", "l2_partitions", "llc_size",
+                                              "llc_bandwidth"), ("l2_size", "l2_bandwidth", "l2_partitions"))
+    comp = r.mapping(top["compute"], "compute", ("sm_count", "clock", "peak_flops"),
+                     ("sm_count", "clock", "peak_flops"))
+    peaks_obj = r.mapping(comp["peak_flops"], "compute.peak_flops", PEAK_DTYPES, ("bf16",))
+    peaks = {d: r.quantity(peaks_obj, d, "compute.peak_flops", "flops", open_low=True)
+             for d in PEAK_DTYPES if d in peaks_obj}
+    net = r.mapping(top["interconnect"], "interconnect", ("link_bandwidth", "link_latency", "domain_size"),
+                    ("link_bandwidth", "link_latency", "domain_size"))
+    power = r.mapping(top.get("power", {}), "power", ("tdp",))
+    llc_size = r.quantity(cache, "llc_size", "cache", "bytes", default=0.0)
+    llc_bw = r.quantity(cache, "llc_bandwidth", "cache", "bandwidth", default=0.0)
+    if llc_size > 0 and llc_bw <= 0:
+        raise r.fail("cache.llc_bandwidth", "is missing or zero while cache.llc_size is set",
+                     "give the last-level cache bandwidth with its source")
+    profile = HardwareProfile(
+        name=name,
+        display_name=r.string(top, "display_name", "", default=name),
+        vendor=r.string(top, "vendor", "", options=VENDORS),
+        architecture=r.string(top, "architecture", "", options=ARCHITECTURES),
+        what_if=r.boolean(top, "what_if", "", default=False),
+        description=r.string(top, "description", "", default=""),
+        hbm_capacity=r.quantity(mem, "hbm_capacity", "memory", "bytes", open_low=True),
+        hbm_bandwidth=r.quantity(mem, "hbm_bandwidth", "memory", "bandwidth", open_low=True),
+        l2_size=r.quantity(cache, "l2_size", "cache", "bytes"),
+        l2_bandwidth=r.quantity(cache, "l2_bandwidth", "cache", "bandwidth", open_low=True),
+        l2_partitions=int(r.quantity(cache, "l2_partitions", "cache", "count", low=1, high=16)),
+        llc_size=llc_size,
+        llc_bandwidth=llc_bw,
+        sm_count=int(r.quantity(comp, "sm_count", "compute", "count", low=1)),
+        clock=r.quantity(comp, "clock", "compute", "frequency", open_low=True),
+        peak_flops=MappingProxyType(peaks),
+        link_bandwidth=r.quantity(net, "link_bandwidth", "interconnect", "bandwidth", open_low=True),
+        link_latency=r.quantity(net, "link_latency", "interconnect", "time"),
+        domain_size=int(r.quantity(net, "domain_size", "interconnect", "count", low=1)),
+        tdp=r.quantity(power, "tdp", "power", "power", default=0.0),
+        kernels=read_kernels(r, top["kernels"]),
+        sources=MappingProxyType(dict(r.sources)),
+        provenance=MappingProxyType(dict(r.provenance)),
+        origin=where,
+    )
+    if profile.l2_bandwidth < profile.hbm_bandwidth:
+        raise r.fail("cache.l2_bandwidth", f"is {profile.l2_bandwidth / 1e12:.3g} TB/s, below the HBM bandwidth "
+                     f"{profile.hbm_bandwidth / 1e12:.3g} TB/s", "check the unit (TB/s vs GB/s)")
+    return profile

@@ -1,0 +1,269 @@
+"""Model specs: frozen in-memory form and strict reader. Derived quantities live in :mod:`.derived`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from .dtypes import WEIGHT_DTYPES
+from .schema import Provenance, Reader
+
+SCHEMA = "model/v1"
+ROLES = ("target", "drafter")
+ATTENTION_KINDS = ("mha", "gqa", "mla")
+LAYER_KINDS = ("full", "sliding", "chunked", "linear")
+ROUTERS = ("softmax", "sigmoid")
+TOP_KEYS = ("schema", "name", "display_name", "role", "description", "sources", "official", "architecture",
+            "attention", "ffn", "routing_overlap")
+ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qkv_bias", "output_gate",
+             "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+             "layer_pattern", "window", "chunk", "linear")
+MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+LINEAR_KEYS = ("key_heads", "value_heads", "key_head_dim", "value_head_dim", "conv_kernel")
+FFN_KEYS = ("source", "gated", "dense_intermediate", "first_dense", "moe_every", "experts", "top_k",
+            "expert_intermediate", "shared_experts", "shared_intermediate", "router")
+
+
+@dataclass(frozen=True)
+class LinearAttention:
+    """Gated-DeltaNet-style linear attention (recurrent state instead of a KV cache)."""
+
+    key_heads: int
+    value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+
+@dataclass(frozen=True)
+class Attention:
+    kind: str  # mha | gqa | mla
+    q_heads: int
+    kv_heads: int  # = q_heads for mha; 1 latent "head" for mla (MQA form)
+    head_dim: int  # gqa/mha; for mla the q/k head dim nope+rope
+    qk_norm: bool = False
+    qkv_bias: bool = False
+    output_gate: bool = False  # gated attention output (q projection twice as wide)
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    layer_pattern: tuple[str, ...] = ("full",)  # repeated cyclically over layers
+    window: int = 0  # sliding-window length (tokens)
+    chunk: int = 0  # chunked-attention chunk length (tokens)
+    linear: LinearAttention | None = None
+
+
+@dataclass(frozen=True)
+class FFN:
+    gated: bool = True
+    dense_intermediate: int = 0
+    first_dense: int = 0  # leading dense layers
+    moe_every: int = 1  # after first_dense, layer i is MoE when (i - first_dense + 1) % moe_every == 0
+    experts: int = 0  # routed experts (0: dense model)
+    top_k: int = 0
+    expert_intermediate: int = 0
+    shared_experts: int = 0
+    shared_intermediate: int = 0
+    router: str = "softmax"
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+
+@dataclass(frozen=True)
+class OverlapProfile:
+    """Routing-overlap statistics shipped with a model (BRIEF §2.2), with provenance."""
+
+    lags: tuple[float, ...]  # o(d), d = 1..D, as fractions
+    popularity: str  # "uniform", "zipf:S", "skew:X"
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class OfficialTotals:
+    total_params: float
+    active_params: float
+    counts_input_embedding: bool = True  # does the official *active* figure include the input embedding?
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    display_name: str
+    role: str
+    description: str
+    layers: int
+    hidden_size: int
+    vocab_size: int
+    tied_embeddings: bool
+    native_dtype: str
+    mtp_layers: int
+    attention: Attention
+    ffn: FFN
+    official: OfficialTotals | None
+    overlap: OverlapProfile | None
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False,
+                                                 compare=False)
+    origin: str = field(default="", compare=False)
+
+    def layer_kind(self, i: int) -> str:
+        """Attention kind of layer ``i``: full, sliding, chunked or linear."""
+        pat = self.attention.layer_pattern
+        return pat[i % len(pat)]
+
+    def is_moe_layer(self, i: int) -> bool:
+        f = self.ffn
+        return f.is_moe and i >= f.first_dense and (i - f.first_dense + 1) % f.moe_every == 0
+
+
+def _section_source(r: Reader, obj: Mapping, path: str) -> str:
+    return r.source(obj, path)
+
+
+def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
+    p = "attention"
+    a = r.mapping(obj, p, ATTN_KEYS, ("source", "kind", "q_heads"))
+    _section_source(r, a, p)
+    kind = r.string(a, "kind", p, options=ATTENTION_KINDS)
+    qh = r.integer(a, "q_heads", p, low=1)
+    pattern = a.get("layer_pattern", ["full"])
+    if not isinstance(pattern, list) or not pattern:
+        raise r.fail(f"{p}.layer_pattern", f"must be a non-empty list of {LAYER_KINDS}, got {pattern!r}",
+                     "e.g. layer_pattern: [sliding, full]")
+    for i, kind_i in enumerate(pattern):
+        if kind_i not in LAYER_KINDS:
+            raise r.fail(f"{p}.layer_pattern[{i}]", f"is {kind_i!r}, not one of {list(LAYER_KINDS)}",
+                         "use full, sliding, chunked or linear")
+    pattern = tuple(pattern)
+    window = r.integer(a, "window", p, low=1, default=0)
+    chunk = r.integer(a, "chunk", p, low=1, default=0)
+    if "sliding" in pattern and not window:
+        raise r.fail(f"{p}.window", "is missing while layer_pattern has sliding layers", "add window: <tokens>")
+    if "chunked" in pattern and not chunk:
+        raise r.fail(f"{p}.chunk", "is missing while layer_pattern has chunked layers", "add chunk: <tokens>")
+    linear = None
+    if "linear" in pattern:
+        lp = f"{p}.linear"
+        lo = r.mapping(a.get("linear"), lp, LINEAR_KEYS, LINEAR_KEYS)
+        linear = LinearAttention(*(r.integer(lo, k, lp, low=1) for k in LINEAR_KEYS))
+    elif "linear" in a:
+        raise r.fail(f"{p}.linear", "is given but layer_pattern has no linear layers", "add 'linear' to the pattern")
+    common = dict(qk_norm=r.boolean(a, "qk_norm", p, default=False), qkv_bias=r.boolean(a, "qkv_bias", p,
+                  default=False), output_gate=r.boolean(a, "output_gate", p, default=False),
+                  layer_pattern=pattern, window=window, chunk=chunk, linear=linear)
+    if kind == "mla":
+        for k in ("kv_heads", "head_dim"):
+            if k in a:
+                raise r.fail(f"{p}.{k}", "is not used by MLA attention", "remove it; MLA uses the *_rank/*_dim fields")
+        m = {k: r.integer(a, k, p, low=0 if k == "q_lora_rank" else 1) for k in MLA_KEYS}
+        return Attention(kind, qh, 1, m["qk_nope_head_dim"] + m["qk_rope_head_dim"], **m, **common)
+    for k in MLA_KEYS:
+        if k in a:
+            raise r.fail(f"{p}.{k}", f"is an MLA field but kind is {kind!r}", "remove it or set kind: mla")
+    kvh = r.integer(a, "kv_heads", p, low=1, default=qh if kind == "mha" else ...)
+    hd = r.integer(a, "head_dim", p, low=1, default=hidden // qh if hidden % qh == 0 else ...)
+    if kind == "mha" and kvh != qh:
+        raise r.fail(f"{p}.kv_heads", f"is {kvh} but MHA needs kv_heads == q_heads ({qh})", "use kind: gqa")
+    if qh % kvh:
+        raise r.fail(f"{p}.q_heads", f"is {qh}, not divisible by kv_heads {kvh}",
+                     "q_heads must be a multiple of kv_heads")
+    return Attention(kind, qh, kvh, hd, **common)
+
+
+def _read_ffn(r: Reader, obj: object, layers: int) -> FFN:
+    p = "ffn"
+    f = r.mapping(obj, p, FFN_KEYS, ("source",))
+    _section_source(r, f, p)
+    experts = r.integer(f, "experts", p, low=0, default=0)
+    gated = r.boolean(f, "gated", p, default=True)
+    if experts == 0:
+        moe_only = [k for k in ("top_k", "expert_intermediate", "shared_experts", "shared_intermediate",
+                                "first_dense", "moe_every") if k in f]
+        if moe_only:
+            raise r.fail(f"{p}.{moe_only[0]}", "is a MoE field but experts is 0 or missing",
+                         "set experts: <routed experts> or remove the MoE fields")
+        return FFN(gated, r.integer(f, "dense_intermediate", p, low=1), first_dense=layers)
+    top_k = r.integer(f, "top_k", p, low=1)
+    if top_k > experts:
+        raise r.fail(f"{p}.top_k", f"is {top_k}, more than experts ({experts})", "top_k must be <= experts")
+    first_dense = r.integer(f, "first_dense", p, low=0, high=layers - 1, default=0)
+    moe_every = r.integer(f, "moe_every", p, low=1, high=layers, default=1)
+    needs_dense = first_dense > 0 or moe_every > 1
+    dense_i = r.integer(f, "dense_intermediate", p, low=1, default=... if needs_dense else 0)
+    shared = r.integer(f, "shared_experts", p, low=0, default=0)
+    shared_i = r.integer(f, "shared_intermediate", p, low=1, default=... if shared else 0,
+                         fix="shared_intermediate is required when shared_experts > 0")
+    if shared == 0 and "shared_intermediate" in f:
+        raise r.fail(f"{p}.shared_intermediate", "is given but shared_experts is 0", "remove it or set shared_experts")
+    return FFN(gated, dense_i, first_dense, moe_every, experts, top_k,
+               r.integer(f, "expert_intermediate", p, low=1), shared, shared_i,
+               r.string(f, "router", p, options=ROUTERS, default="softmax"))
+
+
+def _read_overlap(r: Reader, obj: object, ffn: FFN) -> OverlapProfile:
+    p = "routing_overlap"
+    o = r.mapping(obj, p, ("source", "lags", "popularity", "note"), ("source", "lags"))
+    source = r.source(o, p)
+    lags = o["lags"]
+    if not isinstance(lags, list) or not lags or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in lags):
+        raise r.fail(f"{p}.lags", f"must be a list of overlap fractions in [0, 1], got {lags!r}",
+                     "write fractions (0.381), not percentages (38.1)")
+    if not ffn.is_moe:
+        raise r.fail(p, "is given for a dense model", "remove it; overlap statistics are for MoE routing")
+    pop = r.string(o, "popularity", p, default="uniform")
+    if not (pop == "uniform" or pop.startswith(("zipf:", "skew:"))):
+        raise r.fail(f"{p}.popularity", f"is {pop!r}", "use uniform, zipf:S or skew:X")
+    return OverlapProfile(tuple(float(x) for x in lags), pop, source, str(o.get("note", "")))
+
+
+def read_model(obj: object, where: str) -> ModelSpec:
+    r = Reader(where)
+    top = r.mapping(obj, "", TOP_KEYS, ("schema", "name", "role", "sources", "architecture", "attention", "ffn"))
+    r.string(top, "schema", "", options=(SCHEMA,))
+    r.read_sources(top)
+    name = r.string(top, "name", "")
+    ap = "architecture"
+    arch = r.mapping(top["architecture"], ap, ("source", "layers", "hidden_size", "vocab_size", "tied_embeddings",
+                                                "native_dtype", "mtp_layers"),
+                     ("source", "layers", "hidden_size", "vocab_size", "native_dtype"))
+    _section_source(r, arch, ap)
+    layers = r.integer(arch, "layers", ap, low=1, high=1000)
+    hidden = r.integer(arch, "hidden_size", ap, low=1)
+    attention = _read_attention(r, top["attention"], hidden)
+    ffn = _read_ffn(r, top["ffn"], layers)
+    official = None
+    if "official" in top:
+        op = "official"
+        o = r.mapping(top["official"], op, ("total_params", "active_params", "counts_input_embedding", "note"),
+                      ("total_params", "active_params"))
+        official = OfficialTotals(r.quantity(o, "total_params", op, "parameters", open_low=True),
+                                  r.quantity(o, "active_params", op, "parameters", open_low=True),
+                                  r.boolean(o, "counts_input_embedding", op, default=True), str(o.get("note", "")))
+    overlap = _read_overlap(r, top["routing_overlap"], ffn) if "routing_overlap" in top else None
+    return ModelSpec(
+        name=name,
+        display_name=r.string(top, "display_name", "", default=name),
+        role=r.string(top, "role", "", options=ROLES),
+        description=r.string(top, "description", "", default=""),
+        layers=layers,
+        hidden_size=hidden,
+        vocab_size=r.integer(arch, "vocab_size", ap, low=1),
+        tied_embeddings=r.boolean(arch, "tied_embeddings", ap, default=False),
+        native_dtype=r.string(arch, "native_dtype", ap, options=WEIGHT_DTYPES),
+        mtp_layers=r.integer(arch, "mtp_layers", ap, low=0, default=0),
+        attention=attention,
+        ffn=ffn,
+        official=official,
+        overlap=overlap,
+        sources=MappingProxyType(dict(r.sources)),
+        provenance=MappingProxyType(dict(r.provenance)),
+        origin=where,
+    )

@@ -1,0 +1,1 @@
+"""sweep (under construction)."""
