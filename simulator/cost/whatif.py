@@ -31,7 +31,8 @@ def derive_kernels(target: HardwareProfile, base: HardwareProfile) -> Kernels:
     kb = base.kernels
     ratio = target.hbm_bandwidth / base.hbm_bandwidth
     classes = {
-        name: KernelClass(fixed=c.fixed, memory=_rescale(c.memory, ratio), compute=c.compute, params=c.params)
-        for name, c in kb.classes.items()
+        name: MappingProxyType({v: KernelClass(fixed=c.fixed, memory=_rescale(c.memory, ratio), compute=c.compute,
+                                               params=c.params) for v, c in variants.items()})
+        for name, variants in kb.classes.items()
     }
     return Kernels(None, kb.global_efficiency, MappingProxyType(classes), kb.collectives, kb.step)

@@ -89,11 +89,13 @@ def param_counts(model: ModelSpec) -> ParamCounts:
 
 
 def active_params_official_convention(model: ModelSpec) -> int:
-    """Active parameters counted the way the official figure counts them (see ``official.counts_input_embedding``)."""
+    """Active parameters counted the way the official figure counts them (``official.counts_input_embedding`` and
+    ``official.counts_lm_head``)."""
     c = param_counts(model)
-    if model.official is not None and not model.official.counts_input_embedding:
-        return c.active - c.embedding
-    return c.active
+    o = model.official
+    if o is None:
+        return c.active
+    return c.active - (0 if o.counts_input_embedding else c.embedding) - (0 if o.counts_lm_head else c.lm_head)
 
 
 def expert_bytes(model: ModelSpec, dtype: str) -> float:

@@ -4,9 +4,10 @@ A profile either states them (H100 SXM: fitted to ``measured-h100/`` by ``python
 says ``derive_from: <profile>``: the what-if rule of docs/MODEL.md then takes the curve *shapes* and fixed costs of
 that profile and rescales them by the target's own spec-sheet numbers (see :mod:`simulator.cost.whatif`).
 
-Curves are piecewise linear in log(x), clamped outside their points::
+Each op class has *variants* keyed by the format its kernel runs on (weight format for gemm/moe, KV dtype for
+attention, ``any`` for format-independent classes). Curves are piecewise linear in log(x), clamped outside::
 
-    memory: {x: bytes, points: [[1.0e5, 0.25], [1.0e8, 0.93]], source: fit-h100}
+    memory: {x: parallel, points: [[1, 0.10], [8, 0.55], [64, 0.83]], source: fit-h100}
 """
 
 from __future__ import annotations
@@ -20,24 +21,33 @@ import numpy as np
 
 from .schema import Reader
 
-# Variables a curve may be a function of (documented in docs/MODEL.md, "Kernel efficiency").
-CURVE_X = ("bytes", "rows", "tokens_per_expert", "flops")
+# Variables a curve may be a function of (docs/MODEL.md, "Kernel efficiency"):
+#   bytes    - HBM bytes the op moves;
+#   rows     - GEMM rows (tokens) or tokens per active expert;
+#   parallel - independent work units: GEMM output tiles (n/128), attention (request, KV head) pairs.
+CURVE_X = ("bytes", "rows", "parallel")
 
-# Op classes that carry kernel parameters, and the extra per-class time/fraction parameters each may state.
-OP_CLASSES: dict[str, dict[str, str]] = {
-    "gemm": {"quant_fixed": "time"},
-    "moe": {"per_local_expert": "time", "per_active_expert": "time", "per_pair": "time"},
-    "attention": {"per_request": "time"},
-    "elementwise": {},
-    "router": {},
-    "embedding": {},
-    "sampling": {"per_token": "time"},
+# Op classes, the variant keys they accept, and the extra parameters (name -> dimension) each may state.
+OP_CLASSES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "gemm": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"), {"combine_q": "count"}),
+    "moe": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"),
+            {"per_local_expert": "time", "per_token": "time", "activation_efficiency": "fraction",
+             "tile_rows": "count", "combine_q": "count"}),
+    "attention": (("bf16", "fp8"), {"per_parallel": "time", "combine_q": "count"}),
+    "elementwise": (("any",), {}),
+    "router": (("any",), {}),
+    "embedding": (("any",), {}),
+    "sampling": (("any",), {"per_token": "time"}),
 }
+REQUIRED_VARIANTS = {"gemm": ("bf16",), "moe": ("bf16",), "attention": ("bf16",), "elementwise": ("any",),
+                     "router": ("any",), "embedding": ("any",), "sampling": ("any",)}
+# A variant with no parameters of its own uses the first of these that the profile has (docs/MODEL.md).
+VARIANT_FALLBACK = {"nvfp4": ("fp8_block", "fp8", "bf16"), "int4_wo": ("mxfp4", "bf16"),
+                    "mxfp4": ("bf16",), "fp8_block": ("fp8", "bf16"), "fp8": ("bf16",)}
 COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")
 STEP_FIXED = {
     "host_overhead": "per forward pass: scheduler, input preparation, output copy (s)",
-    "launch": "per kernel launch inside a CUDA graph (s)",
-    "launch_eager": "per kernel launch without CUDA graphs (s)",
+    "launch_eager": "extra per-kernel cost without CUDA graphs (s)",
     "rejection_sampling": "per verify pass: acceptance test and bookkeeping (s)",
 }
 
@@ -64,12 +74,13 @@ class Curve:
                      tuple(min(y_cap, y * y_factor) for y in self.ys), self.source)
 
     def as_dict(self) -> dict:
-        return {"x": self.x, "points": [[a, b] for a, b in zip(self.xs, self.ys, strict=True)], "source": self.source}
+        return {"x": self.x, "points": [[a, b] for a, b in zip(self.xs, self.ys, strict=True)],
+                "source": self.source}
 
 
 @dataclass(frozen=True)
 class KernelClass:
-    """Kernel parameters of one op class."""
+    """Kernel parameters of one op class and variant."""
 
     fixed: float = 0.0  # s, per kernel call (latency floor)
     memory: Curve | None = None  # η: achieved fraction of peak HBM bandwidth
@@ -79,10 +90,16 @@ class KernelClass:
 
 @dataclass(frozen=True)
 class Collective:
-    """Collective cost: ``latency + bytes_on_wire / (link_bandwidth · efficiency)`` per call."""
+    """``min(small, large)`` algorithm costs for one collective on ``n`` GPUs (docs/MODEL.md, "Collectives").
 
-    latency: float  # s
-    efficiency: float  # fraction of the per-direction link bandwidth achieved
+    small: ``latency + latency_per_gpu · n + S · f_small(n) / (link · efficiency)`` (one-shot for all-reduce);
+    large: ``large_latency + S · f_large(n) / (link · large_efficiency)`` when stated (ring / NCCL)."""
+
+    latency: float
+    latency_per_gpu: float
+    efficiency: float
+    large_latency: float | None = None
+    large_efficiency: float | None = None
 
 
 @dataclass(frozen=True)
@@ -91,13 +108,21 @@ class Kernels:
 
     derive_from: str | None = None
     global_efficiency: float = 0.8
-    classes: Mapping[str, KernelClass] = field(default_factory=lambda: MappingProxyType({}))
+    classes: Mapping[str, Mapping[str, KernelClass]] = field(default_factory=lambda: MappingProxyType({}))
     collectives: Mapping[str, Collective] = field(default_factory=lambda: MappingProxyType({}))
     step: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def resolved(self) -> bool:
         return self.derive_from is None
+
+    def get(self, cls: str, variant: str = "any") -> KernelClass:
+        """Parameters of op class ``cls`` for ``variant``, following VARIANT_FALLBACK."""
+        table = self.classes[cls]
+        for v in (variant, *VARIANT_FALLBACK.get(variant, ()), "any", "bf16"):
+            if v in table:
+                return table[v]
+        return next(iter(table.values()))
 
 
 def _curve(r: Reader, obj: Mapping, key: str, path: str) -> Curve | None:
@@ -130,6 +155,17 @@ def _curve(r: Reader, obj: Mapping, key: str, path: str) -> Curve | None:
     return Curve(x, tuple(xs), tuple(ys), c["source"])
 
 
+def _kernel_class(r: Reader, obj: object, p: str, extras: dict[str, str]) -> KernelClass:
+    c = r.mapping(obj, p, ("fixed", "memory", "compute", *extras, "note"), ("fixed",))
+    params = {}
+    for e, dim in extras.items():
+        if e in c:
+            hi = 1.0 if dim == "fraction" else None
+            params[e] = r.quantity(c, e, p, dim, high=hi, open_low=dim in ("fraction", "count"))
+    return KernelClass(fixed=r.quantity(c, "fixed", p, "time"), memory=_curve(r, c, "memory", p),
+                       compute=_curve(r, c, "compute", p), params=MappingProxyType(params))
+
+
 def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "note"))
     if "derive_from" in k:
@@ -143,24 +179,24 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     cpath = r.join(path, "classes")
     classes_obj = r.mapping(k["classes"], cpath, OP_CLASSES, OP_CLASSES)
     classes = {}
-    for name, extras in OP_CLASSES.items():
-        p = r.join(cpath, name)
-        c = r.mapping(classes_obj[name], p, ("fixed", "memory", "compute", *extras), ("fixed",))
-        params = {e: r.quantity(c, e, p, dim) for e, dim in extras.items() if e in c}
-        classes[name] = KernelClass(
-            fixed=r.quantity(c, "fixed", p, "time"),
-            memory=_curve(r, c, "memory", p),
-            compute=_curve(r, c, "compute", p),
-            params=MappingProxyType(params),
-        )
+    for name, (variants, extras) in OP_CLASSES.items():
+        vp = r.join(cpath, name)
+        vobj = r.mapping(classes_obj[name], vp, variants, REQUIRED_VARIANTS[name])
+        classes[name] = MappingProxyType({v: _kernel_class(r, vobj[v], r.join(vp, v), extras)
+                                          for v in variants if v in vobj})
     colpath = r.join(path, "collectives")
     col_obj = r.mapping(k["collectives"], colpath, COLLECTIVES, COLLECTIVES)
     collectives = {}
     for name in COLLECTIVES:
         p = r.join(colpath, name)
-        c = r.mapping(col_obj[name], p, ("latency", "efficiency"), ("latency", "efficiency"))
-        collectives[name] = Collective(r.quantity(c, "latency", p, "time"),
-                                       r.quantity(c, "efficiency", p, "fraction", high=1.0, open_low=True))
+        keys = ("latency", "latency_per_gpu", "efficiency", "large_latency", "large_efficiency", "note")
+        c = r.mapping(col_obj[name], p, keys, ("latency", "efficiency"))
+        large = "large_latency" in c or "large_efficiency" in c
+        collectives[name] = Collective(
+            r.quantity(c, "latency", p, "time"), r.quantity(c, "latency_per_gpu", p, "time", default=0.0),
+            r.quantity(c, "efficiency", p, "fraction", high=1.0, open_low=True),
+            r.quantity(c, "large_latency", p, "time") if large else None,
+            r.quantity(c, "large_efficiency", p, "fraction", high=1.0, open_low=True) if large else None)
     spath = r.join(path, "step")
     s = r.mapping(k["step"], spath, STEP_FIXED, STEP_FIXED)
     step = {name: r.quantity(s, name, spath, "time") for name in STEP_FIXED}

@@ -89,6 +89,7 @@ class OfficialTotals:
     total_params: float
     active_params: float
     counts_input_embedding: bool = True  # does the official *active* figure include the input embedding?
+    counts_lm_head: bool = True  # ... and the LM head? (both false: a "non-embedding" count)
     note: str = ""
 
 
@@ -242,11 +243,12 @@ def read_model(obj: object, where: str) -> ModelSpec:
     official = None
     if "official" in top:
         op = "official"
-        o = r.mapping(top["official"], op, ("total_params", "active_params", "counts_input_embedding", "note"),
-                      ("total_params", "active_params"))
+        o = r.mapping(top["official"], op, ("total_params", "active_params", "counts_input_embedding",
+                                            "counts_lm_head", "note"), ("total_params", "active_params"))
         official = OfficialTotals(r.quantity(o, "total_params", op, "parameters", open_low=True),
                                   r.quantity(o, "active_params", op, "parameters", open_low=True),
-                                  r.boolean(o, "counts_input_embedding", op, default=True), str(o.get("note", "")))
+                                  r.boolean(o, "counts_input_embedding", op, default=True),
+                                  r.boolean(o, "counts_lm_head", op, default=True), str(o.get("note", "")))
     overlap = _read_overlap(r, top["routing_overlap"], ffn) if "routing_overlap" in top else None
     return ModelSpec(
         name=name,

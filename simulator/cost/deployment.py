@@ -1,0 +1,143 @@
+"""Deployment (how a model is laid out on GPUs) and mechanism switches, with their validation.
+
+Layout: ``gpus = tp · dp`` for attention (tensor parallel inside a group, data parallel across groups) and
+``gpus = ep · moe_tp`` for the routed experts. With ``dp = 1`` every GPU sees every token (attention TP), so the
+MoE output is combined by an all-reduce; with ``dp > 1`` tokens are split and the MoE needs all-to-all dispatch and
+combine. Dense FFN layers and shared experts follow the attention layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import InfeasibleError, ParameterError
+from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
+from ..specs.hardware import HardwareProfile
+from ..specs.model import ModelSpec
+from ..validation import Interval, Options, check_params
+
+ROUTING = ("uniform", "independent", "ipf")
+FIXED = ("on", "per_expert", "off")
+ONOFF = ("on", "off")
+MEMORY_HEADROOM = 0.90  # usable fraction of HBM for weights + KV (activations, workspace, fragmentation)
+
+
+@dataclass(frozen=True)
+class Mechanisms:
+    """The four switchable mechanisms of BRIEF §1 (docs/MODEL.md, "Presets").
+
+    routing: which unique-expert model counts experts (uniform = MoESD; independent = measured popularity;
+        ipf = maximum-entropy overlap model).
+    kernel_curves: "on" = per-op-class efficiency curves; "off" = one global bandwidth efficiency.
+    fixed_costs: "on" = per-kernel floors paid once per kernel, per-step host/launch costs; "per_expert" = the
+        MoE kernel's floor is paid once per unique expert on the rank (MoESD's single-expert load time, no
+        amortisation); "off" = no fixed costs at all (pure roofline).
+    l2: "on" = re-reads of weights that fit the effective L2 are served from L2; "off" = every read from HBM.
+    """
+
+    routing: str = "ipf"
+    kernel_curves: str = "on"
+    fixed_costs: str = "on"
+    l2: str = "on"
+
+    def __post_init__(self):
+        check_params("Mechanisms", self.__dict__, {
+            "routing": [Options(ROUTING)], "kernel_curves": [Options(ONOFF)],
+            "fixed_costs": [Options(FIXED)], "l2": [Options(ONOFF)],
+        })
+
+    def with_(self, **kw) -> Mechanisms:
+        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+
+PRESETS = {
+    "prior": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="per_expert", l2="off"),
+    "refined": Mechanisms(routing="ipf", kernel_curves="on", fixed_costs="on", l2="on"),
+}
+# The walk from prior to refined used by `explain` (one mechanism per step, in this order).
+WALK = (("routing", "ipf"), ("kernel_curves", "on"), ("fixed_costs", "on"), ("l2", "on"))
+
+
+def preset(name: str) -> Mechanisms:
+    if name not in PRESETS:
+        raise ParameterError(f"the 'mode' parameter must be one of {list(PRESETS)}. Got {name!r} instead.")
+    return PRESETS[name]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """How the target runs: formats, parallelism, CUDA graphs."""
+
+    dtype: str = "bf16"  # routed/shared expert and dense linear weights
+    kv_dtype: str = "bf16"
+    tp: int = 1  # attention tensor parallel
+    dp: int = 1  # attention data parallel
+    ep: int = 1  # expert parallel
+    moe_tp: int | None = None  # tensor parallel inside experts; default gpus / ep
+    cuda_graphs: bool = True
+
+    def __post_init__(self):
+        check_params("Deployment", self.__dict__, {
+            "dtype": [Options(FORMATS)], "kv_dtype": [Options(KV_DTYPES)],
+            "tp": [Interval(int, 1, 1024)], "dp": [Interval(int, 1, 1024)], "ep": [Interval(int, 1, 1024)],
+            "moe_tp": [Interval(int, 1, 1024), None],
+        })
+        if self.moe_tp is None:
+            object.__setattr__(self, "moe_tp", max(1, self.gpus // self.ep))
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp
+
+    @property
+    def attn_dtype(self) -> str:
+        """Attention and dense-layer weights: the deployment dtype, except weight-only 4-bit formats that
+        engines apply to experts only (mxfp4, int4_wo), where the rest stays bf16."""
+        return "bf16" if self.dtype in ("mxfp4", "int4_wo") else self.dtype
+
+
+def _bad(field: str, value, problem: str, fix: str) -> InfeasibleError:
+    return InfeasibleError(f"deployment '{field}' = {value!r}: {problem}; {fix}")
+
+
+def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
+    """Reject impossible layouts and unsupported formats with one-line errors (no memory check here)."""
+    a, f = model.attention, model.ffn
+    if dep.ep * dep.moe_tp != dep.gpus:
+        raise _bad("ep", dep.ep, f"ep × moe_tp = {dep.ep} × {dep.moe_tp} ≠ gpus = tp × dp = {dep.gpus}",
+                   "choose ep and moe_tp whose product is the GPU count")
+    if dep.gpus > hw.domain_size and hw.domain_size > 0:
+        raise _bad("tp", dep.tp, f"{dep.gpus} GPUs exceed the {hw.name} scale-up domain of {hw.domain_size}",
+                   "multi-node deployments are not modelled; use at most the domain size")
+    if a.q_heads % dep.tp:
+        raise _bad("tp", dep.tp, f"does not divide the {a.q_heads} attention heads of {model.name}",
+                   "pick a tp that divides the head count")
+    la = a.linear
+    if la is not None and (la.value_heads % dep.tp or la.key_heads % dep.tp):
+        raise _bad("tp", dep.tp, f"does not divide the linear-attention heads ({la.key_heads}/{la.value_heads})",
+                   "pick a tp that divides them")
+    if f.dense_intermediate and f.dense_intermediate % dep.tp:
+        raise _bad("tp", dep.tp, f"does not divide the dense FFN width {f.dense_intermediate}", "pick another tp")
+    fmt = FORMATS[dep.dtype]
+    if f.is_moe:
+        if f.experts % dep.ep:
+            raise _bad("ep", dep.ep, f"does not divide the {f.experts} experts of {model.name}",
+                       "pick an ep that divides the expert count")
+        width = f.expert_intermediate // dep.moe_tp
+        if f.expert_intermediate % dep.moe_tp:
+            raise _bad("moe_tp", dep.moe_tp, f"does not divide the expert width {f.expert_intermediate}",
+                       "raise ep (fewer ways of expert tensor parallelism)")
+        if fmt.block and width % fmt.block:
+            raise _bad("dtype", dep.dtype, f"needs expert widths divisible by {fmt.block}, but "
+                       f"{f.expert_intermediate}/{dep.moe_tp} = {width}", "raise ep or use another dtype")
+        if f.shared_experts and f.shared_intermediate % dep.tp:
+            raise _bad("tp", dep.tp, f"does not divide the shared-expert width {f.shared_intermediate}",
+                       "pick another tp")
+    peaks = dict(hw.peak_flops)
+    if compute_dtype(fmt, peaks) not in peaks:
+        ok = [d for d in FORMATS if compute_dtype(FORMATS[d], peaks) in peaks]
+        raise _bad("dtype", dep.dtype, f"needs {fmt.compute} tensor cores, which {hw.name} does not have",
+                   f"use one of {ok}")
+    if compute_dtype(FORMATS[dep.attn_dtype], dict(hw.peak_flops)) not in hw.peak_flops:
+        raise _bad("dtype", dep.dtype, f"needs {dep.attn_dtype} attention weights, unsupported on {hw.name}",
+                   "use bf16")

@@ -1,0 +1,166 @@
+"""*Cost*: the time of one op on one GPU (docs/MODEL.md, "Op cost").
+
+    t_op = F_op + combine_q( flops / (peak · μ),  hbm_bytes / (BW_hbm · η) + act_bytes / (BW_hbm · η_act)
+                                                  + l2_bytes / BW_l2 )
+
+``combine_q(a, b) = (a^q + b^q)^(1/q)``, a smooth maximum (q → ∞ is the plain roofline max). η, μ, η_act and q come
+from the profile's kernel-efficiency curves; with ``kernel_curves`` off η = η_act = the single global efficiency and
+q = ∞. F_op comes from its fixed costs (mechanism ``fixed_costs``); ``l2_bytes`` are the weight re-reads that the
+effective L2 absorbs (mechanism ``l2``). All functions are vectorised over the batch grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..specs.hardware import HardwareProfile
+from ..specs.kernels import KernelClass
+from .deployment import Mechanisms
+from .ops import Op
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """Time of one op split into its parts (seconds; arrays over the batch grid)."""
+
+    name: str
+    cls: str
+    time: np.ndarray
+    fixed: np.ndarray
+    compute: np.ndarray
+    memory: np.ndarray
+    hbm_bytes: np.ndarray
+    l2_bytes: np.ndarray
+    flops: np.ndarray
+
+
+def effective_l2(hw: HardwareProfile) -> float:
+    """L2 capacity available to data shared by all SMs (one expert's weights read by CTAs everywhere).
+
+    On partitioned L2 (Hopper: 2 partitions) a line used from both halves is held in both, so the capacity for
+    shared data is one partition: ``l2_size / l2_partitions``."""
+    return hw.l2_size / max(hw.l2_partitions, 1)
+
+
+def l2_hit_fraction(hw: HardwareProfile, working_set) -> np.ndarray:
+    """Share of re-reads served by L2: 1 while the working set fits the effective L2, else the share that fits
+    (an LRU cache streaming over a larger set keeps about capacity/working-set of it)."""
+    cap = effective_l2(hw)
+    ws = np.asarray(working_set, dtype=float)
+    if cap <= 0:
+        return np.zeros_like(ws)
+    return np.minimum(1.0, cap / np.maximum(ws, 1e-300))
+
+
+def smooth_max(a: np.ndarray, b: np.ndarray, q: float) -> np.ndarray:
+    """(a^q + b^q)^(1/q); q = inf gives max(a, b). Scaled to avoid overflow."""
+    if not np.isfinite(q):
+        return np.maximum(a, b)
+    m = np.maximum(np.maximum(a, b), 1e-300)
+    return m * ((a / m) ** q + (b / m) ** q) ** (1.0 / q)
+
+
+# Bytes each GPU moves per message byte for n GPUs: small (one-shot / direct) and large (ring) algorithms.
+SMALL_FACTOR = {"all_reduce": lambda n: n - 1.0, "all_gather": lambda n: (n - 1.0) / n,
+                "all_to_all": lambda n: (n - 1.0) / n}
+LARGE_FACTOR = {"all_reduce": lambda n: 2.0 * (n - 1.0) / n, "all_gather": lambda n: (n - 1.0) / n,
+                "all_to_all": lambda n: (n - 1.0) / n}
+
+
+def collective_seconds(kind: str, wire_bytes, n: int, hw: HardwareProfile, mech: Mechanisms) -> tuple:
+    """(time, fixed) of one collective of ``wire_bytes`` per GPU over ``n`` GPUs."""
+    wire = np.asarray(wire_bytes, dtype=float)
+    if n <= 1:
+        return np.zeros_like(wire), np.zeros_like(wire)
+    col = hw.kernels.collectives[kind]
+    on = mech.fixed_costs != "off"
+    curves = mech.kernel_curves == "on"
+    g = hw.kernels.global_efficiency
+    lat = (col.latency + col.latency_per_gpu * n) if on else 0.0
+    small = lat + wire * SMALL_FACTOR[kind](n) / (hw.link_bandwidth * (col.efficiency if curves else g))
+    best, fixed = small, np.full_like(wire, lat)
+    if col.large_latency is not None:
+        llat = col.large_latency if on else 0.0
+        large = llat + wire * LARGE_FACTOR[kind](n) / (hw.link_bandwidth * (col.large_efficiency if curves else g))
+        fixed = np.where(large < small, llat, lat)
+        best = np.minimum(small, large)
+    return best, fixed
+
+
+def collective_time(op: Op, hw: HardwareProfile, mech: Mechanisms) -> OpCost:
+    t, fixed = collective_seconds(op.collective, op.wire_bytes, op.group, hw, mech)
+    z = np.zeros_like(t)
+    return OpCost(op.name, "collective", t, fixed, z, t - fixed, z, z, z)
+
+
+def _arr(x, shape) -> np.ndarray:
+    return np.broadcast_to(np.asarray(x, dtype=float), shape)
+
+
+def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True,
+            l2_warm: bool = False) -> OpCost:
+    """Cost one op on ``hw`` under the mechanism switches.
+
+    ``l2_warm`` reproduces a micro-benchmark that replays one op without flushing L2 (as in measured-h100/):
+    weights up to the L2 size stay resident and are read at L2 bandwidth. A real forward pass is L2-cold."""
+    if op.cls == "collective":
+        return collective_time(op, hw, mech)
+    k = hw.kernels
+    kc = k.get(op.cls, op.variant)
+    shape = np.broadcast(*(np.asarray(v) for v in (op.weight_bytes, op.other_bytes, op.act_bytes, op.flops,
+                                                     op.rows, op.parallel, op.experts, op.reread_bytes))).shape
+    weight, other, act = _arr(op.weight_bytes, shape), _arr(op.other_bytes, shape), _arr(op.act_bytes, shape)
+    reread, flops = _arr(op.reread_bytes, shape), _arr(op.flops, shape)
+
+    if mech.l2 == "on":
+        hit = l2_hit_fraction(hw, op.working_set)
+        l2 = reread * hit
+        hbm = weight + other + reread * (1.0 - hit)
+    else:
+        l2 = np.zeros(shape)
+        hbm = weight + other + reread
+    if l2_warm and hw.l2_size > 0:
+        warm = np.minimum(1.0, hw.l2_size / np.maximum(weight, 1.0))
+        l2 = l2 + weight * warm
+        hbm = hbm - weight * warm
+
+    curves = mech.kernel_curves == "on"
+    x = {"bytes": hbm + act, "rows": _arr(op.rows, shape), "parallel": _arr(op.parallel, shape)}
+    if curves:
+        eta = kc.memory(x[kc.memory.x]) if kc.memory else k.global_efficiency
+        eta_act = kc.params.get("activation_efficiency", eta)
+        q = kc.params.get("combine_q", np.inf)
+    else:
+        eta = eta_act = k.global_efficiency
+        q = np.inf
+    mu = kc.compute(x[kc.compute.x]) if kc.compute else 1.0
+
+    peak = hw.peak(op.compute) or hw.peak("bf16")
+    t_comp = flops / (peak * mu)
+    t_mem = hbm / (hw.hbm_bandwidth * eta) + act / (hw.hbm_bandwidth * eta_act)
+    if hw.l2_bandwidth > 0:
+        t_mem = t_mem + l2 / hw.l2_bandwidth
+    fixed = fixed_seconds(op, kc, mech, shape)
+    if not cuda_graphs and mech.fixed_costs != "off":
+        fixed = fixed + op.calls * k.step.get("launch_eager", 0.0)
+    return OpCost(op.name, op.cls, fixed + smooth_max(t_comp, t_mem, q), fixed, t_comp, t_mem, hbm + act, l2,
+                  flops)
+
+
+def fixed_seconds(op: Op, kc: KernelClass, mech: Mechanisms, shape) -> np.ndarray:
+    """F_op: the op's latency floor and per-unit overheads (docs/MODEL.md, "Fixed costs")."""
+    if mech.fixed_costs == "off":
+        return np.zeros(shape)
+    p = kc.params
+    if op.cls == "moe":
+        experts = _arr(op.experts, shape)
+        per_kernel = kc.fixed * (experts if mech.fixed_costs == "per_expert" else 1.0)
+        return per_kernel + p.get("per_local_expert", 0.0) * op.local_experts + \
+            p.get("per_token", 0.0) * _arr(op.tokens, shape)
+    if op.cls == "attention":
+        return kc.fixed + p.get("per_parallel", 0.0) * _arr(op.parallel, shape)
+    if op.cls == "sampling":
+        return kc.fixed + p.get("per_token", 0.0) * _arr(op.tokens, shape)
+    return np.full(shape, kc.fixed)

@@ -1,0 +1,197 @@
+"""*Describe*: turn (model, deployment, workload) into per-layer ops with bytes, FLOPs and op class.
+
+Nothing here knows about a GPU's speed: an :class:`Op` says how much work one kernel does on the busiest GPU
+(bytes split into compulsory bytes and weight re-reads, FLOPs, rows), arrays over the batch grid. The costing
+lives in :mod:`simulator.cost.engine`. Layers with the same attention kind and FFN kind share one op list
+(a :class:`LayerGroup` with a count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..specs.derived import ffn_matrices
+from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, KV_BYTES
+from ..specs.model import ModelSpec
+from .deployment import Deployment
+
+A = ACTIVATION_BYTES
+
+
+@dataclass(frozen=True)
+class Op:
+    """One kernel (or fused kernel group) on the busiest GPU; array fields are over the batch grid."""
+
+    name: str
+    cls: str  # gemm | moe | attention | elementwise | router | embedding | sampling | collective
+    compute: str = "bf16"  # peak-FLOPS key
+    variant: str = "any"  # kernel variant: weight format (gemm, moe), KV dtype (attention), "any"
+    weight_bytes: np.ndarray | float = 0.0  # compulsory weight bytes (each unique weight once)
+    other_bytes: np.ndarray | float = 0.0  # activations, KV cache, state: compulsory HBM traffic
+    act_bytes: np.ndarray | float = 0.0  # MoE per-(token, expert) activation traffic (own efficiency)
+    reread_bytes: np.ndarray | float = 0.0  # extra weight reads (L2 candidates)
+    working_set: np.ndarray | float = 0.0  # bytes that must stay in L2 for the re-reads to hit
+    flops: np.ndarray | float = 0.0
+    rows: np.ndarray | float = 1.0  # GEMM rows / tokens per active expert
+    parallel: np.ndarray | float = 1.0  # independent work units (output tiles; request x KV-head pairs)
+    experts: np.ndarray | float = 0.0  # unique experts touched on this GPU (moe)
+    local_experts: np.ndarray | float = 0  # experts resident on this GPU (moe)
+    pairs: np.ndarray | float = 0.0  # (token, expert) pairs on this GPU (moe)
+    tokens: np.ndarray | float = 0.0  # tokens processed by the op
+    collective: str = ""  # all_reduce | all_to_all | all_gather
+    group: int = 1  # GPUs taking part in the collective
+    wire_bytes: np.ndarray | float = 0.0  # message bytes of the collective
+    calls: int = 1  # kernel launches the op stands for
+    after: tuple[str, ...] = ()  # predecessors in the layer DAG (empty: the previous op in list order)
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    key: str  # e.g. "full/moe"
+    count: int
+    ops: tuple[Op, ...]
+
+
+@dataclass(frozen=True)
+class ExpertLoad:
+    """Expert traffic of one MoE layer on the busiest GPU, arrays over the batch grid."""
+
+    unique: np.ndarray  # unique experts touched on the busiest rank
+    pairs: np.ndarray  # (token, expert) pairs routed to that rank
+    unique_total: np.ndarray  # unique experts over all ranks (for reporting)
+
+
+@dataclass(frozen=True)
+class Workload:
+    batch: np.ndarray  # requests (concurrent sequences), shape (nb,)
+    tokens: int  # new tokens per request in this pass (1 = decode, γ+1 = verify)
+    context: int  # tokens already in the KV cache per request
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> np.ndarray:
+        return self.batch * self.tokens
+
+
+GEMM_TILE_N = 128  # output columns per CTA tile (docs/MODEL.md: the "parallel" variable of GEMMs)
+MOE_ACT_ELEMS = (7, 9)  # activation elements per (token, expert) pair: 7·H + 9·I_local (docs/MODEL.md)
+
+
+def gemm(name: str, rows, n, k, dtype: str, compute: str, after=()) -> Op:
+    """out[rows, n] = x[rows, k] · W[n, k]^T with W in ``dtype`` (n, k may be arrays)."""
+    rows, n, k = (np.asarray(v, dtype=float) for v in (rows, n, k))
+    wb = n * k * FORMATS[dtype].bytes_per_weight
+    return Op(name, "gemm", compute, dtype, weight_bytes=wb, other_bytes=rows * (n + k) * A,
+              flops=2.0 * rows * n * k, rows=rows, parallel=n / GEMM_TILE_N, tokens=rows, after=after)
+
+
+def _kv_len(model: ModelSpec, kind: str, wl: Workload) -> float:
+    """Cached tokens one query attends to, after this pass (upper bound for chunked layers)."""
+    n = wl.context + wl.tokens
+    a = model.attention
+    if kind == "sliding":
+        return float(min(n, a.window))
+    if kind == "chunked":
+        return float(min(n, a.chunk))
+    return float(n)
+
+
+def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str, computes: dict) -> list[Op]:
+    """Projections + attention core for one layer of kind full/sliding/chunked/linear."""
+    H, a, tp = model.hidden_size, model.attention, dep.tp
+    T = wl.total_tokens / dep.dp  # tokens on this GPU's attention group
+    B = wl.batch / dep.dp
+    wd, cd = dep.attn_dtype, computes["attn"]
+    kvb = KV_BYTES[dep.kv_dtype]
+    ops: list[Op] = []
+    if kind == "linear":
+        la = a.linear
+        qk, v = la.key_heads * la.key_head_dim // tp, la.value_heads * la.value_head_dim // tp
+        vh = la.value_heads // tp
+        ops.append(gemm("attn_in_proj", T, 2 * qk + 2 * v + 2 * vh, H, wd, cd))
+        state = B * vh * la.key_head_dim * la.value_head_dim * 4.0  # fp32 recurrent state per request
+        ops.append(Op("linear_attention", "attention", "bf16", "bf16",
+                      other_bytes=2.0 * state + T * (2 * qk + 3 * v) * A,
+                      flops=4.0 * T * vh * la.key_head_dim * la.value_head_dim, rows=T, parallel=B * vh, tokens=T))
+        ops.append(gemm("attn_out_proj", T, H, v, wd, cd))
+        return ops
+    L = _kv_len(model, kind, wl)
+    qh = a.q_heads // tp
+    if a.kind == "mla":
+        qd = a.qk_nope_head_dim + a.qk_rope_head_dim
+        lat = a.kv_lora_rank + a.qk_rope_head_dim
+        if a.q_lora_rank:
+            ops.append(gemm("q_a_proj", T, a.q_lora_rank, H, wd, cd))
+            ops.append(gemm("q_b_proj", T, qh * qd, a.q_lora_rank, wd, cd))
+        else:
+            ops.append(gemm("q_proj", T, qh * qd, H, wd, cd))
+        ops.append(gemm("kv_a_proj", T, lat, H, wd, cd))
+        # Absorbed MLA: W_UK folds into the query and W_UV into the output (MQA over the latent cache).
+        ops.append(gemm("k_up_absorb", T, qh * a.kv_lora_rank, a.qk_nope_head_dim, wd, cd))
+        kv = B * L * lat * kvb
+        flops = 2.0 * T * qh * L * (lat + a.kv_lora_rank)
+        ops.append(Op("attention", "attention", "bf16", dep.kv_dtype,
+                      other_bytes=kv + T * qh * (lat + a.kv_lora_rank) * A,
+                      flops=flops, rows=T, parallel=B * qh, tokens=T))
+        ops.append(gemm("v_up_absorb", T, qh * a.v_head_dim, a.kv_lora_rank, wd, cd))
+        ops.append(gemm("o_proj", T, H, qh * a.v_head_dim, wd, cd))
+        return ops
+    kvh = -(-a.kv_heads // tp)  # KV heads are replicated when tp exceeds their number
+    hd = a.head_dim
+    ops.append(gemm("qkv_proj", T, (qh * (2 if a.output_gate else 1) + 2 * kvh) * hd, H, wd, cd))
+    kv = B * L * 2 * kvh * hd * kvb
+    ops.append(Op("attention", "attention", "bf16", dep.kv_dtype, other_bytes=kv + 2 * T * qh * hd * A,
+                  flops=4.0 * T * qh * hd * L, rows=T, parallel=B * kvh, tokens=T))
+    ops.append(gemm("o_proj", T, H, qh * hd, wd, cd))
+    return ops
+
+
+def ffn_ops(model: ModelSpec, dep: Deployment, wl: Workload, moe: bool, computes: dict,
+            load: ExpertLoad | None, tile_rows: float = 0.0) -> list[Op]:
+    """Dense FFN, or router + routed experts (+ shared experts) for one layer."""
+    H, f = model.hidden_size, model.ffn
+    m = ffn_matrices(f.gated)
+    T_attn = wl.total_tokens / dep.dp
+    if not moe:
+        inter = f.dense_intermediate // dep.tp
+        return [gemm("ffn_up", T_attn, (m - 1) * inter, H, dep.attn_dtype, computes["attn"]),
+                gemm("ffn_down", T_attn, H, inter, dep.attn_dtype, computes["attn"])]
+    T = wl.total_tokens  # every MoE rank sees all tokens (after all-gather or under attention TP)
+    ops = [Op("router", "router", "bf16", "any", weight_bytes=H * f.experts * 2.0,
+              other_bytes=T_attn * (H + f.experts) * A,
+              flops=2.0 * T_attn * H * f.experts, rows=T_attn, tokens=T_attn)]
+    width = f.expert_intermediate // dep.moe_tp
+    ops.append(experts_op(H, width, m, dep.dtype, computes["moe"], load.unique, load.pairs, f.experts // dep.ep, T,
+                          tile_rows))
+    if f.shared_experts:
+        inter = f.shared_experts * f.shared_intermediate // dep.tp
+        ops.append(gemm("shared_up", T_attn, (m - 1) * inter, H, dep.attn_dtype, computes["attn"]))
+        ops.append(gemm("shared_down", T_attn, H, inter, dep.attn_dtype, computes["attn"]))
+    return ops
+
+
+def experts_op(hidden, width, matrices, dtype: str, compute: str, unique, pairs, local_experts, tokens,
+               tile_rows: float = 0.0, name: str = "experts") -> Op:
+    """Routed experts on one rank: ``unique`` experts touched, ``pairs`` (token, expert) pairs.
+
+    Weights: each touched expert once, plus one re-read per extra tile of ``tile_rows`` rows (L2 candidates,
+    working set = one expert). Activations: 7·H + 9·I_local elements per pair (permute, GEMM1 out, SwiGLU,
+    GEMM2 out, finalize), of 1 byte in fp8/fp4 kernels and 2 bytes otherwise."""
+    fmt = FORMATS[dtype]
+    unique, pairs = np.asarray(unique, dtype=float), np.asarray(pairs, dtype=float)
+    e_bytes = matrices * hidden * width * fmt.bytes_per_weight
+    rows = pairs / np.maximum(unique, 1e-12)  # tokens per active expert
+    tile = tile_rows if tile_rows > 0 else np.inf
+    act_elem = 1.0 if fmt.compute in ("fp8", "fp4") else A
+    return Op(name, "moe", compute, dtype, weight_bytes=unique * e_bytes,
+              act_bytes=pairs * (MOE_ACT_ELEMS[0] * hidden + MOE_ACT_ELEMS[1] * width) * act_elem,
+              reread_bytes=unique * e_bytes * np.maximum(0.0, rows / tile - 1.0), working_set=e_bytes,
+              flops=2.0 * pairs * matrices * hidden * width, rows=rows, experts=unique,
+              local_experts=local_experts, pairs=pairs, tokens=tokens, calls=2)
+
+
+def collective_op(name: str, kind: str, wire_bytes, group: int, after=()) -> Op:
+    return Op(name, "collective", "bf16", "any", collective=kind, group=group, wire_bytes=np.asarray(wire_bytes, float),
+              after=after)

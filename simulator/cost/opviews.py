@@ -1,0 +1,89 @@
+"""Single-op views that mirror the measured CSV columns (``python -m simulator op ...``), so predictions can be
+compared with ``measured-h100/`` row by row. Each builder returns one :class:`~simulator.cost.ops.Op` whose array
+fields run over the rows; :func:`op_views` prices it three ways (LLMCompass style): the pure roofline, the
+simulated cost (calibrated kernels, L2-cold as in a real forward pass) and the warm-L2 view of a micro-benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from types import MappingProxyType
+
+import numpy as np
+
+from ..specs.dtypes import FORMATS, KV_BYTES
+from ..specs.hardware import HardwareProfile
+from ..specs.kernels import KernelClass
+from .deployment import Mechanisms
+from .engine import OpCost, collective_seconds, op_time
+from .ops import Op, experts_op, gemm
+
+A = 2.0  # bf16 activations
+
+
+def balanced_routing(tokens: int, experts: int, top_k: int, ep: int) -> tuple[int, int]:
+    """(unique local experts, local (token, expert) pairs) on EP rank 0 under the micro-benchmark's ``balanced``
+    pattern (aiconfigurator ``balanced_logits``): with stride = ⌈E/k⌉, token i uses experts
+    (i + j·stride) mod E when T ≥ stride, and ⌊i·stride/T + j·stride⌋ mod E when T < stride."""
+    stride = math.ceil(experts / top_k)
+    i = np.arange(tokens, dtype=float)[:, None]
+    j = np.arange(top_k, dtype=float)[None, :]
+    sel = (i + j * stride) % experts if tokens >= stride else np.fmod(i * stride / tokens + j * stride, experts)
+    sel = np.trunc(sel).astype(np.int64)
+    local = sel[sel < experts // ep]
+    return int(np.unique(local).size), int(local.size)
+
+
+def moe_op(hidden, inter, experts, top_k, tokens, dtype: str, tp=1, ep=1, unique=None, pairs=None,
+           compute: str | None = None, tile_rows: float = 0.0) -> Op:
+    """One fused MoE layer on one rank (routing, grouped GEMMs, activation, combine; no communication).
+
+    ``unique``/``pairs``: local experts touched and local (token, expert) pairs; by default the expectation under
+    uniform independent routing."""
+    hidden, inter, experts, top_k, tokens, tp, ep = (np.asarray(v, dtype=float) for v in
+                                                     (hidden, inter, experts, top_k, tokens, tp, ep))
+    fmt = FORMATS[dtype]
+    local = experts / ep
+    if unique is None:
+        unique = local * (1.0 - (1.0 - top_k / experts) ** tokens)
+    if pairs is None:
+        pairs = tokens * top_k / ep
+    return experts_op(hidden, inter / tp, 3.0, dtype, compute or fmt.compute, unique, pairs, local, tokens,
+                      tile_rows, name="moe")
+
+
+def gemm_op(m, n, k, dtype: str, compute: str | None = None) -> Op:
+    """out[m, n] = x[m, k] · W[n, k]^T."""
+    return gemm("gemm", m, n, k, dtype, compute or FORMATS[dtype].compute)
+
+
+def attention_op(batch, heads, kv_heads, head_dim, kv_len, kv_dtype: str = "bf16", tokens=1) -> Op:
+    """Decode (or verify, ``tokens`` > 1) attention for ``batch`` requests; heads are per GPU."""
+    b, h, kvh, hd, L, s = (np.asarray(v, dtype=float) for v in (batch, heads, kv_heads, head_dim, kv_len, tokens))
+    kv = b * L * 2.0 * kvh * hd * KV_BYTES[kv_dtype]
+    return Op("attention", "attention", "bf16", kv_dtype, other_bytes=kv + b * s * h * hd * 2.0 * A,
+              flops=4.0 * b * s * h * hd * L, rows=b * s, parallel=b * kvh, tokens=b * s)
+
+
+def op_views(op: Op, hw: HardwareProfile, mech: Mechanisms | None = None) -> dict[str, OpCost]:
+    """The three views of one op: ``roofline`` (no fixed costs, efficiency 1, L2 off), ``simulated`` (a real,
+    L2-cold forward pass) and ``warm`` (micro-benchmark conditions: weights that fit L2 stay resident)."""
+    mech = mech or Mechanisms()
+    ideal = hw.with_changes(kernels=ideal_kernels(hw))
+    roof = Mechanisms(routing=mech.routing, kernel_curves="off", fixed_costs="off", l2="off")
+    return {"roofline": op_time(op, ideal, roof), "simulated": op_time(op, hw, mech),
+            "warm": op_time(op, hw, mech, l2_warm=True)}
+
+
+def ideal_kernels(hw: HardwareProfile):
+    """Kernels with efficiency 1 everywhere and no fixed costs: the pure roofline."""
+    k = hw.kernels
+    classes = {n: MappingProxyType({v: KernelClass() for v in vs}) for n, vs in k.classes.items()}
+    return replace(k, global_efficiency=1.0, classes=MappingProxyType(classes))
+
+
+def collective_view(kind: str, message_bytes, gpus: int, hw: HardwareProfile,
+                    mech: Mechanisms | None = None) -> np.ndarray:
+    """Seconds of one collective of ``message_bytes`` over ``gpus`` GPUs."""
+    return collective_seconds(kind, message_bytes, gpus, hw, mech or Mechanisms())[0]

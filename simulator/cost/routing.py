@@ -1,0 +1,63 @@
+"""Expert traffic of one MoE layer from the overlap model (the cost engine's only link to :mod:`simulator.overlap`).
+
+``routing`` selects the unique-expert model: ``uniform`` (MoESD: every expert equally likely, tokens independent),
+``independent`` (the profile's popularity, tokens independent) or ``ipf`` (maximum-entropy fit of the popularity
+and lag overlaps). Under expert parallelism the busiest rank sets the pace: the expected maximum over ranks of the
+unique experts each rank hosts (contiguous placement ``e // (E/ep)``), and the (token, expert) pairs on that rank
+in proportion to its share of unique experts.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import overlap as ov
+from ..specs.model import ModelSpec
+from .ops import ExpertLoad
+
+
+@dataclass(frozen=True)
+class OverlapInput:
+    """Routing statistics for the cost engine: lag overlaps o(1..D) and a popularity spec."""
+
+    lags: tuple[float, ...] = ()
+    popularity: str = "uniform"
+
+
+def model_overlap(model: ModelSpec, override: OverlapInput | None = None) -> OverlapInput:
+    """The statistics used for ``model``: the user's override, else the model's shipped profile, else none
+    (independent routing with uniform popularity: the IPF model then equals the uniform closed form)."""
+    if override is not None:
+        return override
+    if model.overlap is not None:
+        return OverlapInput(tuple(model.overlap.lags), model.overlap.popularity)
+    return OverlapInput()
+
+
+@functools.lru_cache(maxsize=512)
+def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routing: str) -> np.ndarray:
+    """Per-expert probability that one request's ``n_tokens`` consecutive tokens all miss the expert."""
+    if routing == "uniform":
+        return np.full(experts, (1.0 - top_k / experts) ** n_tokens)
+    st = ov.OverlapStats.from_overlaps(experts=experts, top_k=top_k, overlaps=stats.lags,
+                                       popularity=stats.popularity)
+    if routing == "independent" or not stats.lags or n_tokens == 1:
+        return (1.0 - st.popularity) ** n_tokens
+    fit = ov.fit_window(st, n_tokens=n_tokens, method="auto")
+    return np.asarray(fit.p_zero, dtype=float)
+
+
+def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens: int, routing: str,
+                stats: OverlapInput) -> ExpertLoad:
+    """Unique experts and (token, expert) pairs on the busiest of ``ep`` ranks, arrays over ``batch``."""
+    f = model.ffn
+    batch = np.asarray(batch, dtype=float)
+    p0 = _p_zero(f.experts, f.top_k, stats, int(n_tokens), routing)
+    total = ov.unique_experts(p0, batch)
+    busiest = total if ep == 1 else ov.busiest_rank_experts(p0, batch, ranks=ep)
+    pairs_total = batch * n_tokens * f.top_k
+    share = np.where(total > 0, busiest / np.maximum(total, 1e-12), 0.0)
+    return ExpertLoad(unique=np.asarray(busiest, float), pairs=pairs_total * share, unique_total=np.asarray(total))

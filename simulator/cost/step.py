@@ -1,0 +1,208 @@
+"""*Step*: the wall time of one target forward pass, T(B, s), with a breakdown (docs/MODEL.md, "Step time").
+
+    T(B, s) = Σ_groups count · critical_path(layer DAG) + embedding + final norm + LM head (+ logits gather)
+              + sampling + host overhead
+
+Layers with the same (attention kind, FFN kind) share one DAG. Every array is over the batch grid, so one call
+costs a whole batch sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..errors import InfeasibleError
+from ..specs.derived import kv_bytes_per_token, linear_state_bytes, param_counts, weight_bytes
+from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, compute_dtype
+from ..specs.hardware import HardwareProfile
+from ..specs.model import ModelSpec
+from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
+from .engine import OpCost, op_time
+from .graph import critical_path, layer_graph
+from .ops import LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
+from .routing import OverlapInput, expert_load, model_overlap
+
+A = ACTIVATION_BYTES
+CLASSES = ("gemm", "moe", "attention", "elementwise", "router", "embedding", "sampling", "collective", "host")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """T(B, s) and its parts, arrays over ``batch`` (seconds, bytes, FLOPs)."""
+
+    batch: np.ndarray
+    tokens: int
+    time: np.ndarray
+    breakdown: dict[str, np.ndarray]  # op class -> seconds on the critical path
+    hbm_bytes: np.ndarray
+    l2_bytes: np.ndarray
+    flops: np.ndarray
+    compute_bound_time: np.ndarray  # seconds of ops whose compute term exceeds the memory term
+    unique_experts: np.ndarray  # per MoE layer, busiest rank
+    unique_experts_total: np.ndarray  # per MoE layer, all ranks
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def bound(self) -> np.ndarray:
+        """'compute', 'memory' or 'fixed' per batch point: the largest share of the critical path."""
+        fixed = self.breakdown_fixed
+        compute = self.compute_bound_time
+        memory = self.time - fixed - compute
+        stack = np.stack([compute, memory, fixed])
+        return np.array(["compute", "memory", "fixed"])[np.argmax(stack, axis=0)]
+
+    @property
+    def breakdown_fixed(self) -> np.ndarray:
+        return self.extra.get("fixed", np.zeros_like(self.time))
+
+
+def describe(model: ModelSpec, hw: HardwareProfile, dep: Deployment, wl: Workload, mech: Mechanisms,
+             overlap: OverlapInput | None = None) -> tuple[list[LayerGroup], list[Op], dict]:
+    """Per-layer op groups and the once-per-step ops for this workload."""
+    peaks = dict(hw.peak_flops)
+    computes = {"attn": compute_dtype(FORMATS[dep.attn_dtype], peaks),
+                "moe": compute_dtype(FORMATS[dep.dtype], peaks)}
+    H = model.hidden_size
+    T = wl.total_tokens.astype(float)
+    T_attn = T / dep.dp
+    load = None
+    info: dict = {}
+    if model.ffn.is_moe:
+        stats = model_overlap(model, overlap)
+        load = expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, stats)
+        info["load"] = load
+    groups: dict[str, list] = {}
+    for i in range(model.layers):
+        kind = model.layer_kind(i)
+        moe = model.is_moe_layer(i)
+        key = f"{kind}/{'moe' if moe else 'dense'}"
+        if key in groups:
+            groups[key][0] += 1
+            continue
+        ops: list[Op] = [Op("pre_norm", "elementwise", other_bytes=2 * T_attn * H * A, tokens=T_attn, calls=2)]
+        ops += attention_ops(model, dep, wl, kind, computes)
+        if dep.tp > 1:
+            ops.append(collective_op("attn_all_reduce", "all_reduce", T_attn * H * A, dep.tp))
+        ops.append(Op("post_norm", "elementwise", other_bytes=3 * T_attn * H * A, tokens=T_attn, calls=2))
+        tile = hw.kernels.get("moe", dep.dtype).params.get("tile_rows", 0.0) if moe else 0.0
+        ffn = ffn_ops(model, dep, wl, moe, computes, load if moe else None, tile)
+        if moe:
+            ops += _moe_block(ffn, model, dep, T_attn)
+        else:
+            ops += ffn
+            if dep.tp > 1:
+                ops.append(collective_op("ffn_all_reduce", "all_reduce", T_attn * H * A, dep.tp))
+        ops.append(Op("residual", "elementwise", other_bytes=3 * T_attn * H * A, tokens=T_attn,
+                      after=tuple(_sinks(ops))))
+        groups[key] = [1, ops]
+    out = [LayerGroup(k, c, tuple(o)) for k, (c, o) in groups.items()]
+    V = model.vocab_size
+    head: list[Op] = [
+        Op("embedding", "embedding", other_bytes=T_attn * H * A * 2, tokens=T_attn),
+        Op("final_norm", "elementwise", other_bytes=2 * T_attn * H * A, tokens=T_attn),
+        gemm("lm_head", T_attn, -(-V // dep.tp), H, "bf16", "bf16"),
+    ]
+    if dep.tp > 1:
+        head.append(collective_op("logits_gather", "all_gather", T_attn * V * A, dep.tp))
+    head.append(Op("sampling", "sampling", other_bytes=T_attn * V * 4.0, tokens=T_attn))
+    return out, head, info
+
+
+def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list[Op]:
+    """Router, routed experts and their communication, shared experts.
+
+    Under attention TP (dp = 1) every rank already holds every token; the routed outputs are summed by an
+    all-reduce. Under attention DP tokens are dispatched to, and combined from, the expert ranks by all-to-all.
+    Shared experts use the same HBM as the routed experts, so they run after them, beside the combine."""
+    router, experts, *shared = ffn
+    H, k = model.hidden_size, model.ffn.top_k
+    ops = [router]
+    if dep.dp > 1:
+        ops += [collective_op("moe_dispatch", "all_to_all", T_attn * k * H * A, dep.gpus), experts,
+                collective_op("moe_combine", "all_to_all", T_attn * k * H * A, dep.gpus, after=("experts",))]
+    else:
+        ops.append(experts)
+        if dep.gpus > 1:
+            ops.append(collective_op("moe_all_reduce", "all_reduce", T_attn * H * A, dep.gpus, after=("experts",)))
+    if shared:
+        ops += [replace(shared[0], after=("experts",)), *shared[1:]]
+    return ops
+
+
+def _sinks(ops: list[Op]) -> list[str]:
+    g = layer_graph(ops)
+    return [n for n in g if g.out_degree(n) == 0]
+
+
+def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_max: float, tokens: int,
+                 context: int) -> dict:
+    """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU."""
+    c = param_counts(model)
+    fmt = FORMATS[dep.dtype]
+    experts = (c.routed_experts / dep.ep / dep.moe_tp) * fmt.bytes_per_weight
+    rest = weight_bytes(model, dep.attn_dtype) - c.routed_experts * FORMATS[dep.attn_dtype].bytes_per_weight
+    w = experts + rest / dep.tp
+    kv = batch_max / dep.dp * (context + tokens) * kv_bytes_per_token(model, dep.kv_dtype) / dep.tp \
+        + batch_max / dep.dp * linear_state_bytes(model) / dep.tp
+    need, have = w + kv, hw.hbm_capacity * MEMORY_HEADROOM
+    if need > have:
+        raise InfeasibleError(
+            f"deployment of {model.name} on {dep.gpus}x {hw.name} needs {need / 1e9:.1f} GB per GPU "
+            f"(weights {w / 1e9:.1f} GB + KV {kv / 1e9:.1f} GB at batch {batch_max:g}, context {context}) but "
+            f"{have / 1e9:.1f} GB is usable; use more GPUs (--tp/--ep), a smaller dtype, or a smaller batch/context")
+    return {"weights_per_gpu": w, "kv_per_gpu": kv, "usable": have}
+
+
+def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens: int, context: int = 0,
+              mech: Mechanisms | None = None, overlap: OverlapInput | None = None,
+              check_fit: bool = True) -> StepResult:
+    """T(B, s) for every B in ``batch`` (seconds), with breakdown."""
+    mech = mech or Mechanisms()
+    validate(model, hw, dep)
+    batch = np.atleast_1d(np.asarray(batch, dtype=float))
+    if batch.ndim != 1 or (batch < 1).any() or tokens < 1 or context < 0:
+        raise InfeasibleError(f"batch must be >= 1, tokens >= 1 and context >= 0; got batch={batch.tolist()}, "
+                              f"tokens={tokens}, context={context}")
+    if check_fit:
+        check_memory(model, hw, dep, float(batch.max()), tokens, context)
+    wl = Workload(batch, int(tokens), int(context))
+    groups, head, info = describe(model, hw, dep, wl, mech, overlap)
+    shape = batch.shape
+    total = np.zeros(shape)
+    breakdown = {c: np.zeros(shape) for c in CLASSES}
+    hbm, l2, flops, comp_bound, fixed_sum = (np.zeros(shape) for _ in range(5))
+
+    def account(costs: list[OpCost], weight: np.ndarray | float, count: int) -> None:
+        nonlocal hbm, l2, flops, comp_bound, fixed_sum
+        for c in costs:
+            w = count * np.asarray(weight) if np.ndim(weight) else count * weight
+            breakdown[c.cls] += w * c.time
+            fixed_sum += w * c.fixed
+            comp_bound += w * np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
+        for c in costs:  # traffic counts every op, on the path or not
+            hbm += count * c.hbm_bytes
+            l2 += count * c.l2_bytes
+            flops += count * c.flops
+
+    for g in groups:
+        costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in g.ops]
+        graph = layer_graph(g.ops)
+        length, on_path = critical_path(graph, {c.name: c.time for c in costs})
+        total += g.count * length
+        for c in costs:
+            account([c], on_path[c.name], g.count)
+    head_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in head]
+    for c in head_costs:
+        total += c.time
+        account([c], 1.0, 1)
+    host = hw.kernels.step.get("host_overhead", 0.0) if mech.fixed_costs != "off" else 0.0
+    total += host
+    breakdown["host"] += host
+    fixed_sum += host
+    load = info.get("load")
+    z = np.zeros(shape)
+    return StepResult(batch, int(tokens), total, breakdown, hbm, l2, flops, comp_bound,
+                      load.unique if load is not None else z, load.unique_total if load is not None else z,
+                      extra={"fixed": fixed_sum})
