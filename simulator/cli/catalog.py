@@ -105,8 +105,8 @@ def cmd_show(args) -> int:
             print(f"  {h.description}")
         _print_fields(h)
         k = h.kernels
-        print(f"  kernels: global efficiency {k.global_efficiency:.2f}; "
-              + ", ".join(f"{n} fixed {c.fixed * 1e6:.1f} us" for n, c in k.classes.items()))
+        print(f"  kernels: global efficiency {k.global_efficiency:.2f}; fixed costs "
+              + ", ".join(f"{n}/{v} {c.fixed * 1e6:.1f} us" for n, vs in k.classes.items() for v, c in vs.items()))
         _print_sources(h)
         return 0
     m = catalog.load_model(args.name)
@@ -120,6 +120,8 @@ def cmd_show(args) -> int:
     if m.description:
         print(f"  {m.description}")
     for sec, fields in _model_fields(m).items():
+        if fields is None:
+            continue
         items = ", ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, 0, False, "", ()))
         print(f"  {sec}: {items}")
     print(f"  derived: total {d['total_params'] / 1e9:.2f} B params, active {d['active_params'] / 1e9:.2f} B")
@@ -154,14 +156,19 @@ def _model_fields(m) -> dict:
 def _kernels_dict(h) -> dict:
     k = h.kernels
     classes = {}
-    for name, c in k.classes.items():
-        classes[name] = {"fixed_us": c.fixed * 1e6, "params_us": {p: v * 1e6 for p, v in c.params.items()},
-                         "memory": c.memory.as_dict() if c.memory else None,
-                         "compute": c.compute.as_dict() if c.compute else None}
+    for name, variants in k.classes.items():
+        classes[name] = {v: {"fixed_us": c.fixed * 1e6, "params": dict(c.params),
+                             "memory": c.memory.as_dict() if c.memory else None,
+                             "compute": c.compute.as_dict() if c.compute else None}
+                         for v, c in variants.items()}
     return {"global_efficiency": k.global_efficiency, "classes": classes,
-            "collectives": {n: {"latency_us": c.latency * 1e6, "efficiency": c.efficiency}
+            "collectives": {n: {"latency_us": c.latency * 1e6, "latency_per_gpu_us": c.latency_per_gpu * 1e6,
+                                "efficiency": c.efficiency,
+                                "large_latency_us": None if c.large_latency is None else c.large_latency * 1e6,
+                                "large_efficiency": c.large_efficiency}
                             for n, c in k.collectives.items()},
-            "step_us": {n: v * 1e6 for n, v in k.step.items()}}
+            "step_us": {n: v * 1e6 for n, v in k.step.items()},
+            "derived_from": None if not h.what_if else "see docs/MODEL.md, What-if profiles"}
 
 
 def _print_fields(obj) -> None:

@@ -42,8 +42,7 @@ class Fit:
     rows: int
     mape_fit: float  # on the rows it was fitted on
     mape_loso: float  # leave-one-shape-out on the same rows
-    mape_all: float  # all rows of this op/variant, simulated (L2-cold)
-    mape_all_warm: float  # all rows, warm-L2 view (the benchmark's conditions)
+    mape_all: float  # all rows of this op/variant
     filter: str
     shape_key: str
     notes: dict = field(default_factory=dict)
@@ -55,7 +54,7 @@ def read_csv(path: Path) -> list[dict]:
             return list(csv.DictReader(fh))
     except FileNotFoundError:
         raise ConfigError(str(path), "", "does not exist",
-                          "pass --data pointing at the measured-h100 folder (../shared/reference/measured-h100)") from None
+                          "pass --data with the measured-h100 folder (../shared/reference/measured-h100)") from None
 
 
 def col(rows: list[dict], name: str, kind=float) -> np.ndarray:
@@ -121,8 +120,8 @@ def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str)
     th, mf, ml = _fit(res, [4.0, 0.85, 10.0, 0.7, 3.0], [0.0, 0.3, 0.5, 0.1, 1.0], [50.0, 1.0, 200.0, 1.0, 20.0],
                       groups, mask)
     h = _with_class(hw, "gemm", dtype, kernel(th))
-    return Fit("gemm", dtype, kernel(th), len(y), mf, ml, mape(op_time(op, h, REFINED).time, y),
-               mape(op_time(op, h, REFINED, l2_warm=True).time, y), "all TRT-LLM rows", "(n, k)",
+    return Fit("gemm", dtype, kernel(th), len(y), mf, ml, mape(op_time(op, h, REFINED).time, y), "all TRT-LLM rows",
+               "(n, k)",
                {"eta_max": th[1], "tiles_scale": th[2], "mu": th[3], "q": th[4]})
 
 
@@ -152,7 +151,8 @@ def drop_spikes(rows: list[dict], series: tuple[str, ...], x: str, factor: float
 
 def moe_row_op(r: list[dict], dtype: str, compute: str | None = None):
     T = col(r, "num_tokens", int)
-    E, K, tp, ep = col(r, "num_experts", int), col(r, "topk", int), col(r, "moe_tp_size", int), col(r, "moe_ep_size", int)
+    E, K = col(r, "num_experts", int), col(r, "topk", int)
+    tp, ep = col(r, "moe_tp_size", int), col(r, "moe_ep_size", int)
     routed = np.array([balanced_routing(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep,
                                                                                                strict=True)])
     return moe_op(col(r, "hidden_size"), col(r, "inter_size"), E, K, T, dtype, tp, ep, routed[:, 0], routed[:, 1],
@@ -181,7 +181,6 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
     th, mf, ml = _fit(res, [25.0, 0.1, 0.9, 0.3], [0.0, 0.0, 0.3, 0.01], [200.0, 5.0, 1.0, 1.0], groups, fit_mask)
     h = _with_class(hw, "moe", dtype, kernel(th))
     return Fit("moe", dtype, kernel(th), int(fit_mask.sum()), mf, ml, mape(op_time(op, h, REFINED).time, y),
-               mape(op_time(op, h, REFINED, l2_warm=True).time, y),
                f"TRT-LLM balanced rows streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of weights",
                "(model, tp, ep)", {"rows_total": len(y)})
 
@@ -210,7 +209,7 @@ def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: st
                       groups, fit_mask)
     hh = _with_class(hw, "attention", kv_dtype, kernel(th))
     return Fit("attention", kv_dtype, kernel(th), int(fit_mask.sum()), mf, ml,
-               mape(op_time(op, hh, REFINED).time, y), mape(op_time(op, hh, REFINED, l2_warm=True).time, y),
+               mape(op_time(op, hh, REFINED).time, y),
                "TRT-LLM rows with kv_len >= 256", "(heads, kv heads)", {"rows_total": len(y)})
 
 
@@ -248,8 +247,7 @@ def fit_collective(rows: list[dict], hw: HardwareProfile, kind: str) -> Fit:
         ([8.0, 0.1, 0.6], [0, 0, 0.05], [100, 10, 1.0])
     mask = np.ones(len(y), bool)
     th, mf, ml = _fit(res, x0, lo, hi, n, mask)
-    m_all = mape(pred(th, mask), y)
-    return Fit("collective", kind, coll(th), len(y), mf, ml, m_all, m_all, label, "GPU count")
+    return Fit("collective", kind, coll(th), len(y), mf, ml, mape(pred(th, mask), y), label, "GPU count")
 
 
 @dataclass(frozen=True)

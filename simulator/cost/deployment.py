@@ -133,11 +133,14 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
         if f.shared_experts and f.shared_intermediate % dep.tp:
             raise _bad("tp", dep.tp, f"does not divide the shared-expert width {f.shared_intermediate}",
                        "pick another tp")
+    validate_op_dtype(hw, dep.dtype)
+    validate_op_dtype(hw, dep.attn_dtype)
+
+
+def validate_op_dtype(hw: HardwareProfile, dtype: str) -> None:
+    """A weight format must have a tensor-core path on ``hw`` (directly or by weight-only dequantisation)."""
     peaks = dict(hw.peak_flops)
-    if compute_dtype(fmt, peaks) not in peaks:
+    if compute_dtype(FORMATS[dtype], peaks) not in peaks:
         ok = [d for d in FORMATS if compute_dtype(FORMATS[d], peaks) in peaks]
-        raise _bad("dtype", dep.dtype, f"needs {fmt.compute} tensor cores, which {hw.name} does not have",
+        raise _bad("dtype", dtype, f"needs {FORMATS[dtype].compute} tensor cores, which {hw.name} does not have",
                    f"use one of {ok}")
-    if compute_dtype(FORMATS[dep.attn_dtype], dict(hw.peak_flops)) not in hw.peak_flops:
-        raise _bad("dtype", dep.dtype, f"needs {dep.attn_dtype} attention weights, unsupported on {hw.name}",
-                   "use bf16")

@@ -99,12 +99,8 @@ def _arr(x, shape) -> np.ndarray:
     return np.broadcast_to(np.asarray(x, dtype=float), shape)
 
 
-def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True,
-            l2_warm: bool = False) -> OpCost:
-    """Cost one op on ``hw`` under the mechanism switches.
-
-    ``l2_warm`` reproduces a micro-benchmark that replays one op without flushing L2 (as in measured-h100/):
-    weights up to the L2 size stay resident and are read at L2 bandwidth. A real forward pass is L2-cold."""
+def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True) -> OpCost:
+    """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass)."""
     if op.cls == "collective":
         return collective_time(op, hw, mech)
     k = hw.kernels
@@ -121,10 +117,6 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
     else:
         l2 = np.zeros(shape)
         hbm = weight + other + reread
-    if l2_warm and hw.l2_size > 0:
-        warm = np.minimum(1.0, hw.l2_size / np.maximum(weight, 1.0))
-        l2 = l2 + weight * warm
-        hbm = hbm - weight * warm
 
     curves = mech.kernel_curves == "on"
     x = {"bytes": hbm + act, "rows": _arr(op.rows, shape), "parallel": _arr(op.parallel, shape)}

@@ -1,7 +1,7 @@
 """Single-op views that mirror the measured CSV columns (``python -m simulator op ...``), so predictions can be
 compared with ``measured-h100/`` row by row. Each builder returns one :class:`~simulator.cost.ops.Op` whose array
-fields run over the rows; :func:`op_views` prices it three ways (LLMCompass style): the pure roofline, the
-simulated cost (calibrated kernels, L2-cold as in a real forward pass) and the warm-L2 view of a micro-benchmark.
+fields run over the rows; :func:`op_views` prices it two ways (LLMCompass style): the pure roofline and the
+simulated cost (calibrated kernels, L2-cold as in a real forward pass); the measured view is the CSV row itself.
 """
 
 from __future__ import annotations
@@ -67,13 +67,11 @@ def attention_op(batch, heads, kv_heads, head_dim, kv_len, kv_dtype: str = "bf16
 
 
 def op_views(op: Op, hw: HardwareProfile, mech: Mechanisms | None = None) -> dict[str, OpCost]:
-    """The three views of one op: ``roofline`` (no fixed costs, efficiency 1, L2 off), ``simulated`` (a real,
-    L2-cold forward pass) and ``warm`` (micro-benchmark conditions: weights that fit L2 stay resident)."""
+    """Views of one op: ``roofline`` (no fixed costs, efficiency 1, L2 off) and ``simulated`` (calibrated)."""
     mech = mech or Mechanisms()
     ideal = hw.with_changes(kernels=ideal_kernels(hw))
     roof = Mechanisms(routing=mech.routing, kernel_curves="off", fixed_costs="off", l2="off")
-    return {"roofline": op_time(op, ideal, roof), "simulated": op_time(op, hw, mech),
-            "warm": op_time(op, hw, mech, l2_warm=True)}
+    return {"roofline": op_time(op, ideal, roof), "simulated": op_time(op, hw, mech)}
 
 
 def ideal_kernels(hw: HardwareProfile):

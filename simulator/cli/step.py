@@ -1,0 +1,106 @@
+"""`step`: the time of one target forward pass T(B, s) with its breakdown."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import add_json_flag, csv_list, print_json
+
+MECH_FLAGS = ("routing", "kernel_curves", "fixed_costs", "l2")
+
+
+def add_deployment_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="bundled model name or path to a model YAML")
+    p.add_argument("--hardware", required=True, help="bundled hardware name or path to a profile YAML")
+    p.add_argument("--dtype", help="expert/linear weight format (default: the model's native dtype)")
+    p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype: bf16 or fp8 (default bf16)")
+    p.add_argument("--tp", type=int, default=1, help="attention tensor parallelism (default 1)")
+    p.add_argument("--dp", type=int, default=1, help="attention data parallelism (default 1)")
+    p.add_argument("--ep", type=int, default=1, help="expert parallelism (default 1; moe_tp = GPUs / ep)")
+    p.add_argument("--context", type=int, default=2048, help="cached tokens per request (default 2048)")
+    p.add_argument("--eager", action="store_true", help="no CUDA graphs (adds the per-kernel eager cost)")
+
+
+def add_mechanism_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=("prior", "refined"), default="refined",
+                   help="mechanism preset (default refined); the flags below override single mechanisms")
+    p.add_argument("--routing", choices=("uniform", "independent", "ipf"))
+    p.add_argument("--kernel-curves", choices=("on", "off"))
+    p.add_argument("--fixed-costs", choices=("on", "per_expert", "off"))
+    p.add_argument("--l2", choices=("on", "off"))
+    p.add_argument("--overlap", type=csv_list(float, "--overlap"), metavar="o1,o2,..",
+                   help="lag overlaps o(1..D) as fractions, replacing the model's profile")
+    p.add_argument("--popularity", help="expert popularity with --overlap: uniform, zipf:S or skew:X")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "step", help="time of one forward pass T(B, s) with breakdown per op class",
+        description=("Predict the wall time of one target forward pass for B requests with s new tokens each "
+                     "(s = 1: decode; s = γ+1: verify) and its breakdown per op class, bytes, FLOPs and the bound."),
+        epilog=("example: python -m simulator step --model qwen3-235b-a22b --hardware h100-sxm --dtype fp8_block "
+                "--tp 8 --ep 8 --batch 1,16 --tokens 4 --mode prior --json"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_deployment_flags(p)
+    p.add_argument("--batch", type=csv_list(int, "--batch"), required=True, help="batch sizes, e.g. 1,8,64")
+    p.add_argument("--tokens", type=int, required=True, help="new tokens per request in this pass (s)")
+    add_mechanism_flags(p)
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def resolve(args):
+    """(model, hardware, deployment, mechanisms, overlap) from parsed flags."""
+    from ..cost.deployment import Deployment, preset
+    from ..cost.routing import OverlapInput
+    from ..errors import ParameterError
+    from ..specs.catalog import load_hardware, load_model
+
+    model = load_model(args.model)
+    hw = load_hardware(args.hardware)
+    dep = Deployment(dtype=args.dtype or model.native_dtype, kv_dtype=args.kv_dtype, tp=args.tp, dp=args.dp,
+                     ep=args.ep, cuda_graphs=not args.eager)
+    mech = preset(args.mode).with_(**{f: getattr(args, f, None) for f in MECH_FLAGS})
+    overlap = None
+    if getattr(args, "overlap", None):
+        bad = [o for o in args.overlap if not 0 <= o <= 1]
+        if bad:
+            raise ParameterError(f"--overlap values must be fractions in [0, 1]; got {bad[0]!r} "
+                                 "(write 0.381, not 38.1)")
+        overlap = OverlapInput(tuple(args.overlap), args.popularity or "uniform")
+    elif getattr(args, "popularity", None):
+        raise ParameterError("--popularity needs --overlap; give the lag overlaps too")
+    return model, hw, dep, mech, overlap
+
+
+def run(args) -> int:
+    from dataclasses import asdict
+
+    from ..cost.step import step_time
+
+    model, hw, dep, mech, overlap = resolve(args)
+    r = step_time(model, hw, dep, args.batch, args.tokens, args.context, mech, overlap)
+    records = []
+    for i, b in enumerate(r.batch):
+        records.append({
+            "model": model.name, "hardware": hw.name, "dtype": dep.dtype, "kv_dtype": dep.kv_dtype, "tp": dep.tp,
+            "dp": dep.dp, "ep": dep.ep, "batch": int(b), "tokens": r.tokens, "context": args.context,
+            "mechanisms": asdict(mech),
+            "time_us": float(r.time[i] * 1e6),
+            "breakdown": {k: float(v[i] * 1e6) for k, v in r.breakdown.items()},
+            "hbm_bytes": float(r.hbm_bytes[i]), "l2_bytes": float(r.l2_bytes[i]), "flops": float(r.flops[i]),
+            "bound": str(r.bound[i]),
+            "unique_experts": float(r.unique_experts[i]), "unique_experts_total": float(r.unique_experts_total[i]),
+        })
+    if args.json:
+        print_json(records)
+        return 0
+    print(f"{model.display_name} on {dep.gpus}x {hw.name}, {dep.dtype}, tp={dep.tp} dp={dep.dp} ep={dep.ep}, "
+          f"s={r.tokens}, context={args.context}; mechanisms {mech.routing}/{mech.kernel_curves}/"
+          f"{mech.fixed_costs}/{mech.l2}")
+    print(f"  {'batch':>6} {'time us':>10} {'bound':>8} {'U/rank':>7}  breakdown (us)")
+    for rec in records:
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in rec["breakdown"].items() if v > 0.5)
+        print(f"  {rec['batch']:>6} {rec['time_us']:>10.1f} {rec['bound']:>8} {rec['unique_experts']:>7.2f}  {parts}")
+    return 0
