@@ -85,7 +85,7 @@ def run(args) -> int:
     for i, b in enumerate(r.batch):
         records.append({
             "model": model.name, "hardware": hw.name, "dtype": dep.dtype, "kv_dtype": dep.kv_dtype, "tp": dep.tp,
-            "dp": dep.dp, "ep": dep.ep, "batch": int(b), "tokens": r.tokens, "context": args.context,
+            "dp": dep.dp, "ep": dep.ep, "batch": int(b), "tokens": int(r.tokens[i]), "context": args.context,
             "mechanisms": asdict(mech),
             "time_us": float(r.time[i] * 1e6),
             "breakdown": {k: float(v[i] * 1e6) for k, v in r.breakdown.items()},
@@ -97,7 +97,7 @@ def run(args) -> int:
         print_json(records)
         return 0
     print(f"{model.display_name} on {dep.gpus}x {hw.name}, {dep.dtype}, tp={dep.tp} dp={dep.dp} ep={dep.ep}, "
-          f"s={r.tokens}, context={args.context}; mechanisms {mech.routing}/{mech.kernel_curves}/"
+          f"s={args.tokens}, context={args.context}; mechanisms {mech.routing}/{mech.kernel_curves}/"
           f"{mech.fixed_costs}/{mech.l2}")
     print(f"  {'batch':>6} {'time us':>10} {'bound':>8} {'U/rank':>7}  breakdown (us)")
     for rec in records:

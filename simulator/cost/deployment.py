@@ -19,6 +19,7 @@ from ..validation import Interval, Options, check_params
 ROUTING = ("uniform", "independent", "ipf")
 FIXED = ("on", "per_expert", "off")
 ONOFF = ("on", "off")
+PLACEMENTS = ("balanced", "contiguous")
 MEMORY_HEADROOM = 0.90  # usable fraction of HBM for weights + KV (activations, workspace, fragmentation)
 
 
@@ -75,12 +76,13 @@ class Deployment:
     ep: int = 1  # expert parallel
     moe_tp: int | None = None  # tensor parallel inside experts; default gpus / ep
     cuda_graphs: bool = True
+    placement: str = "balanced"  # expert -> rank: balanced (round-robin by popularity) or contiguous blocks
 
     def __post_init__(self):
         check_params("Deployment", self.__dict__, {
             "dtype": [Options(FORMATS)], "kv_dtype": [Options(KV_DTYPES)],
             "tp": [Interval(int, 1, 1024)], "dp": [Interval(int, 1, 1024)], "ep": [Interval(int, 1, 1024)],
-            "moe_tp": [Interval(int, 1, 1024), None],
+            "moe_tp": [Interval(int, 1, 1024), None], "placement": [Options(PLACEMENTS)],
         })
         if self.moe_tp is None:
             object.__setattr__(self, "moe_tp", max(1, self.gpus // self.ep))

@@ -58,8 +58,9 @@ def smooth_max(a: np.ndarray, b: np.ndarray, q: float) -> np.ndarray:
     """(a^q + b^q)^(1/q); q = inf gives max(a, b). Scaled to avoid overflow."""
     if not np.isfinite(q):
         return np.maximum(a, b)
-    m = np.maximum(np.maximum(a, b), 1e-300)
-    return m * ((a / m) ** q + (b / m) ** q) ** (1.0 / q)
+    m = np.maximum(a, b)
+    safe = np.where(m > 0, m, 1.0)
+    return np.where(m > 0, m * ((a / safe) ** q + (b / safe) ** q) ** (1.0 / q), 0.0)
 
 
 # Bytes each GPU moves per message byte for n GPUs: small (one-shot / direct) and large (ring) algorithms.
@@ -105,10 +106,10 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
         return collective_time(op, hw, mech)
     k = hw.kernels
     kc = k.get(op.cls, op.variant)
-    shape = np.broadcast(*(np.asarray(v) for v in (op.weight_bytes, op.other_bytes, op.act_bytes, op.flops,
-                                                     op.rows, op.parallel, op.experts, op.reread_bytes))).shape
-    weight, other, act = _arr(op.weight_bytes, shape), _arr(op.other_bytes, shape), _arr(op.act_bytes, shape)
-    reread, flops = _arr(op.reread_bytes, shape), _arr(op.flops, shape)
+    weight, other, act, reread, flops, rows, parallel = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (op.weight_bytes, op.other_bytes, op.act_bytes, op.reread_bytes,
+                                               op.flops, op.rows, op.parallel, op.experts)))[:7]
+    shape = weight.shape
 
     if mech.l2 == "on":
         hit = l2_hit_fraction(hw, op.working_set)
@@ -119,7 +120,7 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
         hbm = weight + other + reread
 
     curves = mech.kernel_curves == "on"
-    x = {"bytes": hbm + act, "rows": _arr(op.rows, shape), "parallel": _arr(op.parallel, shape)}
+    x = {"bytes": hbm + act, "rows": rows, "parallel": parallel}
     if curves:
         eta = kc.memory(x[kc.memory.x]) if kc.memory else k.global_efficiency
         eta_act = kc.params.get("activation_efficiency", eta)

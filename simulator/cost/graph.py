@@ -2,15 +2,26 @@
 
 An op's ``after`` names its predecessors; an empty ``after`` means "the previous op in the list". Two ops with a
 common predecessor and no path between them run concurrently (e.g. the MoE combine collective beside the shared
-expert), so the longest path decides the layer time.
+experts), so the longest path decides the layer time. The graph's structure depends only on op names and
+dependencies, so it is built once per layer shape and cached.
 """
 
 from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 
 from .ops import Op
+
+
+@dataclass(frozen=True)
+class Structure:
+    order: tuple[str, ...]  # topological order
+    preds: tuple[tuple[str, ...], ...]  # predecessors of order[i]
+    sinks: tuple[str, ...]
 
 
 def layer_graph(ops: tuple[Op, ...] | list[Op]) -> nx.DiGraph:
@@ -28,51 +39,52 @@ def layer_graph(ops: tuple[Op, ...] | list[Op]) -> nx.DiGraph:
     return g
 
 
-def critical_path(g: nx.DiGraph, times: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Elementwise longest path through ``g`` with node weights ``times``.
+@functools.lru_cache(maxsize=256)
+def _structure(key: tuple[tuple[str, tuple[str, ...]], ...]) -> Structure:
+    ops = [Op(name, "elementwise", after=after) for name, after in key]
+    g = layer_graph(ops)
+    order = tuple(nx.topological_sort(g))
+    return Structure(order, tuple(tuple(g.predecessors(n)) for n in order),
+                     tuple(n for n in order if g.out_degree(n) == 0))
+
+
+def structure(ops) -> Structure:
+    return _structure(tuple((op.name, tuple(op.after)) for op in ops))
+
+
+def critical_path(st: Structure, times: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Elementwise longest path with node weights ``times``.
 
     Returns the path length and, per node, a 0/1 array saying whether the node lies on the critical path (ties go
     to the first predecessor), so that breakdowns add up to the critical path exactly."""
     finish: dict[str, np.ndarray] = {}
-    choice: dict[str, tuple[str | None, np.ndarray]] = {}
-    for node in nx.topological_sort(g):
-        preds = list(g.predecessors(node))
+    choice: dict[str, np.ndarray | None] = {}
+    for node, preds in zip(st.order, st.preds, strict=True):
         if not preds:
-            start = np.zeros_like(times[node])
-            arg = None
+            finish[node] = times[node]
+            choice[node] = None
+        elif len(preds) == 1:
+            finish[node] = finish[preds[0]] + times[node]
+            choice[node] = None
         else:
             stack = np.stack([finish[p] for p in preds])
             idx = np.argmax(stack, axis=0)
-            start = np.take_along_axis(stack, idx[None, ...], axis=0)[0]
-            arg = (preds, idx)
-        finish[node] = start + times[node]
-        choice[node] = arg
-    sinks = [n for n in g if g.out_degree(n) == 0]
-    stack = np.stack([finish[s] for s in sinks])
+            finish[node] = np.take_along_axis(stack, idx[None, ...], axis=0)[0] + times[node]
+            choice[node] = idx
+    stack = np.stack([finish[s] for s in st.sinks])
     last = np.argmax(stack, axis=0)
     total = np.take_along_axis(stack, last[None, ...], axis=0)[0]
-    on_path = {n: np.zeros(total.shape) for n in g}
-    # Walk back elementwise: `current` holds, per grid point, the index of the node on the path.
-    order = list(g)
-    index = {n: i for i, n in enumerate(order)}
-    current = np.array([index[sinks[j]] for j in last.ravel()]).reshape(total.shape)
-    active = np.ones(total.shape, dtype=bool)
-    for _ in range(len(order)):
-        if not active.any():
-            break
-        nxt = np.full(total.shape, -1)
-        for n in order:
-            mask = active & (current == index[n])
-            if not mask.any():
-                continue
-            on_path[n][mask] = 1.0
-            arg = choice[n]
-            if arg is None:
-                continue
-            preds, idx = arg
+    # Walk back from the sinks: a node is on the path where its successor on the path chose it.
+    on_path = {n: np.zeros(total.shape) for n in st.order}
+    for j, s in enumerate(st.sinks):
+        on_path[s] = (last == j).astype(float)
+    for node, preds in zip(reversed(st.order), reversed(st.preds), strict=True):
+        if not preds:
+            continue
+        mine = on_path[node]
+        if choice[node] is None:
+            on_path[preds[0]] = np.maximum(on_path[preds[0]], mine)
+        else:
             for j, p in enumerate(preds):
-                sel = mask & (idx == j)
-                nxt[sel] = index[p]
-        active = nxt >= 0
-        current = nxt
+                on_path[p] = np.maximum(on_path[p], mine * (choice[node] == j))
     return total, on_path

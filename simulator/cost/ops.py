@@ -65,8 +65,8 @@ class ExpertLoad:
 
 @dataclass(frozen=True)
 class Workload:
-    batch: np.ndarray  # requests (concurrent sequences), shape (nb,)
-    tokens: int  # new tokens per request in this pass (1 = decode, γ+1 = verify)
+    batch: np.ndarray  # requests (concurrent sequences), shape (n,)
+    tokens: np.ndarray  # new tokens per request in this pass (1 = decode, γ+1 = verify), shape (n,)
     context: int  # tokens already in the KV cache per request
     extra: dict = field(default_factory=dict)
 
@@ -87,15 +87,15 @@ def gemm(name: str, rows, n, k, dtype: str, compute: str, after=()) -> Op:
               flops=2.0 * rows * n * k, rows=rows, parallel=n / GEMM_TILE_N, tokens=rows, after=after)
 
 
-def _kv_len(model: ModelSpec, kind: str, wl: Workload) -> float:
+def _kv_len(model: ModelSpec, kind: str, wl: Workload) -> np.ndarray:
     """Cached tokens one query attends to, after this pass (upper bound for chunked layers)."""
-    n = wl.context + wl.tokens
+    n = wl.context + np.asarray(wl.tokens, dtype=float)
     a = model.attention
     if kind == "sliding":
-        return float(min(n, a.window))
+        return np.minimum(n, a.window)
     if kind == "chunked":
-        return float(min(n, a.chunk))
-    return float(n)
+        return np.minimum(n, a.chunk)
+    return n
 
 
 def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str, computes: dict) -> list[Op]:

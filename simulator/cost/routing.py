@@ -3,8 +3,10 @@
 ``routing`` selects the unique-expert model: ``uniform`` (MoESD: every expert equally likely, tokens independent),
 ``independent`` (the profile's popularity, tokens independent) or ``ipf`` (maximum-entropy fit of the popularity
 and lag overlaps). Under expert parallelism the busiest rank sets the pace: the expected maximum over ranks of the
-unique experts each rank hosts (contiguous placement ``e // (E/ep)``), and the (token, expert) pairs on that rank
-in proportion to its share of unique experts.
+unique experts each rank hosts, and the (token, expert) pairs on that rank in proportion to its share of unique
+experts. Placement ``balanced`` deals experts to ranks round-robin in order of popularity (``e mod ep``; popularity
+vectors are sorted, most popular first), so every rank gets a similar mix, as EP load balancers aim for;
+``contiguous`` puts blocks of ``E/ep`` consecutive experts on each rank (with sorted popularity: the worst case).
 """
 
 from __future__ import annotations
@@ -50,14 +52,23 @@ def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routin
     return np.asarray(fit.p_zero, dtype=float)
 
 
-def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens: int, routing: str,
-                stats: OverlapInput) -> ExpertLoad:
-    """Unique experts and (token, expert) pairs on the busiest of ``ep`` ranks, arrays over ``batch``."""
+PLACEMENT = {"balanced": "strided", "contiguous": "contiguous"}
+
+
+def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens, routing: str,
+                stats: OverlapInput, placement: str = "balanced") -> ExpertLoad:
+    """Unique experts and (token, expert) pairs on the busiest of ``ep`` ranks; ``batch`` and ``n_tokens`` are
+    aligned arrays (one fit per distinct token count)."""
     f = model.ffn
     batch = np.asarray(batch, dtype=float)
-    p0 = _p_zero(f.experts, f.top_k, stats, int(n_tokens), routing)
-    total = ov.unique_experts(p0, batch)
-    busiest = total if ep == 1 else ov.busiest_rank_experts(p0, batch, ranks=ep)
+    n_tokens = np.broadcast_to(np.asarray(n_tokens, dtype=int), batch.shape)
+    total, busiest = np.empty(batch.shape), np.empty(batch.shape)
+    for n in np.unique(n_tokens):
+        sel = n_tokens == n
+        p0 = _p_zero(f.experts, f.top_k, stats, int(n), routing)
+        total[sel] = ov.unique_experts(p0, batch[sel])
+        busiest[sel] = total[sel] if ep == 1 else ov.busiest_rank_experts(p0, batch[sel], ranks=ep,
+                                                                           placement=PLACEMENT[placement])
     pairs_total = batch * n_tokens * f.top_k
     share = np.where(total > 0, busiest / np.maximum(total, 1e-12), 0.0)
-    return ExpertLoad(unique=np.asarray(busiest, float), pairs=pairs_total * share, unique_total=np.asarray(total))
+    return ExpertLoad(unique=busiest, pairs=pairs_total * share, unique_total=total)

@@ -20,7 +20,7 @@ from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
 from .engine import OpCost, op_time
-from .graph import critical_path, layer_graph
+from .graph import critical_path, structure
 from .ops import LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
 from .routing import OverlapInput, expert_load, model_overlap
 
@@ -33,7 +33,7 @@ class StepResult:
     """T(B, s) and its parts, arrays over ``batch`` (seconds, bytes, FLOPs)."""
 
     batch: np.ndarray
-    tokens: int
+    tokens: np.ndarray  # s per grid point (aligned with batch)
     time: np.ndarray
     breakdown: dict[str, np.ndarray]  # op class -> seconds on the critical path
     hbm_bytes: np.ndarray
@@ -71,7 +71,7 @@ def describe(model: ModelSpec, hw: HardwareProfile, dep: Deployment, wl: Workloa
     info: dict = {}
     if model.ffn.is_moe:
         stats = model_overlap(model, overlap)
-        load = expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, stats)
+        load = expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, stats, dep.placement)
         info["load"] = load
     groups: dict[str, list] = {}
     for i in range(model.layers):
@@ -132,11 +132,10 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
 
 
 def _sinks(ops: list[Op]) -> list[str]:
-    g = layer_graph(ops)
-    return [n for n in g if g.out_degree(n) == 0]
+    return list(structure(ops).sinks)
 
 
-def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_max: float, tokens: int,
+def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_max: float, tokens: float,
                  context: int) -> dict:
     """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU."""
     c = param_counts(model)
@@ -155,19 +154,25 @@ def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_m
     return {"weights_per_gpu": w, "kv_per_gpu": kv, "usable": have}
 
 
-def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens: int, context: int = 0,
+def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context: int = 0,
               mech: Mechanisms | None = None, overlap: OverlapInput | None = None,
               check_fit: bool = True) -> StepResult:
-    """T(B, s) for every B in ``batch`` (seconds), with breakdown."""
+    """T(B, s) in seconds, with breakdown, for every grid point.
+
+    ``batch`` and ``tokens`` (s) are scalars or 1-D arrays broadcast against each other: e.g. a batch sweep at one
+    s, or a flattened (s, B) grid priced in one call."""
     mech = mech or Mechanisms()
     validate(model, hw, dep)
-    batch = np.atleast_1d(np.asarray(batch, dtype=float))
-    if batch.ndim != 1 or (batch < 1).any() or tokens < 1 or context < 0:
-        raise InfeasibleError(f"batch must be >= 1, tokens >= 1 and context >= 0; got batch={batch.tolist()}, "
-                              f"tokens={tokens}, context={context}")
+    batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
+                                        np.atleast_1d(np.asarray(tokens, dtype=float)))
+    if batch.ndim != 1 or (batch < 1).any() or (tokens < 1).any() or (tokens != np.round(tokens)).any() \
+            or context < 0:
+        raise InfeasibleError(f"batch must be >= 1, tokens integers >= 1 and context >= 0; got batch="
+                              f"{batch.tolist()}, tokens={tokens.tolist()}, context={context}")
+    batch, tokens = batch.copy(), tokens.copy()
     if check_fit:
-        check_memory(model, hw, dep, float(batch.max()), tokens, context)
-    wl = Workload(batch, int(tokens), int(context))
+        check_memory(model, hw, dep, float(batch.max()), float(tokens.max()), context)
+    wl = Workload(batch, tokens, int(context))
     groups, head, info = describe(model, hw, dep, wl, mech, overlap)
     shape = batch.shape
     total = np.zeros(shape)
@@ -188,8 +193,7 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
 
     for g in groups:
         costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in g.ops]
-        graph = layer_graph(g.ops)
-        length, on_path = critical_path(graph, {c.name: c.time for c in costs})
+        length, on_path = critical_path(structure(g.ops), {c.name: c.time for c in costs})
         total += g.count * length
         for c in costs:
             account([c], on_path[c.name], g.count)
@@ -203,6 +207,6 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     fixed_sum += host
     load = info.get("load")
     z = np.zeros(shape)
-    return StepResult(batch, int(tokens), total, breakdown, hbm, l2, flops, comp_bound,
+    return StepResult(batch, tokens, total, breakdown, hbm, l2, flops, comp_bound,
                       load.unique if load is not None else z, load.unique_total if load is not None else z,
                       extra={"fixed": fixed_sum})

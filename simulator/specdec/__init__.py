@@ -1,1 +1,33 @@
-"""specdec (under construction)."""
+"""Speculative decoding on top of the step-time engine (docs/MODEL-specdec.md).
+
+- :mod:`.acceptance` — AL(γ) from a per-token α or per-position acceptances; α from a reported mean AL.
+- :mod:`.drafters`   — drafter kinds (separate model, EAGLE head, MTP modules, fixed ratio) as specs the engine costs.
+- :mod:`.rounds`     — round time, speedup, tokens/s, best γ, the batch above which SD stops paying.
+"""
+
+from .acceptance import (
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_ALPHA,
+    Acceptance,
+    accept_length,
+    accept_length_positions,
+    alpha_from_accept_length,
+)
+from .drafters import DRAFTER_KINDS, Drafter, drafter_deployment, drafter_spec, eagle_head_spec, mtp_spec, parse_drafter
+from .rounds import (
+    SpecResult,
+    StepCache,
+    best_gamma,
+    pays_up_to,
+    rejection_time,
+    round_time,
+    speculative,
+    speedup,
+)
+
+__all__ = [
+    "DEFAULT_ACCEPTANCE", "DEFAULT_ALPHA", "DRAFTER_KINDS", "Acceptance", "Drafter", "SpecResult", "StepCache",
+    "accept_length", "accept_length_positions", "alpha_from_accept_length", "best_gamma", "drafter_deployment",
+    "drafter_spec", "eagle_head_spec", "mtp_spec", "pays_up_to", "parse_drafter", "rejection_time", "round_time",
+    "speculative", "speedup",
+]

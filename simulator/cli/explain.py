@@ -1,0 +1,49 @@
+"""`explain`: walk from the prior cost model to the refined one, one mechanism at a time (attribution)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import add_json_flag, print_json
+from .sweep import acceptance_from, add_study_options, check_common
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "explain", help="attribute the prior -> refined speedup gap to routing, kernel curves, fixed costs, L2",
+        description=("Start from the prior (MoESD) model and switch the mechanisms to their refined setting one "
+                     "at a time, in the order routing overlap -> kernel-efficiency curves -> fixed costs -> L2 "
+                     "(simulator.cost.deployment.WALK). After each step print T_decode, T_verify, both ratios, "
+                     "unique experts, the round time and the speedup."),
+        epilog=("examples: python -m simulator explain --model qwen3-235b-a22b\n"
+                "          python -m simulator explain --model qwen3-235b-a22b --batch 16 --draft-len 4 "
+                "--plot waterfall.png"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_study_options(p, single=True)
+    p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
+    p.add_argument("--draft-len", type=int, default=3, help="draft length γ >= 1 (default 3)")
+    p.add_argument("--plot", metavar="FILE", help="write a waterfall figure (PNG) to FILE")
+    add_json_flag(p)
+    p.set_defaults(func=cmd_explain)
+
+
+def cmd_explain(args) -> int:
+    from ..sweep import explain, format_attribution, plot_waterfall
+
+    check_common(args)
+    a = explain(args.model, args.hardware, batch=args.batch, draft_len=args.draft_len,
+                acceptance=acceptance_from(args), drafter=args.drafter, context=args.context, dtype=args.dtype,
+                kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus, overlap=args.overlap,
+                popularity=args.popularity)
+    path = plot_waterfall(a, args.plot) if args.plot else None
+    if args.json:
+        d = a.as_dict()
+        if path:
+            d["plot"] = path
+        print_json(d)
+    else:
+        print(format_attribution(a))
+        if path:
+            print(f"wrote {path}")
+    return 0

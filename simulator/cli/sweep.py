@@ -1,0 +1,142 @@
+"""`sweep`: speculative-decoding speedup vs batch, prior vs refined, as a tidy table, a summary and figures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..errors import ParameterError
+from ..specs.dtypes import FORMATS, KV_DTYPES
+from ._common import csv_list, progress
+
+DEFAULT_OUT = "results"
+
+
+def _names(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    out = [x.strip() for v in values for x in v.split(",") if x.strip()]
+    return out or None
+
+
+def _accept_length(text: str) -> tuple[float, int]:
+    al, _, at = text.partition("@")
+    try:
+        return float(al), int(at) if at else 3
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--accept-length must be AL or AL@GAMMA (mean accepted tokens per round incl. the bonus token, "
+            f"measured at draft length GAMMA; default 3), e.g. 2.73@3; got {text!r}") from None
+
+
+def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
+    """Options shared by `sweep` and `explain` (``single``: one model, one GPU, one batch and draft length)."""
+    if single:
+        p.add_argument("--model", required=True, metavar="NAME|PATH", help="target model (bundled name or YAML)")
+        p.add_argument("--hardware", default="h100-sxm", metavar="NAME|PATH", help="GPU (default h100-sxm)")
+    else:
+        p.add_argument("--model", action="append", metavar="NAME|PATH[,...]",
+                       help="target models, repeatable or comma list (default: every bundled MoE target that fits)")
+        p.add_argument("--hardware", action="append", metavar="NAME|PATH[,...]",
+                       help="GPUs, repeatable or comma list (default h100-sxm)")
+    p.add_argument("--dtype", choices=list(FORMATS), help="weight format (default: native, or fp8_block for bf16 "
+                   "checkpoints on GPUs with fp8)")
+    p.add_argument("--kv-dtype", choices=list(KV_DTYPES), default="bf16", help="KV-cache dtype (default bf16)")
+    p.add_argument("--gpus", type=int, help="GPUs of the deployment (default 8, capped at the scale-up domain)")
+    p.add_argument("--tp", type=int, help="attention tensor parallelism (default: largest valid ≤ gpus; "
+                   "dp = gpus / tp)")
+    p.add_argument("--ep", type=int, help="expert parallelism (default gcd(experts, gpus); moe_tp = gpus / ep)")
+    acc = p.add_mutually_exclusive_group()
+    acc.add_argument("--acceptance", type=csv_list(float, "--acceptance"), metavar="ALPHA|A1,A2,...",
+                     help="per-token acceptance α (default 0.75), or per-position acceptances a1,a2,...")
+    acc.add_argument("--accept-length", type=_accept_length, metavar="AL[@GAMMA]",
+                     help="mean acceptance length incl. bonus token as engines report it, measured at draft "
+                          "length GAMMA (default 3); converted to α")
+    p.add_argument("--drafter", default="eagle", metavar="KIND",
+                   help="eagle (default) | mtp | model:NAME (e.g. model:qwen3-0.6b) | ratio:C")
+    p.add_argument("--context", type=int, default=1024, help="tokens already in the KV cache (default 1024)")
+    p.add_argument("--overlap", type=csv_list(float, "--overlap"), metavar="O1,O2,...",
+                   help="routing overlap at lags 1,2,... as fractions (replaces the models' own statistics)")
+    p.add_argument("--popularity", help="expert popularity: uniform, zipf:S or skew:X (with --overlap)")
+
+
+def acceptance_from(args):
+    """The :class:`~simulator.specdec.Acceptance` the flags ask for (None: the default)."""
+    from ..specdec import Acceptance
+
+    if args.accept_length is not None:
+        al, at = args.accept_length
+        return Acceptance.from_accept_length(al, at)
+    if args.acceptance is not None:
+        if len(args.acceptance) == 1:
+            return Acceptance.from_alpha(args.acceptance[0])
+        return Acceptance.from_positions(args.acceptance)
+    return None
+
+
+def check_common(args) -> None:
+    for flag in ("tp", "ep", "gpus"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise ParameterError(f"--{flag} must be an integer >= 1; got {v}")
+    if args.context < 0:
+        raise ParameterError(f"--context must be >= 0 tokens; got {args.context}")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep", help="speculative-decoding speedup vs batch, prior vs refined: table, CSV/JSON, figures",
+        description=("Sweep speculative decoding over models x GPUs x batch x draft length for the prior (MoESD) "
+                     "and refined cost models. With no arguments: every bundled MoE target that fits an 8-GPU "
+                     "H100 SXM node (Qwen3-235B-A22B in the study's FP8 TP8+EP8 deployment among them), batch "
+                     "1..256, draft length 1..8, EAGLE drafter, α = 0.75. Prints a summary and writes sweep.csv "
+                     "(or sweep.json) and three PNG figures to --out."),
+        epilog=("examples: python -m simulator sweep\n"
+                "          python -m simulator sweep --model qwen3-235b-a22b --hardware h100-sxm,b200 "
+                "--accept-length 2.73@3\n"
+                "          python -m simulator sweep --model mixtral-8x7b --drafter model:qwen2-0.5b --no-plots"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_study_options(p)
+    p.add_argument("--batch", type=csv_list(int, "--batch"), default=None, metavar="B1,B2,...",
+                   help="batch sizes (default 1,2,4,...,256)")
+    p.add_argument("--draft-len", type=csv_list(int, "--draft-len"), default=None, metavar="G1,G2,...",
+                   help="draft lengths γ (default 1..8; 0 = plain decoding)")
+    p.add_argument("--mode", type=csv_list(str, "--mode"), default=None, metavar="prior,refined",
+                   help="cost-model presets (default prior,refined)")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="table file format (default csv)")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default results/)")
+    p.add_argument("--no-plots", action="store_true", help="do not draw figures (matplotlib is not imported)")
+    p.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
+    p.set_defaults(func=cmd_sweep)
+
+
+def cmd_sweep(args) -> int:
+    from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES, format_table, run_sweep
+
+    check_common(args)
+    start = time.perf_counter()
+
+    def report(msg: str) -> None:  # progress only once a sweep has run for a while
+        if time.perf_counter() - start > 1.0:
+            progress(msg, args.quiet)
+
+    result = run_sweep(
+        _names(args.model), _names(args.hardware), dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp,
+        ep=args.ep, gpus=args.gpus, batch=args.batch or DEFAULT_BATCH, draft_len=args.draft_len or DEFAULT_DRAFT_LEN,
+        acceptance=acceptance_from(args), drafter=args.drafter, context=args.context,
+        modes=args.mode or DEFAULT_MODES, overlap=args.overlap, popularity=args.popularity, progress=report)
+    for model, hw, why in result.skipped:
+        progress(f"skipped {model} on {hw}: {why}", args.quiet)
+    for note in result.notes:
+        progress(f"note: {note}", args.quiet)
+    out = Path(args.out)
+    table = result.write_json(out / "sweep.json") if args.format == "json" else result.write_csv(out / "sweep.csv")
+    figures = [] if args.no_plots else result.plot(out)
+    print(format_table(result))
+    print(f"\n{len(result)} points in {time.perf_counter() - start:.2f} s; wrote {table}"
+          + (f" and {', '.join(figures)}" if figures else ""))
+    sys.stdout.flush()
+    return 0

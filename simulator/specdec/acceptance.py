@@ -1,0 +1,154 @@
+"""Acceptance: how many tokens one speculative round yields (docs/MODEL-specdec.md, "Acceptance").
+
+A drafter proposes γ tokens d_1..d_γ; the target checks them in one pass over γ+1 positions. Draft token i is
+accepted with probability a_i given that d_1..d_{i-1} were accepted; the first rejection ends the round, and the
+target always contributes one token of its own (the correction at the first rejected position, or the bonus token
+after d_γ when all are accepted). So the expected tokens per round, bonus included, is
+
+    AL(γ) = 1 + Σ_{i=1..γ} Π_{j=1..i} a_j
+
+With one per-token acceptance a_j = α this is the geometric sum (Leviathan et al. 2023)
+
+    AL(γ) = Σ_{i=0..γ} α^i = (1 − α^(γ+1)) / (1 − α)        (= γ + 1 at α = 1)
+
+Engines report the mean acceptance length AL measured at one draft length γ_ref; :func:`alpha_from_accept_length`
+inverts the sum for α (AL is strictly increasing in α on [0, 1], from 1 to γ_ref + 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..validation import Interval, check_params
+
+__all__ = [
+    "DEFAULT_ACCEPTANCE",
+    "DEFAULT_ALPHA",
+    "Acceptance",
+    "accept_length",
+    "accept_length_positions",
+    "alpha_from_accept_length",
+]
+
+# Default per-token acceptance (docs/MODEL-specdec.md, "Default acceptance"): α = 0.75 gives AL(3) = 2.73, the
+# Cohere 128-expert MoE with an EAGLE head at γ = 3, and AL(7) = 3.60 (Llama-4-Maverick EAGLE-3, γ = 7, code: 3.62).
+DEFAULT_ALPHA = 0.75
+
+
+def accept_length(alpha, gamma) -> np.ndarray:
+    """AL = Σ_{i=0..γ} α^i = (1 − α^(γ+1)) / (1 − α), broadcast over ``alpha`` and integer ``gamma`` ≥ 0.
+
+    The power sum is accumulated term by term (exact at α = 1, no cancellation near it, and non-decreasing in γ
+    in floating point as well)."""
+    alpha = np.asarray(alpha, dtype=float)
+    gamma = np.asarray(gamma)
+    if np.any((alpha < 0) | (alpha > 1)) or not np.all(np.isfinite(alpha)):
+        raise ParameterError(f"the per-token acceptance alpha must be in [0, 1]; got {np.ravel(alpha).tolist()}")
+    if np.any(gamma < 0) or not np.all(np.equal(np.mod(gamma, 1), 0)):
+        raise ParameterError(f"the draft length gamma must be an integer >= 0; got {np.ravel(gamma).tolist()}")
+    a, g = np.broadcast_arrays(alpha, gamma.astype(int))
+    gmax = int(g.max()) if g.size else 0
+    partial = np.cumsum(a[..., None] ** np.arange(gmax + 1), axis=-1)  # running sums: exactly monotone in γ
+    return np.take_along_axis(partial, g[..., None], axis=-1)[..., 0]
+
+
+def accept_length_positions(probs, gamma) -> np.ndarray:
+    """AL(γ) = 1 + Σ_{i=1..γ} Π_{j≤i} a_j for per-position acceptances ``probs`` = (a_1, a_2, ...), over ``gamma``."""
+    p = np.asarray(probs, dtype=float)
+    gamma = np.atleast_1d(np.asarray(gamma, dtype=int))
+    if p.ndim != 1 or np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
+        raise ParameterError(f"per-position acceptances must be probabilities in [0, 1]; got {p.tolist()}")
+    if gamma.size and gamma.max() > p.size:
+        raise ParameterError(f"per-position acceptance gives {p.size} positions but draft length {int(gamma.max())} "
+                             f"needs {int(gamma.max())}; give one probability per drafted position")
+    cum = np.concatenate([[1.0], np.cumprod(p)])  # cum[i] = P(first i drafts accepted)
+    csum = np.cumsum(cum)  # csum[γ] = Σ_{i=0..γ} cum[i]
+    return csum[gamma]
+
+
+def alpha_from_accept_length(al, gamma: int) -> np.ndarray | float:
+    """The per-token α whose AL at draft length ``gamma`` equals ``al`` (vectorised bisection, exact to ~1e-15).
+
+    ``al`` must lie in [1, γ+1]: 1 means nothing is ever accepted (α = 0), γ+1 means everything is (α = 1)."""
+    check_params("alpha_from_accept_length", {"gamma": gamma}, {"gamma": [Interval(int, 1, None)]})
+    arr = np.asarray(al, dtype=float)
+    bad = ~np.isfinite(arr) | (arr < 1.0) | (arr > gamma + 1.0)
+    if np.any(bad):
+        raise ParameterError(
+            f"mean acceptance length {np.ravel(arr)[np.ravel(bad)][0]!r} at draft length {gamma} is impossible: it "
+            f"counts accepted tokens per round including the bonus token, so it must be in [1, {gamma + 1}]; "
+            f"give a value in that range or the draft length it was measured at")
+    lo = np.zeros_like(arr)
+    hi = np.ones_like(arr)
+    exps = np.arange(gamma + 1)
+    for _ in range(64):  # 2^-64 < machine epsilon on [0, 1]
+        mid = 0.5 * (lo + hi)
+        f = (mid[..., None] ** exps).sum(axis=-1)
+        below = f < arr
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    out = np.where(arr >= gamma + 1.0, 1.0, np.where(arr <= 1.0, 0.0, 0.5 * (lo + hi)))
+    return float(out) if np.ndim(al) == 0 else out
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Acceptance of drafted tokens: one per-token ``alpha``, or ``per_position`` probabilities (a_1, a_2, ...).
+
+    ``source`` says where the numbers came from (e.g. ``"AL 2.73 at γ=3"``) and is shown in tables."""
+
+    alpha: float | None = None
+    per_position: tuple[float, ...] | None = None
+    source: str = ""
+
+    def __post_init__(self):
+        if (self.alpha is None) == (self.per_position is None):
+            raise ParameterError("acceptance needs exactly one of a per-token alpha or a per-position list")
+        if self.alpha is not None:
+            check_params("Acceptance", {"alpha": self.alpha}, {"alpha": [Interval(float, 0.0, 1.0)]})
+        else:
+            p = tuple(float(x) for x in self.per_position)
+            if not p or any(not (0.0 <= x <= 1.0) for x in p):
+                raise ParameterError(f"per-position acceptances must be a non-empty list of probabilities in "
+                                     f"[0, 1]; got {list(self.per_position)}")
+            object.__setattr__(self, "per_position", p)
+
+    @classmethod
+    def from_alpha(cls, alpha: float) -> Acceptance:
+        return cls(alpha=float(alpha), source=f"alpha={float(alpha):g}")
+
+    @classmethod
+    def from_accept_length(cls, al: float, gamma: int = 3) -> Acceptance:
+        """α from a mean acceptance length ``al`` (bonus included) measured at draft length ``gamma``."""
+        return cls(alpha=float(alpha_from_accept_length(float(al), int(gamma))),
+                   source=f"AL {float(al):g} at gamma={int(gamma)}")
+
+    @classmethod
+    def from_positions(cls, probs) -> Acceptance:
+        probs = tuple(float(x) for x in probs)
+        return cls(per_position=probs, source="per-position " + ",".join(f"{x:g}" for x in probs))
+
+    def accept_length(self, gamma) -> np.ndarray:
+        """AL(γ) for each γ in ``gamma`` (AL(0) = 1)."""
+        g = np.atleast_1d(np.asarray(gamma, dtype=int))
+        if self.alpha is not None:
+            return accept_length(self.alpha, g)
+        return accept_length_positions(self.per_position, g)
+
+    def effective_alpha(self, gamma) -> np.ndarray:
+        """The per-token α that gives the same AL(γ) (= α for a per-token acceptance; NaN at γ = 0)."""
+        g = np.atleast_1d(np.asarray(gamma, dtype=int))
+        if self.alpha is not None:
+            return np.full(g.shape, float(self.alpha))
+        al = self.accept_length(g)
+        return np.array([alpha_from_accept_length(a, int(x)) if x > 0 else np.nan for a, x in zip(al, g, strict=True)])
+
+    @property
+    def label(self) -> str:
+        return self.source or (f"alpha={self.alpha:g}" if self.alpha is not None else "per-position")
+
+
+DEFAULT_ACCEPTANCE = Acceptance(alpha=DEFAULT_ALPHA, source=f"alpha={DEFAULT_ALPHA:g} (default)")

@@ -1,0 +1,143 @@
+"""Drafters and their step time T_draft(B, 1) (docs/MODEL-specdec.md, "Drafters").
+
+Every drafter but the fixed ratio is a :class:`~simulator.specs.model.ModelSpec` costed by the same engine
+(:func:`simulator.cost.step.step_time`) on the same GPUs as the target:
+
+- ``model:NAME`` — a separate small model (its own spec, e.g. ``qwen3-0.6b``), in its checkpoint dtype, laid out
+  with the target's tensor parallelism where its heads allow (else the largest divisor, the remaining GPUs as
+  data-parallel replicas), no expert parallelism (dense).
+- ``eagle`` — an EAGLE-style head: one decoder layer of the target's width (the target's attention config, full
+  attention over the target's context, a dense gated FFN of width ``dense_intermediate`` if the target has one,
+  else 3 × hidden) plus the target's LM head, in bf16 (EAGLE checkpoints are released in bf16).
+- ``mtp`` — multi-token-prediction modules: one target-style layer (the target's attention and its MoE FFN) plus
+  the LM head per drafted token, in the target's deployment dtype (they ship inside the target's checkpoint).
+- ``ratio:C`` — a fixed cost ratio: T_draft(B, 1) = C · T(B, 1) of the target in the same mode.
+
+One round drafts γ tokens with γ sequential draft passes of one token each; the target's verify pass scores the
+γ drafts plus the bonus position (γ + 1 tokens), so no draft pass follows the last drafted token.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..cost.deployment import Deployment, validate
+from ..errors import InfeasibleError, ParameterError
+from ..specs.catalog import load_model
+from ..specs.model import FFN, ModelSpec
+
+__all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
+           "parse_drafter", "EAGLE_FFN_RATIO"]
+
+DRAFTER_KINDS = ("eagle", "mtp", "model", "ratio")
+EAGLE_FFN_RATIO = 3  # FFN width of an EAGLE head when the target has no dense FFN: 3 × hidden (Qwen3-MoE configs'
+# intermediate_size is exactly 3 × hidden: 12288 for the 235B, 6144 for the 30B)
+
+
+@dataclass(frozen=True)
+class Drafter:
+    """A drafter: ``kind`` in {eagle, mtp, model, ratio}; ``model`` names a draft model (kind model), ``ratio``
+    is C (kind ratio)."""
+
+    kind: str = "eagle"
+    model: str = ""
+    ratio: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in DRAFTER_KINDS:
+            raise ParameterError(f"drafter kind {self.kind!r} is unknown; use eagle, mtp, model:NAME or ratio:C")
+        if self.kind == "model" and not self.model:
+            raise ParameterError("drafter 'model' needs a model name or YAML path, e.g. model:qwen3-0.6b")
+        if self.kind == "ratio" and not (math.isfinite(self.ratio) and self.ratio >= 0):
+            raise ParameterError(f"drafter ratio C must be a finite number >= 0; got {self.ratio!r}")
+
+    @property
+    def label(self) -> str:
+        if self.kind == "model":
+            return f"model:{self.model}"
+        if self.kind == "ratio":
+            return f"ratio:{self.ratio:g}"
+        return self.kind
+
+
+def parse_drafter(text: str | Drafter) -> Drafter:
+    """``eagle`` | ``mtp`` | ``model:NAME`` (a bundled model or a YAML path) | ``ratio:C``."""
+    if isinstance(text, Drafter):
+        return text
+    s = str(text).strip()
+    kind, _, arg = s.partition(":")
+    if kind in ("eagle", "mtp") and not arg:
+        return Drafter(kind)
+    if kind == "model" and arg:
+        return Drafter("model", model=arg)
+    if kind == "ratio" and arg:
+        try:
+            c = float(arg)
+        except ValueError:
+            c = float("nan")
+        if not (math.isfinite(c) and c >= 0):
+            raise ParameterError(f"--drafter ratio:{arg}: C must be a number >= 0 (draft step / target decode "
+                                 f"step), e.g. ratio:0.05")
+        return Drafter("ratio", ratio=c)
+    raise ParameterError(f"--drafter {s!r} is not understood; use eagle, mtp, model:NAME (e.g. model:qwen3-0.6b) "
+                         f"or ratio:C (e.g. ratio:0.05)")
+
+
+def _single_layer(target: ModelSpec, suffix: str, ffn: FFN) -> ModelSpec:
+    """A one-layer spec with the target's width, vocabulary and attention config (full attention)."""
+    a = target.attention
+    attn = replace(a, layer_pattern=("full",), linear=None, window=0, chunk=0)
+    return replace(target, name=f"{target.name}+{suffix}", display_name=f"{target.display_name} {suffix}",
+                   role="drafter", description=f"synthetic {suffix} of {target.name}", layers=1, mtp_layers=0,
+                   attention=attn, ffn=ffn, official=None, origin=f"synthetic:{suffix}:{target.origin or target.name}")
+
+
+def eagle_head_spec(target: ModelSpec) -> ModelSpec:
+    """EAGLE head: one dense decoder layer of the target's width + the target's LM head."""
+    width = target.ffn.dense_intermediate or EAGLE_FFN_RATIO * target.hidden_size
+    return _single_layer(target, "eagle-head", FFN(gated=True, dense_intermediate=width, first_dense=1))
+
+
+def mtp_spec(target: ModelSpec) -> ModelSpec:
+    """One MTP module: a target-style layer (the target's MoE FFN, or its dense FFN) + the LM head."""
+    f = target.ffn
+    ffn = replace(f, first_dense=0, moe_every=1) if f.is_moe else f
+    return _single_layer(target, "mtp", ffn)
+
+
+def drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
+    """The spec the engine costs for ``drafter`` (None for a fixed ratio)."""
+    if drafter.kind == "eagle":
+        return eagle_head_spec(target)
+    if drafter.kind == "mtp":
+        return mtp_spec(target)
+    if drafter.kind == "model":
+        return load_model(drafter.model)
+    return None
+
+
+def drafter_deployment(drafter: Drafter, spec: ModelSpec, target_dep: Deployment, hw) -> Deployment:
+    """Layout of the drafter on the target's GPUs (docs/MODEL-specdec.md, "Drafter deployment").
+
+    MTP modules use the target's deployment unchanged. EAGLE heads and draft models use the target's GPU count with
+    the largest tensor parallelism ≤ the target's that the drafter's shapes allow (the rest as data-parallel
+    replicas) and no expert parallelism; dtype bf16 for EAGLE, the checkpoint's native dtype for a draft model."""
+    if drafter.kind == "mtp":
+        validate(spec, hw, target_dep)
+        return target_dep
+    gpus = target_dep.gpus
+    dtype = "bf16" if drafter.kind == "eagle" else spec.native_dtype
+    last: Exception | None = None
+    for dt in dict.fromkeys((dtype, "bf16")):  # a checkpoint format the GPU lacks falls back to bf16
+        for tp in range(target_dep.tp, 0, -1):
+            if gpus % tp:
+                continue
+            dep = Deployment(dtype=dt, kv_dtype=target_dep.kv_dtype, tp=tp, dp=gpus // tp, ep=1, moe_tp=gpus,
+                             cuda_graphs=target_dep.cuda_graphs)
+            try:
+                validate(spec, hw, dep)
+                return dep
+            except InfeasibleError as exc:
+                last = exc
+    raise InfeasibleError(f"drafter {drafter.label} cannot be laid out on {gpus} GPUs of {hw.name}: {last}")

@@ -1,0 +1,195 @@
+"""Speculative rounds: round time, speedup, best draft length (docs/MODEL-specdec.md, "Round time and speedup").
+
+    T_round(B, γ) = γ · T_draft(B, 1) + T(B, γ+1) + T_reject          (γ ≥ 1)
+    T_round(B, 0) = T(B, 1)                                             (plain decoding)
+    Speedup(B, γ) = AL(γ) · T(B, 1) / T_round(B, γ)
+    tokens/s per request = AL(γ) / T_round(B, γ);   aggregate = B · AL(γ) / T_round(B, γ)
+
+T_reject is the profile's ``kernels.step.rejection_sampling``, paid once per round when γ ≥ 1 and fixed costs are
+modelled (``fixed_costs != "off"``, the engine's rule for host overhead). Every array is over the batch grid
+(last axis) and the draft-length grid (first axis); step times come from :func:`simulator.cost.step.step_time`,
+memoised per (model, GPU, deployment, mechanisms, overlap, tokens, context, batch grid) in a :class:`StepCache`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost.deployment import Deployment, Mechanisms
+from ..cost.routing import OverlapInput
+from ..cost.step import StepResult, step_time
+from ..errors import ParameterError
+from ..specs.hardware import HardwareProfile
+from ..specs.model import ModelSpec
+from .acceptance import Acceptance
+from .drafters import Drafter, drafter_deployment, drafter_spec, parse_drafter
+
+__all__ = ["SpecResult", "StepCache", "best_gamma", "pays_up_to", "rejection_time", "round_time",
+           "speculative", "speedup"]
+
+
+class StepCache:
+    """Memo of :func:`step_time` results. Keys use object identity for specs and profiles (kept alive here), so a
+    cache is meant for one sweep; values are shared, never mutated."""
+
+    def __init__(self):
+        self._results: dict = {}
+        self._alive: dict = {}
+        self.hits = 0
+        self.misses = 0
+
+    def step(self, model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch: np.ndarray, tokens,
+             context: int, mech: Mechanisms, overlap: OverlapInput | None = None) -> StepResult:
+        """T(B, s) over aligned ``batch`` and ``tokens`` arrays (or a scalar s), memoised."""
+        batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
+                                            np.atleast_1d(np.asarray(tokens, dtype=float)))
+        key = (id(model), id(hw), dep, mech, overlap, tokens.tobytes(), int(context), batch.tobytes())
+        hit = self._results.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        self.misses += 1
+        self._alive[id(model)], self._alive[id(hw)] = model, hw
+        res = step_time(model, hw, dep, batch, tokens, int(context), mech, overlap, check_fit=False)
+        self._results[key] = res
+        return res
+
+
+class _StepRows:
+    """The rows of a flattened-grid :class:`StepResult` that belong to one pass length."""
+
+    def __init__(self, res: StepResult, rows: slice):
+        self.time = res.time[rows]
+        self.unique_experts = res.unique_experts[rows]
+        self.unique_experts_total = res.unique_experts_total[rows]
+        self.bound = res.bound[rows]
+
+
+def rejection_time(hw: HardwareProfile, mech: Mechanisms) -> float:
+    """T_reject: rejection sampling once per round (0 when fixed costs are off)."""
+    return float(hw.kernels.step.get("rejection_sampling", 0.0)) if mech.fixed_costs != "off" else 0.0
+
+
+def round_time(gammas, t_decode, t_verify, t_draft_step, t_reject: float) -> np.ndarray:
+    """T_round[γ, B]; ``t_verify[γ, B]`` = T(B, γ+1). Rows with γ = 0 are exactly ``t_decode``."""
+    g = np.asarray(gammas, dtype=int)[:, None]
+    t_round = g * np.asarray(t_draft_step)[None, :] + np.asarray(t_verify) + t_reject
+    return np.where(g == 0, np.asarray(t_decode)[None, :], t_round)
+
+
+def speedup(accept_len, t_decode, t_round) -> np.ndarray:
+    """Speedup[γ, B] = AL(γ) · T(B, 1) / T_round(B, γ); exactly 1 where T_round = T(B, 1) and AL = 1."""
+    return np.asarray(accept_len, dtype=float)[:, None] * np.asarray(t_decode)[None, :] / np.asarray(t_round)
+
+
+def best_gamma(gammas, spd) -> tuple[np.ndarray, np.ndarray]:
+    """(best γ, its speedup) per batch among the grid's γ ≥ 1 (γ = 0 only when the grid has nothing else).
+    A best speedup ≤ 1 means speculation does not pay at that batch."""
+    g = np.asarray(gammas, dtype=int)
+    cand = g >= 1 if (g >= 1).any() else np.ones_like(g, dtype=bool)
+    s = np.where(cand[:, None], spd, -np.inf)
+    idx = np.argmax(s, axis=0)
+    return g[idx], s[idx, np.arange(s.shape[1])]
+
+
+def pays_up_to(batch, best_speedup) -> float | None:
+    """Largest batch of the grid where the best speedup is > 1 (None if none): SD stops paying above it."""
+    b = np.asarray(batch, dtype=float)
+    ok = np.asarray(best_speedup) > 1.0
+    return float(b[ok].max()) if ok.any() else None
+
+
+@dataclass(frozen=True)
+class SpecResult:
+    """One (target, GPU, deployment, mechanisms, drafter, acceptance) over the (γ, B) grid; times in seconds."""
+
+    batch: np.ndarray  # (nb,)
+    gammas: np.ndarray  # (ng,)
+    accept_length: np.ndarray  # (ng,)
+    alpha: np.ndarray  # (ng,) per-token α equivalent
+    t_decode: np.ndarray  # (nb,) T(B, 1)
+    t_verify: np.ndarray  # (ng, nb) T(B, γ+1)  (γ = 0: T(B, 1))
+    t_draft_step: np.ndarray  # (nb,) T_draft(B, 1)
+    t_reject: np.ndarray  # (ng,)
+    t_round: np.ndarray  # (ng, nb)
+    speedup: np.ndarray  # (ng, nb)
+    unique_decode: np.ndarray  # (nb,) unique experts per MoE layer, all ranks
+    unique_verify: np.ndarray  # (ng, nb)
+    unique_decode_rank: np.ndarray  # (nb,) busiest rank
+    unique_verify_rank: np.ndarray  # (ng, nb)
+    bound_decode: np.ndarray  # (nb,) compute | memory | fixed
+    bound_verify: np.ndarray  # (ng, nb)
+    drafter_dep: Deployment | None = None
+
+    @property
+    def t_draft(self) -> np.ndarray:
+        """Drafting time per round, γ · T_draft(B, 1), (ng, nb)."""
+        return self.gammas[:, None] * self.t_draft_step[None, :]
+
+    @property
+    def verify_decode_ratio(self) -> np.ndarray:
+        return self.t_verify / self.t_decode[None, :]
+
+    @property
+    def tokens_per_s_request(self) -> np.ndarray:
+        return self.accept_length[:, None] / self.t_round
+
+    @property
+    def tokens_per_s_total(self) -> np.ndarray:
+        return self.tokens_per_s_request * self.batch[None, :]
+
+    def best(self) -> tuple[np.ndarray, np.ndarray]:
+        return best_gamma(self.gammas, self.speedup)
+
+    def pays_up_to(self) -> float | None:
+        return pays_up_to(self.batch, self.best()[1])
+
+
+def _check_grid(batch, gammas) -> tuple[np.ndarray, np.ndarray]:
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    g = np.atleast_1d(np.asarray(gammas))
+    if b.ndim != 1 or b.size == 0 or np.any(b < 1) or np.any(b != np.round(b)):
+        raise ParameterError(f"--batch must be integers >= 1, e.g. 1,2,4; got {np.ravel(batch).tolist()}")
+    if g.ndim != 1 or g.size == 0 or np.any(g < 0) or np.any(g != np.round(g)) or np.any(g > 64):
+        raise ParameterError(f"--draft-len must be integers in [0, 64], e.g. 1,2,3; got {np.ravel(gammas).tolist()}")
+    return b, g.astype(int)
+
+
+def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas, acceptance: Acceptance,
+                drafter: Drafter | str = "eagle", context: int = 0, mech: Mechanisms | None = None,
+                overlap: OverlapInput | None = None, cache: StepCache | None = None) -> SpecResult:
+    """Round times and speedup of speculative decoding over the batch × draft-length grid."""
+    mech = mech or Mechanisms()
+    cache = cache or StepCache()
+    drafter = parse_drafter(drafter)
+    b, g = _check_grid(batch, gammas)
+    # One engine call prices every pass length: the (s, B) grid is flattened, s = 1 (decode) and γ + 1.
+    lengths = np.unique(np.concatenate([[1], g + 1]))
+    nb = b.size
+    grid = cache.step(target, hw, dep, np.tile(b, lengths.size), np.repeat(lengths, nb), context, mech, overlap)
+    row = {int(s): slice(i * nb, (i + 1) * nb) for i, s in enumerate(lengths)}
+    dec = _StepRows(grid, row[1])
+    ver = [_StepRows(grid, row[int(x) + 1]) for x in g]
+    t_verify = np.stack([v.time for v in ver])
+    ddep = None
+    if drafter.kind == "ratio":
+        t_draft_step = drafter.ratio * dec.time
+    else:
+        spec = drafter_spec(drafter, target)
+        ddep = drafter_deployment(drafter, spec, dep, hw)
+        t_draft_step = cache.step(spec, hw, ddep, b, 1, context, mech, overlap).time
+    t_rej = np.where(g > 0, rejection_time(hw, mech), 0.0)
+    t_round = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None])
+    al = acceptance.accept_length(g)
+    return SpecResult(
+        batch=b, gammas=g, accept_length=al, alpha=acceptance.effective_alpha(g), t_decode=dec.time,
+        t_verify=t_verify, t_draft_step=np.asarray(t_draft_step, dtype=float), t_reject=t_rej, t_round=t_round,
+        speedup=speedup(al, dec.time, t_round),
+        unique_decode=np.asarray(dec.unique_experts_total, float),
+        unique_verify=np.stack([np.asarray(v.unique_experts_total, float) for v in ver]),
+        unique_decode_rank=np.asarray(dec.unique_experts, float),
+        unique_verify_rank=np.stack([np.asarray(v.unique_experts, float) for v in ver]),
+        bound_decode=dec.bound, bound_verify=np.stack([v.bound for v in ver]), drafter_dep=ddep,
+    )

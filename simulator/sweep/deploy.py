@@ -1,0 +1,106 @@
+"""The default deployment rule of ``sweep``/``explain`` and the memory-fit filter (docs/MODEL-specdec.md,
+"Default study").
+
+Rule, for ``gpus`` GPUs (default 8, one HGX node, capped at the GPU's scale-up domain):
+
+- dtype: the model's native format when it is not bf16 (fp8_block or mxfp4 checkpoints); for a bf16 checkpoint,
+  fp8_block when the GPU has fp8 tensor cores (the study ran FP8 on H100), else bf16. When a format's block
+  constraint rejects the layout, the next of fp8_block → fp8 → bf16 is tried. A dtype given by the user is kept.
+- attention: the largest tp ≤ gpus that divides the heads (and dense widths), dp = gpus / tp (dp = 1: TP8).
+- experts: ep = gcd(experts, gpus) (EP8 when the expert count is divisible by 8), moe_tp = gpus / ep.
+- KV cache bf16. The first combination :func:`~simulator.cost.deployment.validate` accepts is used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..cost.deployment import Deployment, validate
+from ..cost.step import check_memory
+from ..errors import InfeasibleError, ParameterError
+from ..specs.dtypes import FORMATS, compute_dtype
+from ..specs.hardware import HardwareProfile
+from ..specs.model import ModelSpec
+
+DEFAULT_GPUS = 8
+DTYPE_FALLBACK = ("fp8_block", "fp8", "bf16")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """User overrides of the deployment (None = the default rule)."""
+
+    dtype: str | None = None
+    kv_dtype: str = "bf16"
+    tp: int | None = None
+    ep: int | None = None
+    gpus: int | None = None
+
+
+def _supports(hw: HardwareProfile, dtype: str) -> bool:
+    return compute_dtype(FORMATS[dtype], dict(hw.peak_flops)) in hw.peak_flops
+
+
+def default_dtype(model: ModelSpec, hw: HardwareProfile) -> tuple[str, ...]:
+    """Candidate dtypes in order of preference."""
+    first = model.native_dtype if model.native_dtype != "bf16" else "fp8_block"
+    cands = [first] + [d for d in DTYPE_FALLBACK if d != first]
+    return tuple(d for d in cands if _supports(hw, d))
+
+
+def node_gpus(hw: HardwareProfile, gpus: int | None) -> int:
+    if gpus is not None:
+        if gpus < 1 or (hw.domain_size > 0 and gpus > hw.domain_size):
+            raise ParameterError(f"--gpus {gpus}: must be in [1, {hw.domain_size}] (the {hw.name} scale-up domain)")
+        return gpus
+    return min(DEFAULT_GPUS, hw.domain_size) if hw.domain_size > 0 else DEFAULT_GPUS
+
+
+def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | None = None) -> Deployment:
+    """The deployment the rule above picks (user overrides in ``layout`` are kept as given)."""
+    lay = layout or Layout()
+    gpus = node_gpus(hw, lay.gpus)
+    if lay.tp is not None and gpus % lay.tp:
+        raise ParameterError(f"--tp {lay.tp} does not divide the {gpus} GPUs of the deployment; pick a divisor "
+                             f"(the rest run as data-parallel attention groups) or set --gpus")
+    if lay.ep is not None and gpus % lay.ep:
+        raise ParameterError(f"--ep {lay.ep} does not divide the {gpus} GPUs of the deployment; pick a divisor or "
+                             f"set --gpus")
+    dtypes = (lay.dtype,) if lay.dtype else default_dtype(model, hw)
+    tps = (lay.tp,) if lay.tp else tuple(t for t in range(gpus, 0, -1) if gpus % t == 0)
+    e = model.ffn.experts
+    if lay.ep:
+        eps = (lay.ep,)
+    elif e:
+        g = math.gcd(e, gpus)
+        eps = (g,) + tuple(x for x in range(gpus, 0, -1) if gpus % x == 0 and x < g and e % x == 0)
+    else:
+        eps = (1,)
+    last: Exception | None = None
+    for dtype in dtypes:
+        for ep in eps:
+            for tp in tps:
+                try:
+                    dep = Deployment(dtype=dtype, kv_dtype=lay.kv_dtype, tp=tp, dp=gpus // tp, ep=ep,
+                                     moe_tp=gpus // ep)
+                    validate(model, hw, dep)
+                    return dep
+                except InfeasibleError as exc:
+                    last = exc
+    raise InfeasibleError(f"no valid deployment of {model.name} on {gpus}x {hw.name} with "
+                          f"dtype={lay.dtype or 'auto'}, tp={lay.tp or 'auto'}, ep={lay.ep or 'auto'}: {last}")
+
+
+def fitting_batches(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens: int,
+                    context: int) -> tuple[list[float], str]:
+    """The batches whose weights + KV fit (ascending), and a one-line note when some do not ("" if all fit)."""
+    ok, why = [], ""
+    for b in sorted(float(x) for x in batch):
+        try:
+            check_memory(model, hw, dep, b, tokens, context)
+            ok.append(b)
+        except InfeasibleError as exc:
+            why = str(exc)
+            break
+    return ok, why

@@ -1,0 +1,174 @@
+"""``explain``: walk from the prior model to the refined one, one mechanism at a time, and attribute the gap.
+
+The walk is :data:`simulator.cost.deployment.WALK` (routing → kernel curves → fixed costs → L2). Step 0 is the
+``prior`` preset; step i switches the i-th mechanism to its refined setting and keeps the earlier ones. After each
+step: T_decode = T(B, 1), T_verify = T(B, γ+1), their ratio both ways, the round time and the speedup. If the walk
+does not end exactly at the ``refined`` preset (a mechanism outside WALK), a last step switches the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from ..cost.deployment import PRESETS, WALK, Mechanisms
+from ..errors import ParameterError
+from ..specdec import Acceptance, StepCache, parse_drafter, speculative
+from ..specs.hardware import HardwareProfile
+from ..specs.model import ModelSpec
+from .deploy import Layout, default_deployment, fitting_batches
+from .runner import DEFAULT_CONTEXT, _overlap_for, resolve_acceptance, resolve_hardware, resolve_models
+
+
+@dataclass(frozen=True)
+class WalkStep:
+    name: str  # "prior", "+ routing=ipf", ...
+    mechanisms: Mechanisms
+    t_decode_us: float
+    t_verify_us: float
+    t_draft_us: float
+    t_round_us: float
+    verify_decode_ratio: float  # T_verify / T_decode
+    decode_verify_ratio: float  # T_decode / T_verify (the study's "verify runs at x% of decode speed")
+    unique_experts_decode: float
+    unique_experts_verify: float
+    accept_length: float
+    speedup: float
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["mechanisms"] = asdict(self.mechanisms)
+        return d
+
+
+@dataclass(frozen=True)
+class Attribution:
+    model: str
+    hardware: str
+    deployment: dict
+    batch: int
+    draft_len: int
+    drafter: str
+    acceptance: str
+    context: int
+    steps: tuple[WalkStep, ...]
+
+    @property
+    def prior(self) -> WalkStep:
+        return self.steps[0]
+
+    @property
+    def refined(self) -> WalkStep:
+        return self.steps[-1]
+
+    def as_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "steps"}
+        d["steps"] = [s.as_dict() for s in self.steps]
+        return d
+
+
+def walk_mechanisms() -> list[tuple[str, Mechanisms]]:
+    """(label, mechanisms) for each step of the walk, prior first, refined last."""
+    mech = PRESETS["prior"]
+    steps = [("prior", mech)]
+    for field_name, value in WALK:
+        mech = mech.with_(**{field_name: value})
+        steps.append((f"+ {field_name}={value}", mech))
+    if mech != PRESETS["refined"]:
+        steps.append(("+ rest of refined", PRESETS["refined"]))
+    return steps
+
+
+def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm", *, batch: int = 1,
+            draft_len: int = 3, acceptance: Acceptance | float | None = None, drafter: str = "eagle",
+            context: int = DEFAULT_CONTEXT, dtype: str | None = None, kv_dtype: str = "bf16",
+            tp: int | None = None, ep: int | None = None, gpus: int | None = None, overlap=None,
+            popularity: str | None = None) -> Attribution:
+    """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK."""
+    if int(draft_len) < 1:
+        raise ParameterError(f"--draft-len must be >= 1 for explain (γ = 0 is plain decoding); got {draft_len}")
+    if int(batch) < 1:
+        raise ParameterError(f"--batch must be an integer >= 1; got {batch}")
+    (m,) = resolve_models([model])
+    (hw,) = resolve_hardware([hardware])
+    acc = resolve_acceptance(acceptance)
+    dr = parse_drafter(drafter)
+    dep = default_deployment(m, hw, Layout(dtype=dtype, kv_dtype=kv_dtype, tp=tp, ep=ep, gpus=gpus))
+    ok, why = fitting_batches(m, hw, dep, [batch], int(draft_len) + 1, context)
+    if not ok:
+        raise ParameterError(f"--batch {batch}: {why}")
+    ov = _overlap_for(m, overlap, popularity)
+    cache = StepCache()
+    steps = []
+    for label, mech in walk_mechanisms():
+        r = speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, ov, cache)
+        us = 1e6
+        tv, td = float(r.t_verify[0, 0]), float(r.t_decode[0])
+        steps.append(WalkStep(label, mech, td * us, tv * us, float(r.t_draft[0, 0]) * us,
+                              float(r.t_round[0, 0]) * us, tv / td, td / tv, float(r.unique_decode[0]),
+                              float(r.unique_verify[0, 0]), float(r.accept_length[0]), float(r.speedup[0, 0])))
+    return Attribution(m.name, hw.name, asdict(dep), int(batch), int(draft_len), dr.label, acc.label, int(context),
+                       tuple(steps))
+
+
+def format_attribution(a: Attribution) -> str:
+    d = a.deployment
+    dp = f" dp{d['dp']}" if d["dp"] > 1 else ""
+    head = (f"{a.model} on {a.hardware} ({d['dtype']} tp{d['tp']}{dp} ep{d['ep']}), batch {a.batch}, draft length "
+            f"{a.draft_len}, drafter {a.drafter}, acceptance {a.acceptance} (AL {a.steps[0].accept_length:.2f}), "
+            f"context {a.context}")
+    cols = ("step", "T_dec us", "T_ver us", "T_ver/T_dec", "T_dec/T_ver", "uniq dec", "uniq ver", "T_round us",
+            "speedup", "d speedup")
+    rows = []
+    prev = None
+    for s in a.steps:
+        delta = "" if prev is None else f"{s.speedup - prev:+.3f}"
+        rows.append((s.name, f"{s.t_decode_us:.1f}", f"{s.t_verify_us:.1f}", f"{s.verify_decode_ratio:.3f}",
+                     f"{s.decode_verify_ratio:.3f}", f"{s.unique_experts_decode:.1f}",
+                     f"{s.unique_experts_verify:.1f}", f"{s.t_round_us:.1f}", f"{s.speedup:.3f}", delta))
+        prev = s.speedup
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    fmt = "  ".join([f"{{:<{widths[0]}}}"] + [f"{{:>{w}}}" for w in widths[1:]])
+    lines = [head, fmt.format(*cols), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+    gap = a.refined.speedup - a.prior.speedup
+    lines.append(f"prior -> refined: speedup {a.prior.speedup:.3f} -> {a.refined.speedup:.3f} ({gap:+.3f}); "
+                 f"verify runs at {a.prior.decode_verify_ratio:.0%} -> {a.refined.decode_verify_ratio:.0%} of "
+                 f"decode speed (unique experts per MoE layer are all-rank totals)")
+    return "\n".join(lines)
+
+
+def plot_waterfall(a: Attribution, path) -> str:
+    """Waterfall of the speedup (left) and of T_decode / T_verify (right) along the walk."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    axes = fig.subplots(1, 2)
+    labels = [s.name.replace("+ ", "+") for s in a.steps]
+    for ax, key, ylabel in ((axes[0], "speedup", "speedup over plain decoding (x)"),
+                            (axes[1], "decode_verify_ratio", "T_decode / T_verify (verify speed vs decode)")):
+        vals = np.array([getattr(s, key) for s in a.steps])
+        x = np.arange(len(vals) + 1)
+        bottoms = np.concatenate([[0.0], vals[:-1], [0.0]])
+        heights = np.concatenate([[vals[0]], np.diff(vals), [vals[-1]]])
+        colors = ["#7f7f7f"] + ["#1b9e77" if h >= 0 else "#d95f02" for h in heights[1:-1]] + ["#386cb0"]
+        ax.bar(x, heights, bottom=bottoms, color=colors, edgecolor="black", linewidth=0.5)
+        for xi, top, h in zip(x, bottoms + heights, heights, strict=True):
+            ax.annotate(f"{h:+.3f}" if 0 < xi < len(vals) else f"{top:.3f}", (xi, max(top, top - h)),
+                        ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
+        ax.set_xticks(x)
+        ax.set_xticklabels(labels + ["refined"], rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("mechanism switched to refined (cumulative, left to right)")
+        top = float(max(bottoms.max(), (bottoms + heights).max()))
+        ax.set_ylim(0.0, top * 1.12)
+        ax.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
+        ax.grid(True, axis="y", alpha=0.3)
+    d = a.deployment
+    fig.suptitle(f"Prior -> refined attribution: {a.model} on {a.hardware} ({d['dtype']} tp{d['tp']} ep{d['ep']}), "
+                 f"B={a.batch}, draft length {a.draft_len}, drafter {a.drafter}, {a.acceptance}", fontsize=10)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return str(path)

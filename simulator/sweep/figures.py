@@ -1,0 +1,157 @@
+"""Figures of a sweep (PNG): speedup vs batch, best draft length vs batch, verify/decode cost ratio vs batch.
+
+matplotlib is imported here, inside the plotting functions, and only its object-oriented API is used
+(``matplotlib.figure.Figure`` + the Agg canvas): no pyplot state, no GUI backend, nothing at import time.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..specdec import best_gamma
+
+MODE_STYLE = {"prior": {"color": "#d95f02", "linestyle": "--", "marker": "s"},
+              "refined": {"color": "#1b9e77", "linestyle": "-", "marker": "o"}}
+FILES = {"speedup": "speedup_vs_batch.png", "best_gamma": "best_gamma_vs_batch.png",
+         "ratio": "verify_decode_ratio.png"}
+
+
+def _style(mode: str, i: int) -> dict:
+    fallback = ("#7570b3", "#e7298a", "#66a61e")
+    return MODE_STYLE.get(mode, {"color": fallback[i % 3], "linestyle": "-.", "marker": "^"})
+
+
+def _panels(result) -> dict[tuple, list]:
+    groups: dict[tuple, list] = {}
+    for c in result.cases:
+        groups.setdefault(c.key, []).append(c)
+    return groups
+
+
+def _figure(n: int, title: str):
+    """A grid of ``n`` panels with fixed margins (a layout engine would cost seconds on large grids)."""
+    from matplotlib.figure import Figure
+
+    ncols = min(4, n)
+    nrows = math.ceil(n / ncols)
+    w, h = max(4.2 * ncols, 8.0), 3.4 * nrows + 1.0
+    fig = Figure(figsize=(w, h))
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    fig.subplots_adjust(left=0.75 / w, right=1 - 0.15 / w, bottom=0.6 / h, top=1 - 1.25 / h, wspace=0.32,
+                        hspace=0.75 if nrows > 1 else 0.2)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=11, y=1 - 0.08 / h)
+    return fig, axes
+
+
+def _log2_x(ax, batch) -> None:
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(batch))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(int(b)) for b in batch], fontsize=7)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_xlabel("batch size B (concurrent requests)", fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _panel_title(case) -> str:
+    d = case.deployment
+    dp = f" dp{d.dp}" if d.dp > 1 else ""
+    return f"{case.model.name}\n{case.hardware.name}, {d.dtype} tp{d.tp}{dp} ep{d.ep}"
+
+
+def _context_line(result) -> str:
+    return (f"drafter {result.drafter.label}, acceptance {result.acceptance.label}, "
+            f"context {result.context} tokens")
+
+
+def plot_speedup(result, path) -> str:
+    """Speedup at the best draft length per batch vs batch, prior and refined on one axes per model."""
+    panels = _panels(result)
+    fig, axes = _figure(len(panels), "Speculative-decoding speedup vs batch (best draft length per batch)\n"
+                        + _context_line(result))
+    for ax, cases in zip(axes, panels.values(), strict=False):
+        for i, c in enumerate(cases):
+            _, spd = best_gamma(c.result.gammas, c.result.speedup)
+            ax.plot(c.result.batch, spd, label=c.mode, **_style(c.mode, i), markersize=4)
+        ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label="no speedup")
+        _log2_x(ax, cases[0].result.batch)
+        ax.set_ylabel("speedup over plain decoding (x)", fontsize=8)
+        ax.set_title(_panel_title(cases[0]), fontsize=9)
+    _legend(fig, axes[0])
+    return _save(fig, path)
+
+
+def plot_best_gamma(result, path) -> str:
+    """Best draft length per batch; hollow markers where even the best γ does not pay (speedup ≤ 1)."""
+    panels = _panels(result)
+    fig, axes = _figure(len(panels), "Best draft length vs batch (hollow: speculation does not pay)\n"
+                        + _context_line(result))
+    for ax, cases in zip(axes, panels.values(), strict=False):
+        for i, c in enumerate(cases):
+            gam, spd = best_gamma(c.result.gammas, c.result.speedup)
+            st = _style(c.mode, i)
+            ax.step(c.result.batch, gam, where="mid", color=st["color"], linestyle=st["linestyle"], label=c.mode)
+            pays = spd > 1.0
+            ax.plot(c.result.batch[pays], gam[pays], st["marker"], color=st["color"], markersize=5)
+            ax.plot(c.result.batch[~pays], gam[~pays], st["marker"], color=st["color"], markersize=5,
+                    markerfacecolor="none")
+        _log2_x(ax, cases[0].result.batch)
+        g = cases[0].result.gammas
+        ax.set_ylim(-0.3, max(g) + 0.5)
+        ax.set_ylabel("best draft length (tokens)", fontsize=8)
+        ax.set_title(_panel_title(cases[0]), fontsize=9)
+    _legend(fig, axes[0])
+    return _save(fig, path)
+
+
+def ratio_gamma(gammas, gamma_ref: int = 3) -> int:
+    """The draft length shown in the ratio figure: ``gamma_ref`` if in the grid, else the nearest γ ≥ 1."""
+    g = [int(x) for x in gammas if x >= 1] or [int(x) for x in gammas]
+    return min(g, key=lambda x: (abs(x - gamma_ref), x))
+
+
+def plot_ratio(result, path, gamma_ref: int = 3) -> str:
+    """T_verify / T_decode = T(B, γ+1) / T(B, 1) at one draft length vs batch, prior and refined."""
+    panels = _panels(result)
+    gref = ratio_gamma(result.cases[0].result.gammas, gamma_ref)
+    fig, axes = _figure(len(panels), f"Verify / decode cost ratio T(B,{gref + 1}) / T(B,1) vs batch "
+                        f"(draft length {gref})\n" + _context_line(result))
+    for ax, cases in zip(axes, panels.values(), strict=False):
+        for i, c in enumerate(cases):
+            j = int(np.flatnonzero(c.result.gammas == gref)[0])
+            ax.plot(c.result.batch, c.result.verify_decode_ratio[j], label=c.mode, **_style(c.mode, i),
+                    markersize=4)
+        ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label="verify = decode")
+        ax.axhline(gref + 1.0, color="0.7", linewidth=0.8, linestyle="-.", label=f"{gref + 1} decode steps")
+        _log2_x(ax, cases[0].result.batch)
+        ax.set_ylabel("T_verify / T_decode (x)", fontsize=8)
+        ax.set_title(_panel_title(cases[0]), fontsize=9)
+    _legend(fig, axes[0])
+    return _save(fig, path)
+
+
+def _legend(fig, ax) -> None:
+    """One legend for the whole figure (every panel uses the same styles), under the title."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 1 - 0.62 / fig.get_figheight()))
+
+
+def _save(fig, path) -> str:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    return str(path)
+
+
+def plot_all(result, outdir, gamma_ref: int = 3) -> list[str]:
+    out = Path(outdir)
+    return [plot_speedup(result, out / FILES["speedup"]), plot_best_gamma(result, out / FILES["best_gamma"]),
+            plot_ratio(result, out / FILES["ratio"], gamma_ref)]

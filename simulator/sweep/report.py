@@ -1,0 +1,85 @@
+"""Per-case summary of a sweep (speedup at the smallest batch, best γ, peak, where SD stops paying) and the compact
+text table ``sweep`` prints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..specdec import best_gamma, pays_up_to
+
+SUMMARY_KEYS = ("model", "hardware", "dtype", "tp", "dp", "ep", "mode", "reference", "batch_min", "batch_max",
+                "speedup_min_batch", "best_gamma_min_batch", "peak_speedup", "peak_batch", "peak_gamma",
+                "pays_from", "pays_up_to", "pays_at_max")
+
+
+def summarize(result) -> list[dict]:
+    """One dict per (model, hardware, deployment, mode); speedups are at the best γ of the grid per batch."""
+    out = []
+    for c in result.cases:
+        r, d = c.result, c.deployment
+        gam, spd = best_gamma(r.gammas, r.speedup)
+        i = int(np.argmax(spd))
+        up_to = pays_up_to(r.batch, spd)
+        paying = r.batch[spd > 1.0]
+        out.append({
+            "model": c.model.name, "hardware": c.hardware.name, "dtype": d.dtype, "tp": d.tp, "dp": d.dp,
+            "ep": d.ep, "mode": c.mode, "reference": c.is_reference,
+            "batch_min": int(r.batch[0]), "batch_max": int(r.batch[-1]),
+            "speedup_min_batch": float(spd[0]), "best_gamma_min_batch": int(gam[0]),
+            "peak_speedup": float(spd[i]), "peak_batch": int(r.batch[i]), "peak_gamma": int(gam[i]),
+            "pays_from": int(paying.min()) if paying.size else None,
+            "pays_up_to": None if up_to is None else int(up_to),
+            "pays_at_max": bool(spd[-1] > 1.0),
+        })
+    return out
+
+
+def _deployment(s: dict) -> str:
+    dp = f" dp{s['dp']}" if s["dp"] > 1 else ""
+    return f"{s['dtype']} tp{s['tp']}{dp} ep{s['ep']}"
+
+
+def _pays(s: dict) -> str:
+    """Batches where the best speedup is > 1, as ``from-to`` (``+``: still paying at the largest batch)."""
+    if s["pays_up_to"] is None:
+        return "never"
+    tail = "+" if s["pays_at_max"] else ""
+    return f"{s['pays_from']}-{s['pays_up_to']}{tail}"
+
+
+def format_table(result) -> str:
+    """The compact table: one line per model × hardware × deployment, modes side by side as ``prior / refined``."""
+    rows = summarize(result)
+    modes = list(dict.fromkeys(s["mode"] for s in rows))
+    groups: dict[tuple, dict[str, dict]] = {}
+    for s in rows:
+        groups.setdefault((s["model"], s["hardware"], _deployment(s), s["reference"]), {})[s["mode"]] = s
+
+    def join(per: dict, fn) -> str:
+        return " / ".join(fn(per[m]) if m in per else "-" for m in modes)
+
+    bmin = min(s["batch_min"] for s in rows)
+    head = ("model", "hardware", "deployment", f"S@B={bmin}", f"best g@B={bmin}", "peak S@B", "SD pays for B")
+    lines = []
+    for (model, hw, dep, ref), per in groups.items():
+        lines.append((
+            model + (" *" if ref else ""), hw, dep,
+            join(per, lambda s: f"{s['speedup_min_batch']:.2f}"),
+            join(per, lambda s: str(s["best_gamma_min_batch"])),
+            join(per, lambda s: f"{s['peak_speedup']:.2f}@{s['peak_batch']}"),
+            join(per, _pays),
+        ))
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    acc = result.acceptance
+    g = result.cases[0].result.gammas
+    shown = [x for x in g if x in (1, 3, int(g.max()))]
+    al = ", ".join(f"AL({x})={a:.2f}" for x, a in zip(shown, acc.accept_length(shown), strict=True))
+    title = (f"Speculative decoding: drafter {result.drafter.label}, acceptance {acc.label} ({al}), context "
+             f"{result.context} tokens; S = speedup at the best draft length g per batch; 'SD pays for B' = "
+             f"smallest-largest batch with S > 1 (+: still > 1 at the largest batch); columns {' / '.join(modes)}")
+    out = [title, fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*x) for x in lines]
+    if any(k[3] for k in groups):
+        out.append("* reference deployment of the study (Qwen3-235B-A22B FP8, attention TP8 + MoE EP8, H100 SXM)")
+    return "\n".join(out)
