@@ -31,8 +31,13 @@ def register(sub) -> None:
     m.add_argument("--ep", type=int, default=1, help="expert parallelism")
     m.add_argument("--dtype", required=True)
     m.add_argument("--tokens", type=csv_list(int, "--tokens"), required=True, help="tokens entering the rank")
-    m.add_argument("--routing", choices=("balanced", "uniform"), default="balanced",
-                   help="balanced = the micro-benchmark's pattern; uniform = independent uniform expectation")
+    m.add_argument("--routing", choices=("balanced", "uniform", "ipf"), default="balanced",
+                   help="balanced = the micro-benchmark's pattern; uniform = independent uniform expectation; "
+                        "ipf = the overlap model (tokens = requests x --tokens-per-request)")
+    m.add_argument("--tokens-per-request", type=int, default=1, help="s for --routing ipf (default 1)")
+    m.add_argument("--overlap", type=csv_list(float, "--overlap"), default=[], metavar="o1,o2,..",
+                   help="lag overlaps for --routing ipf (fractions)")
+    m.add_argument("--popularity", default="uniform", help="popularity for --routing ipf (uniform, zipf:S, skew:X)")
     g = ops.add_parser("gemm", help="dense GEMM out[m,n] = x[m,k]·W[n,k]^T")
     for f in ("m", "n", "k"):
         g.add_argument(f"--{f}", type=csv_list(int, f"--{f}"), required=True)
@@ -64,6 +69,7 @@ def run(args) -> int:
 
     from ..cost.deployment import Deployment, validate_op_dtype
     from ..cost.opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op, op_views
+    from ..errors import ParameterError
     from ..specs.catalog import load_hardware
     from ..validation import Interval, check_params
 
@@ -98,6 +104,17 @@ def run(args) -> int:
         if args.routing == "balanced":
             routed = np.array([balanced_routing(int(t), args.experts, args.top_k, args.ep) for t in T], float)
             unique, pairs = routed[:, 0], routed[:, 1]
+        elif args.routing == "ipf":
+            from .. import overlap as ov
+
+            s = args.tokens_per_request
+            if s < 1 or np.any(T % s):
+                raise ParameterError(f"--tokens must be multiples of --tokens-per-request {s}; got {args.tokens}")
+            stats = ov.OverlapStats.from_overlaps(experts=args.experts, top_k=args.top_k,
+                                                  overlaps=tuple(args.overlap), popularity=args.popularity)
+            fit = ov.fit_window(stats, n_tokens=s)
+            unique = ov.unique_experts(fit.p_zero, T / s) / args.ep  # mean rank
+            pairs = T * args.top_k / args.ep
         tile = hw.kernels.get("moe", args.dtype).params.get("tile_rows", 0.0)
         op = moe_op(args.hidden, args.inter, args.experts, args.top_k, T, args.dtype, args.tp, args.ep, unique,
                     pairs, tile_rows=tile)
