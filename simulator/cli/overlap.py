@@ -1,0 +1,193 @@
+"""``python -m simulator overlap predict|fit|synth``: the routing-overlap model from the command line.
+
+Parses flags, calls :mod:`simulator.overlap`, prints. Warnings become ``warning: ...`` lines on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from ._common import OneLineParser, add_json_flag, csv_list, print_json
+
+_PREDICT_EPILOG = """\
+examples:
+  python -m simulator overlap predict --experts 128 --top-k 8 --tokens 4 \\
+      --overlap 0.381,0.329,0.301,0.299 --popularity skew:0.118
+  python -m simulator overlap predict --experts 128 --top-k 8 --tokens 4 --batch 16 --ranks 8 --json
+Overlaps are fractions (0.381, not 38.1). Popularity: uniform, zipf:S, skew:X (X = Σπ²/k, the independent-routing
+overlap, in [k/E, 1]) or a file of E weights. Without --overlap the tokens are independent."""
+
+_FIT_EPILOG = """\
+examples:
+  python -m simulator overlap fit trace.npz --tokens 2,4,8 --batch 1,4,16
+  python -m simulator overlap fit trace.jsonl --tokens 4 --window 3 --layer 0 --json
+Relative error = prediction / empirical - 1. Traces: .npy/.npz integer arrays [sequences, tokens, layers, k] or
+[sequences, tokens, k], or JSON Lines {"seq": .., "token": .., "layer": .., "experts": [..]}."""
+
+_SYNTH_EPILOG = """\
+example:
+  python -m simulator overlap synth --experts 128 --top-k 8 --sequences 256 --tokens 256 \\
+      --persistence 0.9 --skew 0.118 --seed 1 --out trace.npz
+Hidden state AR(1) with persistence ρ, router logits W h + bias (bias calibrated to a Zipf popularity with
+Σπ²/k = skew), top-k. Same seed, same trace."""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "overlap",
+        help="routing overlap: unique experts touched by B requests of n tokens (max-entropy IPF model)",
+        description="Routing-overlap model: predict unique experts from overlap statistics, fit it to a routing "
+        "trace, or write a synthetic correlated trace.",
+        epilog="subcommands: predict, fit, synth (each has --help with an example)",
+    )
+    sub = parser.add_subparsers(dest="overlap_command", metavar="SUBCOMMAND", parser_class=OneLineParser)
+    parser.set_defaults(func=lambda args: _usage(parser))
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    pp = sub.add_parser("predict", help="expected unique experts from overlap statistics", formatter_class=fmt,
+                        description="Expected number of distinct experts touched by B requests of N tokens each, "
+                        "its standard deviation, the busiest expert-parallel rank, and the independent and uniform "
+                        "(MoESD) baselines.", epilog=_PREDICT_EPILOG)
+    pp.add_argument("--experts", type=int, required=True, metavar="E", help="routed experts per layer")
+    pp.add_argument("--top-k", type=int, required=True, metavar="K", help="experts per token")
+    pp.add_argument("--tokens", type=int, required=True, metavar="N", help="tokens per request (verify: γ+1)")
+    pp.add_argument("--batch", type=int, default=1, metavar="B", help="concurrent requests (default 1)")
+    pp.add_argument("--overlap", type=csv_list(float, "--overlap"), default=None, metavar="O1,O2,..",
+                    help="lag overlaps o(1),o(2),.. as fractions; omitted: independent tokens")
+    pp.add_argument("--popularity", default="uniform", metavar="SPEC",
+                    help="uniform (default), zipf:S, skew:X or a file of E weights")
+    pp.add_argument("--pooling", default="lift", choices=("lift", "conditional"),
+                    help="rule from pooled overlaps to per-expert pair probabilities (default lift)")
+    pp.add_argument("--method", default="auto", choices=("auto", "ipf", "markov", "junction", "independent",
+                                                         "uniform"), help="fit method (default auto)")
+    pp.add_argument("--ranks", type=int, default=None, metavar="R", help="expert-parallel ranks: report the "
+                    "busiest rank's expected unique experts")
+    pp.add_argument("--placement", default="contiguous", choices=("contiguous", "strided"),
+                    help="expert->rank placement with --ranks (default contiguous blocks)")
+    add_json_flag(pp)
+    pp.set_defaults(func=_predict)
+
+    pf = sub.add_parser("fit", help="statistics of a routing trace and predictions vs empirical counts",
+                        formatter_class=fmt, description="Per-layer popularity and lag overlaps of a routing "
+                        "trace, and for each window N and batch B the empirical unique experts next to each "
+                        "method's prediction and relative error.", epilog=_FIT_EPILOG)
+    pf.add_argument("trace", metavar="TRACE", help="routing trace (.npy, .npz or .jsonl)")
+    pf.add_argument("--tokens", type=csv_list(int, "--tokens"), default=[4], metavar="N[,N..]",
+                    help="window sizes (default 4)")
+    pf.add_argument("--batch", type=csv_list(int, "--batch"), default=[1], metavar="B[,B..]",
+                    help="batch sizes (default 1)")
+    pf.add_argument("--window", type=int, default=3, metavar="M", help="pattern size of the window method "
+                    "(default 3)")
+    pf.add_argument("--layer", type=csv_list(int, "--layer"), default=None, metavar="L[,L..]",
+                    help="layers to evaluate (default all)")
+    pf.add_argument("--experts", type=int, default=None, metavar="E",
+                    help="expert count (default: largest id + 1, or num_experts in an .npz)")
+    pf.add_argument("--samples", type=int, default=2000, help="random draws for the empirical mean (default 2000)")
+    pf.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+    add_json_flag(pf)
+    pf.set_defaults(func=_fit)
+
+    ps = sub.add_parser("synth", help="write a synthetic correlated routing trace", formatter_class=fmt,
+                        description="Synthetic router with an AR(1) hidden state: writes [sequences, tokens, "
+                        "layers, k] expert ids as .npy, .npz or .jsonl (by the extension of --out).",
+                        epilog=_SYNTH_EPILOG)
+    ps.add_argument("--experts", type=int, required=True, metavar="E")
+    ps.add_argument("--top-k", type=int, required=True, metavar="K")
+    ps.add_argument("--sequences", type=int, required=True, metavar="S")
+    ps.add_argument("--tokens", type=int, required=True, metavar="T", help="tokens per sequence")
+    ps.add_argument("--layers", type=int, default=1, metavar="L", help="layers (default 1)")
+    ps.add_argument("--persistence", type=float, default=0.8, metavar="P", help="AR(1) coefficient ρ in [0, 1) "
+                    "(default 0.8)")
+    ps.add_argument("--skew", type=float, default=None, metavar="X", help="independent overlap Σπ²/k of the "
+                    "popularity (default: uniform)")
+    ps.add_argument("--context", type=float, default=0.0, metavar="C", help="share of a per-sequence constant "
+                    "in the hidden state, in [0, 1) (default 0)")
+    ps.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    ps.add_argument("--out", required=True, metavar="FILE", help="output path (.npy, .npz or .jsonl)")
+    add_json_flag(ps)
+    ps.set_defaults(func=_synth)
+
+
+def _usage(parser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _emit_warnings(caught) -> None:
+    seen = set()
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        if text not in seen:
+            seen.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+
+
+def _predict(args) -> int:
+    from ..overlap import OverlapStats, predict
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stats = OverlapStats.from_overlaps(args.experts, args.top_k, tuple(args.overlap or ()), args.popularity,
+                                           args.pooling)
+        res = predict(stats, args.tokens, args.batch, method=args.method, ranks=args.ranks,
+                      placement=args.placement if args.ranks else None)
+    _emit_warnings(caught)
+    if args.json:
+        out = res.to_dict()
+        out.update(popularity=args.popularity, overlaps=[float(o) for o in stats.overlaps], pooling=args.pooling,
+                   independent_overlap=float(stats.skew))
+        print_json(out)
+        return 0
+    print(f"unique experts for B={args.batch} request(s) of N={args.tokens} tokens "
+          f"(E={stats.experts}, k={stats.top_k}, method {res.method}):")
+    print(f"  expected            {float(res.unique_experts):9.3f}  (std {float(res.unique_experts_std):.3f})")
+    print(f"  independent routing {float(res.independent):9.3f}")
+    print(f"  uniform (MoESD)     {float(res.uniform):9.3f}")
+    if res.ranks is not None:
+        print(f"  busiest of {res.ranks} ranks  {float(res.busiest_rank_experts):9.3f}  ({args.placement})")
+    return 0
+
+
+def _fit(args) -> int:
+    from ..overlap import evaluate_trace, read_trace
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = read_trace(args.trace, num_experts=args.experts)
+        report = evaluate_trace(trace, args.tokens, args.batch, window=args.window, layers=args.layer,
+                                samples=args.samples, seed=args.seed)
+    _emit_warnings(caught)
+    if args.json:
+        print_json(report.to_dict())
+        return 0
+    print(f"trace {report.source}: {report.sequences} sequences x {report.tokens} tokens, {report.layers} layers, "
+          f"E={report.experts}, k={report.top_k}; window method m={report.window}")
+    for s in report.summaries:
+        ov = " ".join(f"{o:.3f}" for o in s.overlaps[:8])
+        print(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
+    head = f"{'layer':>5} {'N':>3} {'B':>4} {'empirical':>10}" + "".join(f" {m:>18}" for m in report.methods)
+    print(head)
+    for r in report.rows:
+        cells = "".join(f" {r.predictions[m]:9.2f} ({100 * r.rel_error(m):+6.1f}%)" for m in report.methods)
+        print(f"{r.layer:>5} {r.n_tokens:>3} {r.batch:>4} {r.empirical:>10.2f}{cells}")
+    mean = report.mean_abs_error()
+    print("mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%" for m, v in mean.items()))
+    return 0
+
+
+def _synth(args) -> int:
+    from ..overlap.synth import synth_to_file
+
+    trace = synth_to_file(args.out, args.experts, args.top_k, args.sequences, args.tokens, layers=args.layers,
+                          persistence=args.persistence, skew=args.skew, context=args.context, seed=args.seed)
+    info = {"out": args.out, "shape": list(trace.experts.shape), "experts": trace.num_experts,
+            "persistence": float(args.persistence), "skew": None if args.skew is None else float(args.skew),
+            "context": float(args.context), "seed": args.seed}
+    if args.json:
+        print_json(info)
+    else:
+        print(f"wrote {args.out}: {trace.sequences} sequences x {trace.tokens} tokens x {trace.layers} layers x "
+              f"k={trace.top_k} (E={trace.num_experts}, seed {args.seed})")
+    return 0

@@ -1,0 +1,89 @@
+"""A seeded synthetic correlated router, for demos, tests and the accuracy benchmark.
+
+Hidden state per sequence (dimension h, shared by all layers like a residual stream):
+
+    a_t = ρ·a_{t−1} + sqrt(1 − ρ²)·ε_t,   a_0, ε_t ~ N(0, I)        (AR(1), stationary, persistence ρ)
+    z_t = sqrt(c)·u + sqrt(1 − c)·a_t,    u ~ N(0, I) once per sequence (context share c)
+
+Layer l routes token t to the top-k of the logits W_l z_t + b_l, W_l with N(0, 1/h) entries (each logit has unit
+variance). Since z_t ~ N(0, I) for every t whatever ρ and c, popularity does not depend on the knobs of time:
+the bias b_l is calibrated (deterministically, on a fixed sample of z) so that each expert's popularity matches a
+Zipf popularity with independent overlap Σπ²/k = ``skew`` (uniform when ``skew`` is None), assigned to experts in
+a random (seeded) order. Persistence ρ raises every lag overlap, decaying with lag like ρ^d towards the
+independent value; context c adds a floor that does not decay.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..validation import Interval, check_params
+from .popularity import skew_popularity
+from .traces import Trace, check_trace_path, validate_routing, write_trace
+
+__all__ = ["synth_trace", "synth_to_file"]
+
+_CALIBRATION_SAMPLES = 8192
+_CALIBRATION_STEPS = 50
+
+
+def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
+    part = np.argpartition(-logits, k - 1, axis=-1)[..., :k]
+    order = np.argsort(-np.take_along_axis(logits, part, axis=-1), axis=-1)
+    return np.take_along_axis(part, order, axis=-1)
+
+
+def _calibrate(weight: np.ndarray, target: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    z = rng.standard_normal((_CALIBRATION_SAMPLES, weight.shape[0])) @ weight
+    bias = np.zeros(weight.shape[1])
+    for _ in range(_CALIBRATION_STEPS):
+        picked = _top_k(z + bias, k)
+        freq = np.bincount(picked.ravel(), minlength=weight.shape[1]) / _CALIBRATION_SAMPLES
+        bias += 0.3 * (np.log(target) - np.log(np.maximum(freq, 0.5 / _CALIBRATION_SAMPLES)))
+        bias -= bias.mean()
+    return bias
+
+
+def synth_trace(experts: int, top_k: int, sequences: int, tokens: int, *, layers: int = 1,
+                persistence: float = 0.8, skew: float | None = None, context: float = 0.0, hidden: int = 32,
+                seed: int = 0) -> Trace:
+    """Generate a routing trace shaped (sequences, tokens, layers, top_k). Same arguments, same trace."""
+    check_params(
+        "synth_trace",
+        {"experts": experts, "top_k": top_k, "sequences": sequences, "tokens": tokens, "layers": layers,
+         "persistence": persistence, "context": context, "hidden": hidden, "seed": seed},
+        {"experts": [Interval(int, 1, None)], "top_k": [Interval(int, 1, None)],
+         "sequences": [Interval(int, 1, None)], "tokens": [Interval(int, 2, None)],
+         "layers": [Interval(int, 1, None)], "persistence": [Interval(float, 0, 1, closed="left")],
+         "context": [Interval(float, 0, 1, closed="left")], "hidden": [Interval(int, 1, None)],
+         "seed": [Interval(int, 0, None)]},
+    )
+    if top_k > experts:
+        check_params("synth_trace", {"top_k": top_k}, {"top_k": [Interval(int, 1, experts)]})
+    rng = np.random.default_rng(seed)
+    target = np.full(experts, top_k / experts) if skew is None else skew_popularity(experts, top_k, float(skew))
+    weights, biases = [], []
+    for _ in range(layers):
+        w = rng.standard_normal((hidden, experts)) / np.sqrt(hidden)
+        weights.append(w)
+        biases.append(_calibrate(w, target[rng.permutation(experts)], top_k, rng))
+    rho = float(persistence)
+    state = rng.standard_normal((sequences, hidden))
+    ctx = rng.standard_normal((sequences, hidden))
+    z = np.empty((sequences, tokens, hidden))
+    for t in range(tokens):
+        if t:
+            state = rho * state + np.sqrt(1 - rho * rho) * rng.standard_normal((sequences, hidden))
+        z[:, t] = np.sqrt(context) * ctx + np.sqrt(1 - context) * state
+    out = np.empty((sequences, tokens, layers, top_k), dtype=np.int64)
+    for layer, (w, b) in enumerate(zip(weights, biases, strict=True)):
+        out[:, :, layer] = _top_k(z @ w + b, top_k)
+    return validate_routing(out, experts, f"synthetic(persistence={rho:g}, skew={skew}, seed={seed})")
+
+
+def synth_to_file(path: str, experts: int, top_k: int, sequences: int, tokens: int, **kwargs) -> Trace:
+    """Generate a synthetic trace (see :func:`synth_trace`) and write it to ``path`` (.npy, .npz or .jsonl)."""
+    check_trace_path(path)
+    trace = synth_trace(experts, top_k, sequences, tokens, **kwargs)
+    write_trace(trace, path)
+    return trace
