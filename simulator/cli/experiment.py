@@ -1,0 +1,79 @@
+"""`experiment`: run a declared study from experiments/*.yaml, or all of them, and regenerate docs/RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..errors import ParameterError
+from ._common import progress
+
+DEFAULT_OUT = "results"
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "experiment", help="run a declared experiment (CSV + figures + summary), or all of them and the report",
+        description=("Run an experiment file (experiments/NAME.yaml, or a bundled name such as paper-headline): "
+                     "writes its tables as CSV, its figures as PNG and a Markdown summary with the key numbers to "
+                     "--out (default results/NAME/). With --all, run every bundled experiment; with --report FILE, "
+                     "also write the combined report (docs/RESULTS.md) and its figures next to it (figures/)."),
+        epilog=("examples: python -m simulator experiment paper-headline\n"
+                "          python -m simulator experiment experiments/paper-curves.yaml --out /tmp/curves\n"
+                "          python -m simulator experiment --all --report docs/RESULTS.md\n"
+                "          python -m simulator experiment --all --check"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("experiment", nargs="*", metavar="NAME|PATH", help="bundled experiment names or YAML paths")
+    p.add_argument("--all", action="store_true", help="every bundled experiment (python -m simulator list "
+                   "experiments)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default results/NAME/; with several experiments: "
+                   "DIR/NAME/)")
+    p.add_argument("--report", metavar="FILE", help="write the combined Markdown report of the experiments run "
+                   "(figures into FILE's folder/figures/); per-experiment folders are then written only with --out")
+    p.add_argument("--data", metavar="DIR", help="measured per-op CSV folder for the validation experiment "
+                   "(default: the experiment file's, ../shared/reference/measured-h100)")
+    p.add_argument("--check", action="store_true", help="only validate the experiment file(s)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=cmd_experiment)
+
+
+def cmd_experiment(args) -> int:
+    from ..experiments import RunContext, bundled_names, load_experiment, run_experiment, write_outcome, write_report
+
+    if bool(args.experiment) == bool(args.all):
+        raise ParameterError("give experiments (NAME or PATH) or --all, not both and not neither "
+                             "(see python -m simulator list experiments)")
+    names = bundled_names() if args.all else list(args.experiment)
+    exps = [load_experiment(n) for n in names]
+    if args.check:
+        for e in exps:
+            print(f"ok  {e.name} ({e.kind}): {e.where}")
+        return 0
+    ctx = RunContext(data=args.data)
+    outcomes = []
+    for e in exps:
+        start = time.perf_counter()
+        progress(f"experiment: running {e.name} ({e.kind})", args.quiet)
+        o = run_experiment(e, ctx)
+        outcomes.append(o)
+        if not args.report or args.out:
+            out = Path(args.out or DEFAULT_OUT)
+            out = out / e.name if (len(exps) > 1 or not args.out) else out
+            written = write_outcome(o, out)
+            print(f"{e.name}: wrote {len(written)} files to {out}/")
+        _print_keys(o)
+        print(f"{e.name}: {time.perf_counter() - start:.1f} s")
+        sys.stdout.flush()
+    if args.report:
+        written = write_report(outcomes, args.report)
+        print(f"wrote {written[0]} and {len(written) - 1} figures")
+    return 0
+
+
+def _print_keys(o) -> None:
+    width = max((len(k) for k, _ in o.key_numbers), default=0)
+    for k, v in o.key_numbers:
+        print(f"  {k:<{width}}  {v}")
