@@ -9,6 +9,7 @@ import argparse
 import sys
 import warnings
 
+from ..overlap.fit import METHODS
 from ._common import OneLineParser, add_json_flag, csv_list, print_json
 
 _PREDICT_EPILOG = """\
@@ -60,8 +61,7 @@ def register(subparsers) -> None:
                     help="uniform (default), zipf:S, skew:X or a file of E weights")
     pp.add_argument("--pooling", default="lift", choices=("lift", "conditional"),
                     help="rule from pooled overlaps to per-expert pair probabilities (default lift)")
-    pp.add_argument("--method", default="auto", choices=("auto", "ipf", "markov", "junction", "independent",
-                                                         "uniform"), help="fit method (default auto)")
+    pp.add_argument("--method", default="auto", choices=METHODS, help="fit method (default auto)")
     pp.add_argument("--ranks", type=int, default=None, metavar="R", help="expert-parallel ranks: report the "
                     "busiest rank's expected unique experts")
     pp.add_argument("--placement", default="contiguous", choices=("contiguous", "strided"),

@@ -12,7 +12,8 @@ Statistics
 Fits (cached per statistics and n; hashable statistics)
     ``fit_window(stats, n_tokens, method="auto", *, tol=1e-9, max_iter=5000) -> WindowFit``
         (``.p_zero`` (E,), ``.method``, ``.iterations``, ``.max_error``, ``.notes``);
-        methods: auto, ipf, markov, junction, independent, uniform
+        methods: auto, ipf (exact, junction-tree IPF), ipf_table (the same law over the 2^n table), markov,
+        junction (stationary chain), independent, uniform
     ``p_zero(stats, n_tokens, method="auto") -> ndarray (E,)``;  ``clear_cache()``
 Unique experts (vectorised over an array of batch sizes)
     ``unique_experts(p_zero, batch)``, ``unique_experts_std(p_zero, batch)``,

@@ -1,8 +1,9 @@
 """Predictions against a trace: per-layer statistics and, for each window n and batch B, the empirical unique
 experts next to every method's prediction and its relative error (prediction / empirical − 1).
 
-Methods: ``ipf`` (per-expert pair marginals at all lags 1..n−1; the 2^n table up to IPF_MAX_EVAL_TOKENS tokens,
-the junction tree beyond), ``ipf-pooled`` (pooled overlaps through the default pooling rule, trace popularity),
+Methods: ``ipf`` (per-expert pair marginals at all lags 1..n−1, exact maximum entropy up to IPF_MAX_EVAL_TOKENS
+tokens — these constraints span the whole window, so its one clique is the 2^n table — and the stationary junction
+chain beyond), ``ipf-pooled`` (pooled overlaps through the default pooling rule, trace popularity),
 ``markov`` (lag 1 only), ``window`` (m-token pattern frequencies at every position; exact junction-tree chain),
 ``independent`` and ``uniform``.
 """
@@ -116,7 +117,8 @@ def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, 
     chosen = range(trace.layers) if layers is None else [int(x) for x in np.atleast_1d(layers)]
     summaries, rows = [], []
     for layer in chosen:
-        stats = layer_stats(trace, layer, max_lag=max(ns[-1] - 1, 1), window=window if "window" in methods else 0)
+        win = window if "window" in methods else 0
+        stats = layer_stats(trace, layer, max_lag=max(ns[-1] - 1, win - 1, 1), window=win)
         summaries.append(LayerSummary(layer, stats.skew, stats.overlaps))
         for n in ns:
             emp, emp_std = empirical_unique(trace, layer, n, bs, samples=samples, seed=seed)

@@ -1,21 +1,24 @@
 """Fit the per-expert n-token activation law and return P_e(x = 0…0): the cached entry point of the overlap model.
 
-Methods: ``ipf`` (maximum entropy over the 2^n table, the reference), ``markov`` (lag-1 closed form), ``junction``
-(maximum-entropy-rate stationary chain over the junction tree, linear in n), ``independent`` (P = (1−π)^n) and
-``uniform`` (MoESD: P = (1 − k/E)^n). ``auto`` picks ``markov`` when only lag-1 constraints apply, ``junction``
-when only window patterns apply (both exact), otherwise ``ipf`` up to IPF_AUTO_MAX_TOKENS tokens and ``junction``
-beyond. Experts with identical constraints share one fit.
+Methods: ``ipf`` (the exact maximum-entropy law of the n-token window, by IPF on the junction tree of the constraint
+graph: linear in n, see ``chain_ipf``), ``ipf_table`` (the same law by IPF over the whole 2^n table: the reference,
+n <= 20), ``markov`` (lag-1 closed form), ``junction`` (maximum-entropy-rate *stationary* chain over the junction
+tree: differs from ``ipf`` by a boundary effect when lags >= 2 are constrained), ``independent`` (P = (1−π)^n) and
+``uniform`` (MoESD: P = (1 − k/E)^n). ``auto`` picks ``markov`` when only lag-1 constraints apply and ``junction``
+when only window patterns apply (both closed forms of the maximum-entropy law), otherwise ``ipf``. Experts with
+identical constraints share one fit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
 from ..errors import InfeasibleError
 from ..validation import Interval, Options, check_params
+from .chain_ipf import _plan, chain_ipf, extend_potentials
 from .constraints import check_feasible, window_constraints
 from .ipf import ipf_fit
 from .junction import junction_tree, log_prob_zero
@@ -25,8 +28,10 @@ from .stats import OverlapStats
 
 __all__ = ["WindowFit", "clear_cache", "fit_window", "p_zero", "resolve_method", "METHODS", "IPF_AUTO_MAX_TOKENS"]
 
-METHODS = ("auto", "ipf", "markov", "junction", "independent", "uniform")
-IPF_AUTO_MAX_TOKENS = 10
+METHODS = ("auto", "ipf", "ipf_table", "markov", "junction", "independent", "uniform")
+IPF_AUTO_MAX_TOKENS = 10  # longest window of the realisability check (predict.realisability_warnings)
+WARM_CLIQUES = 32  # longer chains start from a fit of this many cliques, its middle clique repeated,
+WARM_MIN_CLIQUES = 40  # ... when they have more than this many
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ def resolve_method(stats: OverlapStats, n_tokens: int, method: str = "auto") -> 
         return "markov"
     if not cons.lags:
         return "junction"
-    return "ipf" if n_tokens <= IPF_AUTO_MAX_TOKENS else "junction"
+    return "ipf"
 
 
 def _groups(keys: np.ndarray):
@@ -60,20 +65,58 @@ def _groups(keys: np.ndarray):
     return first, inverse.ravel()
 
 
+def _shared_targets(cons) -> np.ndarray:
+    """Per-expert key of a stationary constraint set: each distinct target array once (they repeat by position)."""
+    return np.concatenate(list({id(t): t for t in cons.targets}.values()), axis=1)
+
+
+def _not_converged(stats: OverlapStats, res, first, positions, tol: float) -> InfeasibleError:
+    grp, ci = res.worst
+    expert = int(first[grp])
+    return InfeasibleError(
+        f"IPF did not converge in {res.iterations} sweeps (tolerance {tol:g}): the largest marginal error is "
+        f"{res.max_error:.2e}, for expert {expert} (π={stats.popularity[expert]:.4g}) on tokens {positions[ci]}; "
+        f"the statistics may be jointly infeasible, or raise max_iter"
+    )
+
+
+def _select(targets, rows) -> list:
+    """Targets restricted to the representative experts of the groups (each distinct array indexed once)."""
+    picked: dict = {}
+    return [picked.setdefault(id(t), t[rows]) for t in targets]
+
+
 def _fit_ipf(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFit:
+    """Exact maximum-entropy fit by IPF on the chain of cliques. Chains of more than WARM_MIN_CLIQUES cliques start
+    from a WARM_CLIQUES-clique fit stretched to n tokens (same exponential family, so the same limit); a single
+    clique wider than 10 tokens (constraints spanning the whole window) is the 2^n table, fitted by ``ipf_fit``."""
+    check_feasible(stats, n)
+    cons = window_constraints(stats, n)
+    width = cons.width
+    if width >= n > 10:
+        return replace(_fit_ipf_table(stats, n, tol, max_iter), method="ipf")
+    first, inverse = _groups(_shared_targets(cons))
+    init, iterations = None, 0
+    if n - width + 1 > WARM_MIN_CLIQUES:
+        short = window_constraints(stats, width - 1 + WARM_CLIQUES)
+        res = chain_ipf(short.n_tokens, short.positions, _select(short.targets, first), tol=tol, max_iter=max_iter)
+        if not res.converged:
+            raise _not_converged(stats, res, first, short.positions, tol)
+        init, iterations = extend_potentials(res.potentials, n - width + 1), res.iterations
+    res = chain_ipf(n, cons.positions, _select(cons.targets, first), tol=tol, max_iter=max_iter, init=init)
+    if not res.converged:
+        raise _not_converged(stats, res, first, cons.positions, tol)
+    return WindowFit(res.p_zero[inverse], "ipf", n, iterations + res.iterations, res.max_error)
+
+
+def _fit_ipf_table(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFit:
     check_feasible(stats, n)
     cons = window_constraints(stats, n)
     first, inverse = _groups(cons.stacked())
     res = ipf_fit(n, cons.positions, [t[first] for t in cons.targets], tol=tol, max_iter=max_iter)
     if not res.converged:
-        grp, ci = res.worst
-        expert = int(first[grp])
-        raise InfeasibleError(
-            f"IPF did not converge in {res.iterations} sweeps (tolerance {tol:g}): the largest marginal error is "
-            f"{res.max_error:.2e}, for expert {expert} (π={stats.popularity[expert]:.4g}) on tokens "
-            f"{cons.positions[ci]}; the statistics may be jointly infeasible, or raise max_iter"
-        )
-    return WindowFit(res.table[:, 0][inverse], "ipf", n, res.iterations, res.max_error)
+        raise _not_converged(stats, res, first, cons.positions, tol)
+    return WindowFit(res.table[:, 0][inverse], "ipf_table", n, res.iterations, res.max_error)
 
 
 @lru_cache(maxsize=64)
@@ -138,6 +181,8 @@ def _fit_cached(stats: OverlapStats, n: int, method: str, tol: float, max_iter: 
         fit = WindowFit(p0, method, n, notes=notes)
     elif method == "ipf":
         fit = _fit_ipf(stats, n, tol, max_iter)
+    elif method == "ipf_table":
+        fit = _fit_ipf_table(stats, n, tol, max_iter)
     else:
         fit = _fit_junction(stats, n, tol)
     p0 = np.clip(np.asarray(fit.p_zero, dtype=float), 0.0, 1.0)
@@ -173,6 +218,7 @@ def p_zero(stats: OverlapStats, n_tokens: int, method: str = "auto", **kwargs) -
 
 
 def clear_cache() -> None:
-    """Forget every cached fit (for timing, or to release memory)."""
+    """Forget every cached fit and clique plan (for timing, or to release memory)."""
     _fit_cached.cache_clear()
     _stationary_window.cache_clear()
+    _plan.cache_clear()

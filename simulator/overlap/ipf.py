@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 
 from ..errors import InfeasibleError, ParameterError
 
@@ -85,6 +84,8 @@ def _support(n: int, positions, targets) -> np.ndarray | None:
     Repeatedly maximises the total probability of the cells not yet known to be positive, subject to the marginal
     constraints; cells positive in an optimum join the support. Returns None if the constraints are infeasible.
     """
+    from scipy.optimize import linprog  # imported on first use (scipy.optimize takes ~0.2 s to import)
+
     cells = 1 << n
     rows, rhs = [], []
     index = np.arange(cells).reshape(1, cells)

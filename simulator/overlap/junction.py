@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import networkx as nx
 import numpy as np
 
 from ..errors import ParameterError
@@ -38,6 +37,8 @@ class JunctionTree:
 @lru_cache(maxsize=128)
 def junction_tree(n_tokens: int, width: int) -> JunctionTree:
     """Junction tree of the constraint graph linking tokens at distance < width (cached per (n, width))."""
+    import networkx as nx  # imported on first use (~0.1 s)
+
     n, w = int(n_tokens), max(1, min(int(width), int(n_tokens)))
     graph = nx.Graph()
     graph.add_nodes_from(range(n))

@@ -15,11 +15,17 @@ import os
 import warnings
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ..errors import InfeasibleError, ParameterError
 
 __all__ = ["parse_popularity", "water_fill", "zipf_popularity", "skew_popularity", "independent_overlap"]
+
+
+def root_scalar(func, lo: float, hi: float, **kwargs) -> float:
+    """Brent's root finder (scipy.optimize.brentq, imported on first use: scipy.optimize takes ~0.2 s to import)."""
+    from scipy.optimize import brentq
+
+    return brentq(func, lo, hi, **kwargs)
 
 
 def independent_overlap(popularity: np.ndarray, top_k: int) -> float:
@@ -49,7 +55,7 @@ def water_fill(weights, top_k: int, *, what: str = "popularity weights") -> np.n
 
     lo = math.log(top_k) - float(np.logaddexp.reduce(lw[positive]))  # no capping: sum <= k
     hi = -float(np.sort(lw[positive])[-top_k])  # the top k reach 1: sum >= k
-    logc = lo if excess(lo) >= 0 else brentq(excess, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=200)
+    logc = lo if excess(lo) >= 0 else root_scalar(excess, lo, hi, xtol=1e-14, rtol=1e-15, maxiter=200)
     pi = np.minimum(1.0, np.exp(np.minimum(logc + lw, 0.0)))
     capped = pi >= 1.0
     free = ~capped & positive
@@ -91,7 +97,7 @@ def skew_popularity(experts: int, top_k: int, skew: float) -> np.ndarray:
         hi *= 2
         if hi > 256:
             raise InfeasibleError(f"skew:{skew:g} is too close to 1 to be reached by a Zipf popularity; use <= 0.999")
-    s = brentq(gap, 0.0, hi, xtol=1e-13, rtol=1e-14, maxiter=300)
+    s = root_scalar(gap, 0.0, hi, xtol=1e-13, rtol=1e-14, maxiter=300)
     return zipf_popularity(experts, top_k, s)
 
 

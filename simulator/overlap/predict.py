@@ -72,7 +72,7 @@ def realisability_warnings(stats: OverlapStats, n_tokens: int, method: str = "au
 
     Checks, in order: (1) the whole profile o(1..D), including lags longer than the window (which the fit does not
     use), against the necessary conditions of :func:`~simulator.overlap.constraints.lag_problems` (triangle
-    inequalities and a positive-semidefinite autocovariance); (2) for the ``ipf`` method, the fitted U(1, n') for
+    inequalities and a positive-semidefinite autocovariance); (2) for ``ipf`` and ``ipf_table``, the fitted U(1, n') for
     n' = 1..D+2 (at least 3, at most IPF_AUTO_MAX_TOKENS) must be non-decreasing and concave in n' within 1e-6·E,
     where D is the longest lag. A stationary process always gives both; the other methods are stationary chains by
     construction.
@@ -82,7 +82,7 @@ def realisability_warnings(stats: OverlapStats, n_tokens: int, method: str = "au
     if problems:
         out.append(f"the lag profile is not realisable by any process: {problems[0]}")
         return out
-    if resolve_method(stats, n_tokens, method) != "ipf":
+    if resolve_method(stats, n_tokens, method) not in ("ipf", "ipf_table"):
         return out
     top = min(max(stats.max_lag + 2, 3), IPF_AUTO_MAX_TOKENS)
     u = [0.0] + [float(unique_experts(fit_window(stats, n, "ipf").p_zero, 1)) for n in range(1, top + 1)]

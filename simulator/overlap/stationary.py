@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
@@ -78,6 +77,8 @@ def window_features(w: int, lags, m: int, pi, pairs, freq):
 
 def _check_chain(allowed_row: np.ndarray, w: int) -> None:
     """One recurrent class of allowed patterns is needed for a unique maximum-entropy-rate chain."""
+    import networkx as nx  # imported on first use (~0.1 s)
+
     states = 1 << (w - 1)
     graph = nx.DiGraph()
     graph.add_nodes_from(range(states))

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ..errors import InfeasibleError, ParameterError
 from ..validation import Interval, Options, check_params
-from .popularity import independent_overlap, parse_popularity
+from .popularity import independent_overlap, parse_popularity, root_scalar
 
 __all__ = ["OverlapStats", "POOLING_RULES", "pool_pairs", "window_marginal", "SUM_TOL"]
 
@@ -67,7 +66,7 @@ def pool_pairs(popularity: np.ndarray, top_k: int, overlaps, rule: str = "lift")
             def gap(r: float, target: float = target) -> float:
                 return float(np.clip(pi * r, low, pi).sum() - target)
 
-            r = float(o) if abs(gap(float(o))) <= 1e-12 * top_k else brentq(gap, 0.0, 1.0, xtol=1e-15, rtol=1e-15)
+            r = float(o) if abs(gap(float(o))) <= 1e-12 * top_k else root_scalar(gap, 0.0, 1.0, xtol=1e-15, rtol=1e-15)
             out[:, j] = np.clip(pi * r, low, pi)
     return out
 

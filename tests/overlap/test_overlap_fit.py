@@ -86,7 +86,7 @@ def test_parameter_errors():
     with pytest.raises(ParameterError, match="method"):
         fit_window(stats, 2, "magic")
     with pytest.raises(ParameterError, match="at most"):
-        fit_window(stats, 21, "ipf")
+        fit_window(stats, 21, "ipf_table")
 
 
 @FAST
