@@ -16,7 +16,7 @@ from simulator.overlap import OverlapStats, clear_cache, fit_window
 from simulator.overlap.junction import junction_tree
 
 PUBLISHED = (0.381, 0.329, 0.301, 0.299)
-PERSISTENT = (0.751, 0.661, 0.597, 0.544)  # synthetic router, ρ = 0.95, skew 0.118 (docs/MODEL-overlap.md §10)
+PERSISTENT = (0.751, 0.661, 0.597, 0.544)  # synthetic router, ρ = 0.95, skew 0.118 (docs/MODEL.md §2.10)
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "overlap_speed.md")
 CASES = (  # (method, n, repeats)
     ("ipf", 4, 5), ("ipf", 8, 5), ("ipf", 16, 5), ("ipf", 64, 3), ("ipf", 256, 3),

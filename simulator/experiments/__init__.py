@@ -1,5 +1,5 @@
 """Experiments: declared studies in ``experiments/*.yaml`` that reproduce the study's claims and its open questions
-(``python -m simulator experiment NAME`` / ``--all --report docs/RESULTS.md``; docs/MODEL-experiments.md).
+(``python -m simulator experiment NAME`` / ``--all --report docs/RESULTS.md``; docs/MODEL.md §6).
 
 - :func:`load_experiment` (bundled name or path) → :class:`Experiment`, strictly validated (one-line ConfigError);
 - :func:`run_experiment` → :class:`Outcome` (tables, figures, key numbers, findings), nothing written;

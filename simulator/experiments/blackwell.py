@@ -205,7 +205,7 @@ def run(exp: Experiment, ctx) -> Outcome:
                    lambda path: _plot_attr(attr, exp, path)))
     keys, findings = _findings(grid_rows, attr, exp)
     settings = (f"GPUs {', '.join(p.hardware)} (Blackwell profiles are spec-derived what-ifs: the H100 kernel-curve "
-                "shapes rescaled by each GPU's bandwidth, H100 fixed costs kept; see docs/MODEL-cost.md 3.8)",
+                "shapes rescaled by each GPU's bandwidth, H100 fixed costs kept; see docs/MODEL.md §3.8)",
                 f"formats {', '.join(p.dtypes)}; deployment by the sweep's default rule with the format forced",
                 f"drafter {exp.speculation.drafter}, acceptance {exp.speculation.acceptance.label}; batch "
                 f"{list(g.batch)}, draft length {list(g.draft_len)} (best per batch), context {g.context}",

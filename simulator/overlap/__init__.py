@@ -1,4 +1,4 @@
-"""Routing-overlap model: how many distinct experts do B requests of n tokens touch? (docs/MODEL-overlap.md)
+"""Routing-overlap model: how many distinct experts do B requests of n tokens touch? (docs/MODEL.md §2)
 
 Per expert e, x ∈ {0,1}^n says which of n consecutive tokens of a request use e. The maximum-entropy law of x
 under the popularity π_e and lag-d pair marginals p_e(d) (or m-token pattern frequencies) gives

@@ -30,7 +30,7 @@ solutions (zeros forced without a zero target: IPF converges like 1/t) get facia
 clique marginals consistent on separators (exact on a junction tree). Warm start (``init``): potentials that are
 products of functions of constrained marginals (e.g. a shorter chain's, middle clique repeated: ``extend_potentials``)
 keep IPF in the same exponential family, hence the same limit; a first pass only measures. Cost per sweep:
-O(K · 2^w · constraints per clique · inner) per distinct expert, vectorised over experts (docs/MODEL-overlap.md §3.1).
+O(K · 2^w · constraints per clique · inner) per distinct expert, vectorised over experts (docs/MODEL.md §2.3.1).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Routing statistics of one MoE layer and the pooling rule from pooled lag overlaps to per-expert pair marginals.
 
-Notation (docs/MODEL-overlap.md): E experts, top-k k, popularity π_e = P(x_t = 1) with Σπ = k, lag overlap
+Notation (docs/MODEL.md §2): E experts, top-k k, popularity π_e = P(x_t = 1) with Σπ = k, lag overlap
 o(d) = E|S_t ∩ S_{t+d}| / k = Σ_e P(x_t = 1, x_{t+d} = 1) / k, and per-expert pair marginal
 p_e(d) = P(x_t = 1, x_{t+d} = 1).
 

@@ -1,4 +1,4 @@
-"""Speculative decoding on top of the step-time engine (docs/MODEL-specdec.md).
+"""Speculative decoding on top of the step-time engine (docs/MODEL.md §4).
 
 - :mod:`.acceptance` — AL(γ) from a per-token α or per-position acceptances; α from a reported mean AL.
 - :mod:`.drafters`   — drafter kinds (separate model, EAGLE head, MTP modules, fixed ratio) as specs the engine costs.

@@ -1,4 +1,4 @@
-"""Acceptance: how many tokens one speculative round yields (docs/MODEL-specdec.md, "Acceptance").
+"""Acceptance: how many tokens one speculative round yields (docs/MODEL.md §4, "Acceptance").
 
 A drafter proposes γ tokens d_1..d_γ; the target checks them in one pass over γ+1 positions. Draft token i is
 accepted with probability a_i given that d_1..d_{i-1} were accepted; the first rejection ends the round, and the
@@ -33,7 +33,7 @@ __all__ = [
     "alpha_from_accept_length",
 ]
 
-# Default per-token acceptance (docs/MODEL-specdec.md, "Default acceptance"): α = 0.75 gives AL(3) = 2.73, the
+# Default per-token acceptance (docs/MODEL.md §4, "Default acceptance"): α = 0.75 gives AL(3) = 2.73, the
 # Cohere 128-expert MoE with an EAGLE head at γ = 3, and AL(7) = 3.60 (Llama-4-Maverick EAGLE-3, γ = 7, code: 3.62).
 DEFAULT_ALPHA = 0.75
 

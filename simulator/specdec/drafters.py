@@ -1,4 +1,4 @@
-"""Drafters and their step time T_draft(B, 1) (docs/MODEL-specdec.md, "Drafters").
+"""Drafters and their step time T_draft(B, 1) (docs/MODEL.md §4, "Drafters").
 
 Every drafter but the fixed ratio is a :class:`~simulator.specs.model.ModelSpec` costed by the same engine
 (:func:`simulator.cost.step.step_time`) on the same GPUs as the target:
@@ -118,7 +118,7 @@ def drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
 
 
 def drafter_deployment(drafter: Drafter, spec: ModelSpec, target_dep: Deployment, hw) -> Deployment:
-    """Layout of the drafter on the target's GPUs (docs/MODEL-specdec.md, "Drafter deployment").
+    """Layout of the drafter on the target's GPUs (docs/MODEL.md §4, "Drafter deployment").
 
     MTP modules use the target's deployment unchanged. EAGLE heads and draft models use the target's GPU count with
     the largest tensor parallelism ≤ the target's that the drafter's shapes allow (the rest as data-parallel

@@ -1,4 +1,4 @@
-"""Speculative rounds: round time, speedup, best draft length (docs/MODEL-specdec.md, "Round time and speedup").
+"""Speculative rounds: round time, speedup, best draft length (docs/MODEL.md §4, "Round time and speedup").
 
     T_round(B, γ) = γ · T_draft(B, 1) + T(B, γ+1) + T_reject          (γ ≥ 1)
     T_round(B, 0) = T(B, 1)                                             (plain decoding)

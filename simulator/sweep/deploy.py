@@ -1,4 +1,4 @@
-"""The default deployment rule of ``sweep``/``explain`` and the memory-fit filter (docs/MODEL-specdec.md,
+"""The default deployment rule of ``sweep``/``explain`` and the memory-fit filter (docs/MODEL.md §4,
 "Default study").
 
 Rule, for ``gpus`` GPUs (default 8, one HGX node, capped at the GPU's scale-up domain):

@@ -1,5 +1,5 @@
 """The exact maximum-entropy fit by IPF on the junction tree (chain_ipf, method ``ipf``) against the 2^n-table IPF
-(method ``ipf_table``), the lag-1 Markov closed form and the stationary junction chain (docs/MODEL-overlap.md §3)."""
+(method ``ipf_table``), the lag-1 Markov closed form and the stationary junction chain (docs/MODEL.md §2.3)."""
 
 import numpy as np
 import pytest

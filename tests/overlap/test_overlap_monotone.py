@@ -1,4 +1,4 @@
-"""Monotonicity properties of the maximum-entropy fit, stated as precisely as they hold (docs/MODEL-overlap.md)."""
+"""Monotonicity properties of the maximum-entropy fit, stated as precisely as they hold (docs/MODEL.md §2)."""
 
 import warnings
 

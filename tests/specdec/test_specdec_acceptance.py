@@ -128,7 +128,7 @@ def test_acceptance_objects():
 
 
 def test_default_acceptance_is_within_published_range():
-    """docs/MODEL-specdec.md: α = 0.75 ↔ AL 2.73 at γ = 3 (Cohere EAGLE) and ≈3.6 at γ = 7 (Maverick EAGLE-3)."""
+    """docs/MODEL.md §4: α = 0.75 ↔ AL 2.73 at γ = 3 (Cohere EAGLE) and ≈3.6 at γ = 7 (Maverick EAGLE-3)."""
     al = DEFAULT_ACCEPTANCE.accept_length([3, 7])
     assert 2.37 <= al[0] <= 3.08  # published EAGLE γ=3 range for MoE targets (published.md)
     assert 2.63 <= al[1] <= 4.02  # Llama-4-Maverick EAGLE-3 γ=7 range
