@@ -22,7 +22,9 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ops = p.add_subparsers(dest="op", metavar="OP", required=True)
-    m = ops.add_parser("moe", help="one fused MoE layer on one rank (no communication)")
+    m = ops.add_parser("moe", help="one fused MoE layer on one rank (no communication)",
+                       epilog="example: python -m simulator op moe --hardware h100-sxm --hidden 4096 --inter 1536 "
+                              "--experts 128 --top-k 8 --ep 8 --dtype fp8_block --tokens 1,4,16")
     m.add_argument("--hidden", type=int, required=True)
     m.add_argument("--inter", type=int, required=True, help="expert width of the full model")
     m.add_argument("--experts", type=int, required=True)
@@ -38,16 +40,22 @@ def register(sub) -> None:
     m.add_argument("--overlap", type=csv_list(float, "--overlap"), default=[], metavar="o1,o2,..",
                    help="lag overlaps for --routing ipf (fractions)")
     m.add_argument("--popularity", default="uniform", help="popularity for --routing ipf (uniform, zipf:S, skew:X)")
-    g = ops.add_parser("gemm", help="dense GEMM out[m,n] = x[m,k]·W[n,k]^T")
+    g = ops.add_parser("gemm", help="dense GEMM out[m,n] = x[m,k]·W[n,k]^T",
+                       epilog="example: python -m simulator op gemm --hardware h100-sxm --m 1,64 --n 4096 "
+                              "--k 4096 --dtype bf16")
     for f in ("m", "n", "k"):
         g.add_argument(f"--{f}", type=csv_list(int, f"--{f}"), required=True)
     g.add_argument("--dtype", required=True)
-    a = ops.add_parser("attention", help="decode attention (heads per GPU)")
+    a = ops.add_parser("attention", help="decode attention (heads per GPU)",
+                       epilog="example: python -m simulator op attention --hardware h100-sxm --batch 8 --heads 8 "
+                              "--kv-heads 1 --head-dim 128 --kv-len 2048")
     for f, h in (("batch", "requests"), ("heads", "query heads per GPU"), ("kv-heads", "KV heads per GPU"),
                  ("head-dim", "head dimension"), ("kv-len", "cached tokens")):
         a.add_argument(f"--{f}", type=csv_list(int, f"--{f}"), required=True, help=h)
     a.add_argument("--kv-dtype", default="bf16")
-    r = ops.add_parser("allreduce", help="all-reduce of a message over GPUs")
+    r = ops.add_parser("allreduce", help="all-reduce of a message over GPUs",
+                       epilog="example: python -m simulator op allreduce --hardware h100-sxm --bytes 8192,65536 "
+                              "--gpus 8")
     r.add_argument("--bytes", type=csv_list(int, "--bytes"), required=True)
     r.add_argument("--gpus", type=int, required=True)
     for q in (m, g, a, r):

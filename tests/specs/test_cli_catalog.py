@@ -39,6 +39,7 @@ def test_show_hardware_by_path_and_what_if_kernels(tmp_path):
 
 
 def test_help_has_examples():
-    for cmd in ("list", "show", "step", "op", "calibrate", "sweep", "explain"):
-        r = run(cmd, "--help")
+    for cmd in ("list", "show", "step", "op", "op moe", "op gemm", "op attention", "op allreduce", "calibrate",
+                "sweep", "explain", "overlap", "overlap predict", "overlap fit", "overlap synth", "experiment"):
+        r = run(*cmd.split(), "--help")
         assert r.returncode == 0 and "example" in r.stdout.lower(), cmd
