@@ -36,6 +36,19 @@ def real_profile(draw, max_experts: int = 10, max_lag: int = 4):
     return OverlapStats(pi, k, overlaps)
 
 
+def chain_law(p1, order: int) -> tuple:
+    """Transition matrix over the last ``order`` bits (oldest = most significant) of a binary chain with
+    P(x = 1 | state) = p1[state], and its stationary state law."""
+    states = 1 << order
+    trans = np.zeros((states, states))
+    for s in range(states):
+        trans[s, ((s << 1) | 1) & (states - 1)] += p1[s]
+        trans[s, (s << 1) & (states - 1)] += 1 - p1[s]
+    w, v = np.linalg.eig(trans.T)
+    nu = np.abs(np.real(v[:, np.argmax(np.real(w))]))
+    return trans, nu / nu.sum()
+
+
 def chain_stats(transitions: list, orders: list) -> OverlapStats:
     """Per-expert statistics of stationary binary Markov chains (order 1..3) with P(x=1 | state) = transitions[e],
     padded with one constant expert so that Σπ is an integer k."""
@@ -43,13 +56,7 @@ def chain_stats(transitions: list, orders: list) -> OverlapStats:
     lags = 4
     for p1, order in zip(transitions, orders, strict=True):
         states = 1 << order
-        trans = np.zeros((states, states))
-        for s in range(states):
-            trans[s, ((s << 1) | 1) & (states - 1)] += p1[s]
-            trans[s, (s << 1) & (states - 1)] += 1 - p1[s]
-        w, v = np.linalg.eig(trans.T)
-        nu = np.abs(np.real(v[:, np.argmax(np.real(w))]))
-        nu /= nu.sum()
+        trans, nu = chain_law(p1, order)
         pi = float(nu @ p1)
         after = np.zeros(states)
         for s in range(states):

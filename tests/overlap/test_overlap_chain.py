@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from overlap_strategies import FAST, markov_chain_stats, real_profile
+from overlap_strategies import FAST, chain_law, markov_chain_stats, real_profile
 
 from simulator.errors import InfeasibleError
 from simulator.overlap import OverlapStats, fit_window, resolve_method
@@ -43,13 +43,7 @@ def _chain_window_stats(rng, orders, m, lags):
     for order in orders:
         states = 1 << order
         p1 = rng.uniform(0.05, 0.95, states)
-        trans = np.zeros((states, states))
-        for s in range(states):
-            trans[s, ((s << 1) | 1) & (states - 1)] += p1[s]
-            trans[s, (s << 1) & (states - 1)] += 1 - p1[s]
-        w, v = np.linalg.eig(trans.T)
-        nu = np.abs(np.real(v[:, np.argmax(np.real(w))]))
-        nu /= nu.sum()
+        trans, nu = chain_law(p1, order)
         # law of the first `span` tokens by forward recursion over states (oldest token = most significant bit)
         span = max(m, lags + 1)
         probs = np.zeros(1 << span)

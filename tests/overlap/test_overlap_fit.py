@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from overlap_strategies import FAST, real_profile
+from overlap_strategies import FAST, chain_law, real_profile
 
 from simulator.errors import InfeasibleError, ParameterError
 from simulator.overlap import OverlapStats, fit_window, p_zero
@@ -110,13 +110,7 @@ def test_ipf_and_junction_agree_on_window_patterns(m, extra, seed):
     for _ in range(3):
         states = 1 << (m - 1)
         p1 = rng.uniform(0.05, 0.95, states)
-        trans = np.zeros((states, states))
-        for s in range(states):
-            trans[s, ((s << 1) | 1) & (states - 1)] += p1[s]
-            trans[s, (s << 1) & (states - 1)] += 1 - p1[s]
-        w, v = np.linalg.eig(trans.T)
-        nu = np.abs(np.real(v[:, np.argmax(np.real(w))]))
-        nu /= nu.sum()
+        _, nu = chain_law(p1, m - 1)
         wins.append(np.concatenate([[nu[s] * (1 - p1[s]), nu[s] * p1[s]] for s in range(states)]))
     pis = [float(f.reshape(-1, 2)[:, 1].sum()) for f in wins]
     k = int(np.ceil(sum(pis)))
