@@ -76,7 +76,7 @@ def _with_class(hw: HardwareProfile, cls: str, variant: str, kc: KernelClass) ->
 
 
 def _fit(residual_of: Callable, x0, lo, hi, groups: np.ndarray, fit_mask: np.ndarray):
-    """Least squares on relative error; returns (theta, mape_fit, mape_loso, predict_fn)."""
+    """Least squares on relative error; returns (theta, mape_fit, mape_loso)."""
     def solve(mask):
         r = least_squares(lambda th: residual_of(th, mask), x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05)
         return r.x

@@ -8,7 +8,7 @@ lives in :mod:`simulator.cost.engine`. Layers with the same attention kind and F
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,7 +68,6 @@ class Workload:
     batch: np.ndarray  # requests (concurrent sequences), shape (n,)
     tokens: np.ndarray  # new tokens per request in this pass (1 = decode, γ+1 = verify), shape (n,)
     context: int  # tokens already in the KV cache per request
-    extra: dict = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> np.ndarray:

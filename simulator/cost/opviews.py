@@ -12,14 +12,14 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..specs.dtypes import FORMATS, KV_BYTES
+from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, KV_BYTES
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import KernelClass
 from .deployment import Mechanisms
 from .engine import OpCost, collective_seconds, op_time
 from .ops import Op, experts_op, gemm
 
-A = 2.0  # bf16 activations
+A = ACTIVATION_BYTES
 
 
 def balanced_routing(tokens: int, experts: int, top_k: int, ep: int) -> tuple[int, int]:

@@ -9,7 +9,7 @@ costs a whole batch sweep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,20 +42,15 @@ class StepResult:
     compute_bound_time: np.ndarray  # seconds of ops whose compute term exceeds the memory term
     unique_experts: np.ndarray  # per MoE layer, busiest rank
     unique_experts_total: np.ndarray  # per MoE layer, all ranks
-    extra: dict = field(default_factory=dict)
+    fixed_time: np.ndarray  # seconds of fixed costs on the critical path (floors, host overhead)
 
     @property
     def bound(self) -> np.ndarray:
         """'compute', 'memory' or 'fixed' per batch point: the largest share of the critical path."""
-        fixed = self.breakdown_fixed
         compute = self.compute_bound_time
-        memory = self.time - fixed - compute
-        stack = np.stack([compute, memory, fixed])
+        memory = self.time - self.fixed_time - compute
+        stack = np.stack([compute, memory, self.fixed_time])
         return np.array(["compute", "memory", "fixed"])[np.argmax(stack, axis=0)]
-
-    @property
-    def breakdown_fixed(self) -> np.ndarray:
-        return self.extra.get("fixed", np.zeros_like(self.time))
 
 
 def describe(model: ModelSpec, hw: HardwareProfile, dep: Deployment, wl: Workload, mech: Mechanisms,
@@ -209,4 +204,4 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     z = np.zeros(shape)
     return StepResult(batch, tokens, total, breakdown, hbm, l2, flops, comp_bound,
                       load.unique if load is not None else z, load.unique_total if load is not None else z,
-                      extra={"fixed": fixed_sum})
+                      fixed_sum)

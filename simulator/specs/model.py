@@ -124,14 +124,10 @@ class ModelSpec:
         return f.is_moe and i >= f.first_dense and (i - f.first_dense + 1) % f.moe_every == 0
 
 
-def _section_source(r: Reader, obj: Mapping, path: str) -> str:
-    return r.source(obj, path)
-
-
 def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
     p = "attention"
     a = r.mapping(obj, p, ATTN_KEYS, ("source", "kind", "q_heads"))
-    _section_source(r, a, p)
+    r.source(a, p)
     kind = r.string(a, "kind", p, options=ATTENTION_KINDS)
     qh = r.integer(a, "q_heads", p, low=1)
     pattern = a.get("layer_pattern", ["full"])
@@ -181,7 +177,7 @@ def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
 def _read_ffn(r: Reader, obj: object, layers: int) -> FFN:
     p = "ffn"
     f = r.mapping(obj, p, FFN_KEYS, ("source",))
-    _section_source(r, f, p)
+    r.source(f, p)
     experts = r.integer(f, "experts", p, low=0, default=0)
     gated = r.boolean(f, "gated", p, default=True)
     if experts == 0:
@@ -235,7 +231,7 @@ def read_model(obj: object, where: str) -> ModelSpec:
     arch = r.mapping(top["architecture"], ap, ("source", "layers", "hidden_size", "vocab_size", "tied_embeddings",
                                                 "native_dtype", "mtp_layers"),
                      ("source", "layers", "hidden_size", "vocab_size", "native_dtype"))
-    _section_source(r, arch, ap)
+    r.source(arch, ap)
     layers = r.integer(arch, "layers", ap, low=1, high=1000)
     hidden = r.integer(arch, "hidden_size", ap, low=1)
     attention = _read_attention(r, top["attention"], hidden)
