@@ -81,3 +81,14 @@ def markov_chain_stats(draw, experts: int = 4):
     transitions = [np.array(draw(st.lists(st.floats(0.02, 0.98), min_size=1 << o, max_size=1 << o)))
                    for o in orders]
     return chain_stats(transitions, orders)
+
+
+def sparse_run_stats() -> OverlapStats:
+    """Statistics of an expert active in exactly one run of three tokens out of 30 (plus a filler expert): many
+    patterns are implicitly impossible, so the maximum-entropy solution lies on the boundary."""
+    x = np.zeros((3, 10), dtype=bool)
+    x[0, 2:5] = True
+    x[2, 7:10] = True
+    pi = x.mean()
+    pairs = [np.mean(x & np.roll(x, -d, axis=1)) for d in (1, 2, 3)]
+    return OverlapStats(np.array([pi, 1 - pi]), 1, pair_probs=np.array([pairs, [1 - pi] * 3]))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from overlap_strategies import FAST, chain_law, markov_chain_stats, real_profile
+from overlap_strategies import FAST, chain_law, markov_chain_stats, real_profile, sparse_run_stats
 
 from simulator.errors import InfeasibleError
 from simulator.overlap import OverlapStats, fit_window, resolve_method
@@ -122,12 +122,7 @@ def test_structural_zeros(pi, pairs):
 
 def test_boundary_solutions_are_reduced_on_the_chain():
     # an expert active in exactly one run of three tokens out of 30: patterns impossible without a zero target
-    x = np.zeros((3, 10), dtype=bool)
-    x[0, 2:5] = True
-    x[2, 7:10] = True
-    pi = x.mean()
-    pairs = [np.mean(x & np.roll(x, -d, axis=1)) for d in (1, 2, 3)]
-    stats = OverlapStats(np.array([pi, 1 - pi]), 1, pair_probs=np.array([pairs, [1 - pi] * 3]))
+    stats = sparse_run_stats()
     for n in (4, 6, 7):  # K = 1, 3, 4 cliques; the table reduces these too (per-constraint mode)
         fc, ft = fit_window(stats, n, "ipf", tol=1e-10), fit_window(stats, n, "ipf_table", tol=1e-10)
         assert fc.max_error < 1e-10 and np.abs(fc.p_zero - ft.p_zero).max() < AGREE

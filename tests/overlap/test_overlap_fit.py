@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from overlap_strategies import FAST, chain_law, real_profile
+from overlap_strategies import FAST, chain_law, real_profile, sparse_run_stats
 
 from simulator.errors import InfeasibleError, ParameterError
 from simulator.overlap import OverlapStats, fit_window, p_zero
@@ -50,12 +50,7 @@ def test_structural_zeros_full_overlap():
 
 def test_boundary_solutions_from_sparse_statistics_converge():
     # an expert active in exactly one run of three tokens out of 30: many patterns are implicitly impossible
-    x = np.zeros((3, 10), dtype=bool)
-    x[0, 2:5] = True
-    x[2, 7:10] = True
-    pi = x.mean()
-    pairs = [np.mean(x & np.roll(x, -d, axis=1)) for d in (1, 2, 3)]
-    stats = OverlapStats(np.array([pi, 1 - pi]), 1, pair_probs=np.array([pairs, [1 - pi] * 3]))
+    stats = sparse_run_stats()
     fit = fit_window(stats, 4, "ipf", tol=1e-10)
     assert fit.max_error < 1e-10
 
