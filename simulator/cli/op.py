@@ -33,13 +33,13 @@ def register(sub) -> None:
     m.add_argument("--ep", type=int, default=1, help="expert parallelism")
     m.add_argument("--dtype", required=True)
     m.add_argument("--tokens", type=csv_list(int, "--tokens"), required=True, help="tokens entering the rank")
-    m.add_argument("--routing", choices=("balanced", "uniform", "ipf"), default="balanced",
+    m.add_argument("--routing", choices=("balanced", "uniform", "overlap"), default="balanced",
                    help="balanced = the micro-benchmark's pattern; uniform = independent uniform expectation; "
-                        "ipf = the overlap model (tokens = requests x --tokens-per-request)")
-    m.add_argument("--tokens-per-request", type=int, default=1, help="s for --routing ipf (default 1)")
+                        "overlap = the routing-overlap model (tokens = requests x --tokens-per-request)")
+    m.add_argument("--tokens-per-request", type=int, default=1, help="s for --routing overlap (default 1)")
     m.add_argument("--overlap", type=csv_list(float, "--overlap"), default=[], metavar="o1,o2,..",
-                   help="lag overlaps for --routing ipf (fractions)")
-    m.add_argument("--popularity", default="uniform", help="popularity for --routing ipf (uniform, zipf:S, skew:X)")
+                   help="lag overlaps for --routing overlap (fractions)")
+    m.add_argument("--popularity", default="uniform", help="popularity for --routing overlap (uniform, zipf:S, skew:X)")
     g = ops.add_parser("gemm", help="dense GEMM out[m,n] = x[m,k]·W[n,k]^T",
                        epilog="example: python -m simulator op gemm --hardware h100-sxm --m 1,64 --n 4096 "
                               "--k 4096 --dtype bf16")
@@ -112,7 +112,7 @@ def run(args) -> int:
         if args.routing == "balanced":
             routed = np.array([balanced_routing(int(t), args.experts, args.top_k, args.ep) for t in T], float)
             unique, pairs = routed[:, 0], routed[:, 1]
-        elif args.routing == "ipf":
+        elif args.routing == "overlap":
             from .. import overlap as ov
 
             s = args.tokens_per_request

@@ -24,7 +24,7 @@ def add_deployment_flags(p: argparse.ArgumentParser) -> None:
 def add_mechanism_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=("prior", "refined"), default="refined",
                    help="mechanism preset (default refined); the flags below override single mechanisms")
-    p.add_argument("--routing", choices=("uniform", "independent", "ipf"))
+    p.add_argument("--routing", choices=("uniform", "independent", "overlap"))
     p.add_argument("--kernel-curves", choices=("on", "off"))
     p.add_argument("--fixed-costs", choices=("on", "per_expert", "off"))
     p.add_argument("--l2", choices=("on", "off"))

@@ -16,7 +16,7 @@ from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Interval, Options, check_params
 
-ROUTING = ("uniform", "independent", "ipf")
+ROUTING = ("uniform", "independent", "overlap")
 FIXED = ("on", "per_expert", "off")
 ONOFF = ("on", "off")
 PLACEMENTS = ("balanced", "contiguous")
@@ -28,7 +28,7 @@ class Mechanisms:
     """The four switchable mechanisms of BRIEF §1 (docs/MODEL.md, "Presets").
 
     routing: which unique-expert model counts experts (uniform = MoESD; independent = measured popularity;
-        ipf = maximum-entropy overlap model).
+        overlap = the maximum-entropy routing-overlap model fitted by IPF).
     kernel_curves: "on" = per-op-class efficiency curves; "off" = one global bandwidth efficiency.
     fixed_costs: "on" = per-kernel floors paid once per kernel, per-step host/launch costs; "per_expert" = the
         MoE kernel's floor is paid once per unique expert on the rank (MoESD's single-expert load time, no
@@ -36,7 +36,7 @@ class Mechanisms:
     l2: "on" = re-reads of weights that fit the effective L2 are served from L2; "off" = every read from HBM.
     """
 
-    routing: str = "ipf"
+    routing: str = "overlap"
     kernel_curves: str = "on"
     fixed_costs: str = "on"
     l2: str = "on"
@@ -53,10 +53,10 @@ class Mechanisms:
 
 PRESETS = {
     "prior": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="per_expert", l2="off"),
-    "refined": Mechanisms(routing="ipf", kernel_curves="on", fixed_costs="on", l2="on"),
+    "refined": Mechanisms(routing="overlap", kernel_curves="on", fixed_costs="on", l2="on"),
 }
 # The walk from prior to refined used by `explain` (one mechanism per step, in this order).
-WALK = (("routing", "ipf"), ("kernel_curves", "on"), ("fixed_costs", "on"), ("l2", "on"))
+WALK = (("routing", "overlap"), ("kernel_curves", "on"), ("fixed_costs", "on"), ("l2", "on"))
 
 
 def preset(name: str) -> Mechanisms:
@@ -90,6 +90,20 @@ class Deployment:
     @property
     def gpus(self) -> int:
         return self.tp * self.dp
+
+    @property
+    def label(self) -> str:
+        """The one printed form of a deployment, e.g. ``fp8_block tp8 ep8`` (``dp``, kv dtype and placement
+        only when they differ from the plain layout)."""
+        parts = [self.dtype, f"tp{self.tp}"]
+        if self.dp > 1:
+            parts.append(f"dp{self.dp}")
+        parts.append(f"ep{self.ep}")
+        if self.kv_dtype != "bf16":
+            parts.append(f"kv {self.kv_dtype}")
+        if self.placement != "balanced":
+            parts.append(f"placement {self.placement}")
+        return " ".join(parts)
 
     @property
     def attn_dtype(self) -> str:

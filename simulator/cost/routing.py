@@ -1,7 +1,7 @@
 """Expert traffic of one MoE layer from the overlap model (the cost engine's only link to :mod:`simulator.overlap`).
 
 ``routing`` selects the unique-expert model: ``uniform`` (MoESD: every expert equally likely, tokens independent),
-``independent`` (the profile's popularity, tokens independent) or ``ipf`` (maximum-entropy fit of the popularity
+``independent`` (the profile's popularity, tokens independent) or ``overlap`` (maximum-entropy fit of the popularity
 and lag overlaps). Under expert parallelism the busiest rank sets the pace: the expected maximum over ranks of the
 unique experts each rank hosts, and the (token, expert) pairs on that rank in proportion to its share of unique
 experts. Placement ``balanced`` deals experts to ranks round-robin in order of popularity (``e mod ep``; popularity

@@ -1,7 +1,7 @@
-"""The bundled catalog (hardware/, models/, experiments/) and name-or-path resolution.
+"""The bundled catalog (hardware/, models/, experiments/, measured/) and name-or-path resolution.
 
-In a wheel the YAML files are the data packages ``simulator._data.{hardware,models,experiments}``; in a source
-checkout or an editable install they are read from the repository root next to the package.
+In a wheel the YAML files are the data packages ``simulator._data.{hardware,models,experiments,measured}``; in a
+source checkout or an editable install they are read from the repository root next to the package.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .schema import closest
 from .yamlio import load_yaml_file, load_yaml_text
 
 KINDS = ("hardware", "models", "experiments")
+MEASURED = "measured"  # measured per-op tables, one folder per GPU (measured/<gpu>/*.csv, README.md, LICENSE)
 
 
 def _bundled_dir(kind: str):
@@ -37,6 +38,19 @@ def bundled_files(kind: str) -> dict[str, object]:
         return {}
     files = {p.name[: -len(".yaml")]: p for p in d.iterdir() if p.name.endswith(".yaml")}
     return dict(sorted(files.items()))
+
+
+def measured_dir(hardware: str = "h100-sxm") -> Path:
+    """The bundled folder of measured per-op tables of one GPU (``measured/<hardware>/``: ``moe.csv``, ``gemm.csv``,
+    ``decode_attention.csv``, ``collectives.csv``, with their README and licence), found through
+    ``importlib.resources`` in a wheel and at the repository root in a source checkout."""
+    d = _bundled_dir(MEASURED) / hardware
+    if not d.is_dir():
+        have = sorted(p.name for p in _bundled_dir(MEASURED).iterdir() if p.is_dir()) if _bundled_dir(
+            MEASURED).is_dir() else []
+        raise ConfigError("", "", f"no bundled measurements for hardware {hardware!r}",
+                          f"bundled: {', '.join(have) or 'none'}; or pass a folder of measured CSVs")
+    return Path(str(d))
 
 
 def _looks_like_path(text: str) -> bool:

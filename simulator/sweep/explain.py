@@ -24,7 +24,7 @@ from .runner import DEFAULT_CONTEXT, _overlap_for, resolve_acceptance, resolve_h
 
 @dataclass(frozen=True)
 class WalkStep:
-    name: str  # "prior", "+ routing=ipf", ...
+    name: str  # "prior", "+ routing=overlap", ...
     mechanisms: Mechanisms
     t_decode_us: float
     t_verify_us: float
