@@ -7,23 +7,28 @@ from pathlib import Path
 
 from ._common import print_json, progress
 
-DEFAULT_DATA = Path("../shared/reference/measured-h100")
-
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "calibrate", help="fit H100 kernel curves and fixed costs to measured-h100/ and write them to the profile",
+        "calibrate", help="fit H100 kernel curves and fixed costs to measured/h100-sxm/ and print their errors",
         description=("Fit the kernel-efficiency curves, fixed costs and collective parameters of a profile to the "
-                     "measured per-op latencies (TRT-LLM 1.3.0rc20 rows of measured-h100/), print the error per op "
-                     "(MAPE in-sample and leave-one-shape-out), and optionally write the fitted values into the "
-                     "profile's kernels section and a Markdown report."),
-        epilog=("example: python -m simulator calibrate --data ../shared/reference/measured-h100 "
-                "--write hardware/h100-sxm.yaml --report docs/CALIBRATION.md"),
+                     "measured per-op latencies (TRT-LLM 1.3.0rc20 rows of the bundled measured/h100-sxm/ tables) "
+                     "and print the error per op (MAPE in-sample and leave-one-shape-out). Writes nothing unless "
+                     "asked: --write replaces, in a profile file, only the values the calibration fits (source "
+                     "fit-h100); hand-set values stay as written. --report writes a Markdown report."),
+        epilog=("examples:\n"
+                "  python -m simulator calibrate\n"
+                "  python -m simulator calibrate --write hardware/h100-sxm.yaml --report docs/CALIBRATION.md"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"folder with the CSVs (default {DEFAULT_DATA})")
+    p.add_argument("--data", type=Path, default=None,
+                   help="folder with moe/gemm/decode_attention/collectives.csv (default: the bundled "
+                        "measured/h100-sxm/)")
     p.add_argument("--hardware", default="h100-sxm", help="profile whose spec-sheet numbers are used (name or path)")
-    p.add_argument("--write", type=Path, metavar="YAML", help="replace the kernels section of this profile file")
+    p.add_argument("--write", type=Path, metavar="YAML",
+                   help="replace the fitted values (source fit-h100) in this profile file; nothing else changes")
+    p.add_argument("--force", action="store_true",
+                   help="write or fit even when the profile is not the measured GPU's")
     p.add_argument("--report", type=Path, metavar="MD", help="write a Markdown calibration report")
     p.add_argument("--json", action="store_true", help="print the errors as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -36,24 +41,28 @@ def run(args) -> int:
     from ..specs.catalog import load_hardware
 
     hw = load_hardware(args.hardware)
-    cal = calibrate(args.data, hw, progress=lambda m: progress(m, args.quiet))
+    if args.write is not None and not args.write.is_file():
+        from ..errors import ConfigError
+
+        raise ConfigError(str(args.write), "", "does not exist", "--write names an existing profile file")
+    cal = calibrate(hw, args.data, progress=lambda m: progress(m, args.quiet), force=args.force)
     rows = [{"op": f.cls, "variant": f.variant, "rows": f.rows, "filter": f.filter, "mape_fit": f.mape_fit,
              "mape_leave_one_shape_out": f.mape_loso, "shape": f.shape_key, "mape_all_rows": f.mape_all}
             for f in cal.fits]
-    if args.write:
-        write_profile(args.write, cal)
+    written = write_profile(args.write, cal, force=args.force) if args.write else 0
     if args.report:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(report_markdown(cal), encoding="utf-8")
     if args.json:
-        print_json({"fits": rows, "launch_eager_us": cal.eager_extra * 1e6})
+        print_json({"gpu": cal.gpu, "fits": rows, "launch_eager_us": cal.eager_extra * 1e6})
         return 0
     print(f"{'op':<11} {'variant':<10} {'rows':>5} {'MAPE fit':>9} {'LOSO':>7} {'all rows':>9}")
     for r in rows:
         print(f"{r['op']:<11} {r['variant']:<10} {r['rows']:>5} {r['mape_fit']:>9.1%} "
               f"{r['mape_leave_one_shape_out']:>7.1%} {r['mape_all_rows']:>9.1%}")
+    print(f"eager (no CUDA graph) extra per kernel: {cal.eager_extra * 1e6:.1f} µs")
     if args.write:
-        print(f"wrote kernels section of {args.write}")
+        print(f"wrote {written} fitted values into {args.write}")
     if args.report:
         print(f"wrote {args.report}")
     return 0

@@ -1,14 +1,14 @@
-"""Calibration of the H100 SXM kernel parameters on ``measured-h100/`` (``python -m simulator calibrate``).
+"""Calibration of the H100 SXM kernel parameters on ``measured/h100-sxm/`` (``python -m simulator calibrate``).
 
 Every fit prices the measured rows with the engine's own :func:`~simulator.cost.engine.op_time` (through the op
 builders of :mod:`simulator.cost.opviews`) and minimises the relative error with ``scipy.optimize.least_squares``,
-so the written parameters are exactly what the engine uses. Reference engine: TRT-LLM 1.3.0rc20. Row filters,
-forms and the resulting errors are documented in docs/MODEL.md ("Calibration") and in the generated report.
+so the written parameters are exactly what the engine uses. The rows each fit uses (reference engine TRT-LLM
+1.3.0rc20) are selected by :mod:`.measured`, which the per-op validation shares. Forms and the resulting errors are
+documented in docs/MODEL.md ("Calibration") and in the generated report.
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,16 +20,33 @@ from scipy.optimize import least_squares
 from ..errors import ConfigError
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import Collective, Curve, KernelClass
-from .deployment import Mechanisms
 from .engine import collective_seconds, op_time
-from .opviews import attention_op, balanced_routing, gemm_op, moe_op
+from .measured import (
+    ATTN_FIT_MIN_KV,
+    COLLECTIVES,
+    DTYPE_NAMES,
+    GEMM_DTYPES,
+    KV_DTYPES,
+    MOE_DTYPES,
+    MOE_FIT_MIN_BYTES,
+    MOE_TILE_ROWS,
+    REFINED,
+    attention_row_op,
+    attention_rows,
+    col,
+    collective_label,
+    gemm_rows,
+    is_calibration_collective,
+    mape,
+    moe_compute,
+    moe_fit_mask,
+    moe_row_op,
+    moe_rows,
+    read_tables,
+)
+from .opviews import gemm_op
 
-REFINED = Mechanisms()
-FRAMEWORK, VERSION = "TRTLLM", "1.3.0rc20"
-DTYPE_NAMES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "w4a16_mxfp4": "mxfp4"}
 PAR_GRID = tuple(2.0 ** j for j in range(-2, 15))  # points of tabulated "parallel" curves
-MOE_FIT_MIN_BYTES = 100e6  # MoE rows streaming less may be L2-warm in the benchmark (docs/MODEL.md)
-MOE_TILE_ROWS = 128.0
 
 
 @dataclass(frozen=True)
@@ -46,24 +63,6 @@ class Fit:
     filter: str
     shape_key: str
     notes: dict = field(default_factory=dict)
-
-
-def read_csv(path: Path) -> list[dict]:
-    try:
-        with open(path, newline="") as fh:
-            return list(csv.DictReader(fh))
-    except FileNotFoundError:
-        raise ConfigError(str(path), "", "does not exist",
-                          "pass --data with the measured-h100 folder (../shared/reference/measured-h100)") from None
-
-
-def col(rows: list[dict], name: str, kind=float) -> np.ndarray:
-    return np.array([kind(r[name]) for r in rows])
-
-
-def mape(pred, meas) -> float:
-    pred, meas = np.asarray(pred, float), np.asarray(meas, float)
-    return float(np.mean(np.abs(pred - meas) / meas))
 
 
 def _with_class(hw: HardwareProfile, cls: str, variant: str, kc: KernelClass) -> HardwareProfile:
@@ -101,7 +100,7 @@ def _par_curve(eta_max: float, a: float, scale: float, source: str) -> Curve:
 
 # --- GEMM ---------------------------------------------------------------------------------------------------------
 def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str) -> Fit:
-    r = [x for x in rows if x["framework"] == FRAMEWORK and x["version"] == VERSION and x["gemm_dtype"] == dtype_csv]
+    r = gemm_rows(rows, dtype_csv)
     dtype = DTYPE_NAMES[dtype_csv]
     m, n, k, y = col(r, "m"), col(r, "n"), col(r, "k"), col(r, "latency_us") * 1e-6
     op = gemm_op(m, n, k, dtype)
@@ -126,53 +125,21 @@ def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str)
 
 
 # --- MoE ----------------------------------------------------------------------------------------------------------
-def moe_rows(rows: list[dict], dtype_csv: str) -> list[dict]:
-    r = [x for x in rows if x["framework"] == FRAMEWORK and x["version"] == VERSION and x["moe_dtype"] == dtype_csv
-         and x["distribution"] == "balanced"]
-    return drop_spikes(r, ("model", "moe_tp_size", "moe_ep_size"), "num_tokens")
-
-
-def drop_spikes(rows: list[dict], series: tuple[str, ...], x: str, factor: float = 3.0) -> list[dict]:
-    """Remove isolated glitches: a row more than ``factor`` times slower than both neighbours in its series."""
-    by: dict[tuple, list[dict]] = {}
-    for row in rows:
-        by.setdefault(tuple(row[s] for s in series), []).append(row)
-    keep = []
-    for seq in by.values():
-        seq.sort(key=lambda q: float(q[x]))
-        lat = [float(q["latency_us"]) for q in seq]
-        for i, row in enumerate(seq):
-            nb = [lat[j] for j in (i - 1, i + 1) if 0 <= j < len(seq)]
-            if nb and all(lat[i] > factor * v for v in nb):
-                continue
-            keep.append(row)
-    return keep
-
-
-def moe_row_op(r: list[dict], dtype: str, compute: str | None = None):
-    T = col(r, "num_tokens", int)
-    E, K = col(r, "num_experts", int), col(r, "topk", int)
-    tp, ep = col(r, "moe_tp_size", int), col(r, "moe_ep_size", int)
-    routed = np.array([balanced_routing(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep,
-                                                                                               strict=True)])
-    return moe_op(col(r, "hidden_size"), col(r, "inter_size"), E, K, T, dtype, tp, ep, routed[:, 0], routed[:, 1],
-                  compute=compute, tile_rows=MOE_TILE_ROWS)
-
-
 def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, compute_mu: Curve) -> Fit:
     r = moe_rows(rows, dtype_csv)
     dtype = DTYPE_NAMES[dtype_csv]
-    compute = "bf16" if dtype == "mxfp4" else None  # W4A16 on Hopper: bf16 tensor cores
-    op = moe_row_op(r, dtype, compute)
+    op = moe_row_op(r, dtype, moe_compute(dtype))
     y = col(r, "latency_us") * 1e-6
-    groups = np.array([hash((q["model"], q["moe_tp_size"], q["moe_ep_size"])) for q in r])
-    fit_mask = np.asarray(op.weight_bytes) >= MOE_FIT_MIN_BYTES
+    groups = np.array([f'{q["model"]}|{q["moe_tp_size"]}|{q["moe_ep_size"]}' for q in r])  # deterministic keys
+    fit_mask = moe_fit_mask(op)
+    # tile_rows is hand-set in the profile (the balanced rows cannot identify it); the fit uses it and keeps it
+    tile_rows = hw.kernels.classes.get("moe", {}).get(dtype, KernelClass()).params.get("tile_rows", MOE_TILE_ROWS)
 
     def kernel(th):
         f0, fe, eta, eta_act = th
         return KernelClass(f0 * 1e-6, Curve.constant("bytes", eta, source), compute_mu,
                            MappingProxyType({"per_local_expert": fe * 1e-6, "activation_efficiency": eta_act,
-                                             "tile_rows": MOE_TILE_ROWS}))
+                                             "tile_rows": tile_rows}))
 
     def res(th, mask):
         h = _with_class(hw, "moe", dtype, kernel(th))
@@ -187,14 +154,12 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
 
 # --- attention ----------------------------------------------------------------------------------------------------
 def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: str) -> Fit:
-    r = [x for x in rows if x["framework"] == FRAMEWORK and x["version"] == VERSION and x["kv_cache_dtype"] == kv_csv
-         and int(x["window_size"]) == 0]
+    r = attention_rows(rows, kv_csv)
     kv_dtype = DTYPE_NAMES[kv_csv]
-    b, h, kvh, hd, L = (col(r, c) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim", "kv_len"))
-    op = attention_op(b, h, kvh, hd, L, kv_dtype)
+    op = attention_row_op(r, kv_dtype)
     y = col(r, "latency_us") * 1e-6
-    groups = h * 1000 + kvh
-    fit_mask = L >= 256
+    groups = col(r, "num_heads") * 1000 + col(r, "num_key_value_heads")
+    fit_mask = col(r, "kv_len") >= ATTN_FIT_MIN_KV
 
     def kernel(th):
         t0, c_par, eta, a, scale = th
@@ -210,19 +175,13 @@ def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: st
     hh = _with_class(hw, "attention", kv_dtype, kernel(th))
     return Fit("attention", kv_dtype, kernel(th), int(fit_mask.sum()), mf, ml,
                mape(op_time(op, hh, REFINED).time, y),
-               "TRT-LLM rows with kv_len >= 256", "(heads, kv heads)", {"rows_total": len(y)})
+               f"TRT-LLM rows with kv_len >= {ATTN_FIT_MIN_KV}", "(heads, kv heads)", {"rows_total": len(y)})
 
 
 # --- collectives --------------------------------------------------------------------------------------------------
 def fit_collective(rows: list[dict], hw: HardwareProfile, kind: str) -> Fit:
-    if kind == "all_reduce":
-        r = [x for x in rows if x["framework"] == FRAMEWORK and x["version"] == VERSION and x["op_name"] == kind]
-        label = f"TRT-LLM {VERSION} all_reduce"
-    else:
-        name = {"all_to_all": "alltoall", "all_gather": "all_gather"}[kind]
-        r = [x for x in rows if x["kernel_source"] == "NCCL" and x["version"] == "2.29.2" and x["op_name"] == name
-             and x["dtype"] == "half"]
-        label = f"NCCL 2.29.2 {name} (half)"
+    r = [x for x in rows if is_calibration_collective(x, kind)]
+    label = collective_label(kind)
     S, n, y = col(r, "message_bytes"), col(r, "num_gpus", int), col(r, "latency_us") * 1e-6
     two = kind == "all_reduce"
 
@@ -252,6 +211,7 @@ def fit_collective(rows: list[dict], hw: HardwareProfile, kind: str) -> Fit:
 
 @dataclass(frozen=True)
 class Calibration:
+    gpu: str  # the measured GPU, as a profile name (the data's ``gpu`` column, e.g. h100_sxm -> h100-sxm)
     fits: tuple[Fit, ...]
     eager_extra: float  # s per kernel without CUDA graphs
     eager_rows: int
@@ -271,30 +231,40 @@ def fit_eager(rows: list[dict]) -> tuple[float, int]:
     return float(np.median(small)) * 1e-6, len(small)
 
 
-def calibrate(data: Path, hw: HardwareProfile, source: str = "fit-h100", progress=None) -> Calibration:
-    """Fit every calibrated kernel variant of ``hw`` on the CSVs in ``data``."""
+def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-h100", progress=None,
+              force: bool = False) -> Calibration:
+    """Fit every calibrated kernel variant of ``hw`` on the CSVs in ``data`` (default: the bundled
+    ``measured/h100-sxm/``, :func:`~simulator.specs.catalog.measured_dir`)."""
+    from ..specs.catalog import measured_dir
+
     say = progress or (lambda msg: None)
-    gemm_rows = read_csv(data / "gemm.csv")
-    moe = read_csv(data / "moe.csv")
-    attn = read_csv(data / "decode_attention.csv")
-    coll = read_csv(data / "collectives.csv")
+    data = Path(data) if data is not None else measured_dir("h100-sxm")
+    tables = read_tables(data)
+    gpus = sorted({row["gpu"].replace("_", "-") for rows in tables.values() for row in rows})
+    if len(gpus) != 1:
+        raise ConfigError(str(data), "gpu", f"holds rows of {len(gpus)} GPUs ({', '.join(gpus)})",
+                          "the 'data' parameter must name a folder of one GPU's measurements")
+    if gpus[0] != hw.name and not force:
+        raise ConfigError(str(data), "gpu", f"is {gpus[0]!r}, but the profile 'hw' is {hw.name!r}",
+                          f"calibrate the {gpus[0]} profile on its own measurements, or force it")
+    moe, attn, coll = tables["moe"], tables["decode_attention"], tables["collectives"]
     fits = []
     gemm_fits = {}
-    for dt in ("bfloat16", "fp8", "fp8_block"):
+    for dt in GEMM_DTYPES:
         say(f"calibrate: gemm {dt}")
-        f = fit_gemm(gemm_rows, hw, dt, source)
+        f = fit_gemm(tables["gemm"], hw, dt, source)
         gemm_fits[f.variant] = f
         fits.append(f)
-    for dt in ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4"):
+    for dt in MOE_DTYPES:
         say(f"calibrate: moe {dt}")
         name = DTYPE_NAMES[dt]
         mu = gemm_fits.get(name, gemm_fits["bf16"]).kernel.compute
         fits.append(fit_moe(moe, hw, dt, source, mu))
-    for kv in ("bfloat16", "fp8"):
+    for kv in KV_DTYPES:
         say(f"calibrate: attention kv {kv}")
         fits.append(fit_attention(attn, hw, kv, source))
-    for kind in ("all_reduce", "all_to_all", "all_gather"):
+    for kind in COLLECTIVES:
         say(f"calibrate: {kind}")
         fits.append(fit_collective(coll, hw, kind))
     eager, n_eager = fit_eager(coll)
-    return Calibration(tuple(fits), eager, n_eager)
+    return Calibration(gpus[0], tuple(fits), eager, n_eager)

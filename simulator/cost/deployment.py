@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import InfeasibleError, ParameterError
+from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
@@ -19,7 +20,6 @@ from ..validation import Interval, Options, check_params
 ROUTING = ("uniform", "independent", "overlap")
 FIXED = ("on", "per_expert", "off")
 ONOFF = ("on", "off")
-PLACEMENTS = ("balanced", "contiguous")
 MEMORY_HEADROOM = 0.90  # usable fraction of HBM for weights + KV (activations, workspace, fragmentation)
 
 
@@ -76,7 +76,7 @@ class Deployment:
     ep: int = 1  # expert parallel
     moe_tp: int | None = None  # tensor parallel inside experts; default gpus / ep
     cuda_graphs: bool = True
-    placement: str = "balanced"  # expert -> rank: balanced (round-robin by popularity) or contiguous blocks
+    placement: str = DEFAULT_PLACEMENT  # expert -> rank: balanced (round-robin by popularity) or contiguous blocks
 
     def __post_init__(self):
         check_params("Deployment", self.__dict__, {
@@ -101,7 +101,7 @@ class Deployment:
         parts.append(f"ep{self.ep}")
         if self.kv_dtype != "bf16":
             parts.append(f"kv {self.kv_dtype}")
-        if self.placement != "balanced":
+        if self.placement != DEFAULT_PLACEMENT:
             parts.append(f"placement {self.placement}")
         return " ".join(parts)
 

@@ -4,9 +4,8 @@
 ``independent`` (the profile's popularity, tokens independent) or ``overlap`` (maximum-entropy fit of the popularity
 and lag overlaps). Under expert parallelism the busiest rank sets the pace: the expected maximum over ranks of the
 unique experts each rank hosts, and the (token, expert) pairs on that rank in proportion to its share of unique
-experts. Placement ``balanced`` deals experts to ranks round-robin in order of popularity (``e mod ep``; popularity
-vectors are sorted, most popular first), so every rank gets a similar mix, as EP load balancers aim for;
-``contiguous`` puts blocks of ``E/ep`` consecutive experts on each rank (with sorted popularity: the worst case).
+experts. Placements (``balanced``, ``contiguous``) and the closed forms of P(0) are the overlap layer's
+(:mod:`simulator.overlap.unique`).
 """
 
 from __future__ import annotations
@@ -43,20 +42,17 @@ def model_overlap(model: ModelSpec, override: OverlapInput | None = None) -> Ove
 def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routing: str) -> np.ndarray:
     """Per-expert probability that one request's ``n_tokens`` consecutive tokens all miss the expert."""
     if routing == "uniform":
-        return np.full(experts, (1.0 - top_k / experts) ** n_tokens)
+        return np.full(experts, ov.uniform_p_zero(experts, top_k, n_tokens))
     st = ov.OverlapStats.from_overlaps(experts=experts, top_k=top_k, overlaps=stats.lags,
                                        popularity=stats.popularity)
     if routing == "independent" or not stats.lags or n_tokens == 1:
-        return (1.0 - st.popularity) ** n_tokens
+        return ov.independent_p_zero(st.popularity, n_tokens)
     fit = ov.fit_window(st, n_tokens=n_tokens, method="auto")
     return np.asarray(fit.p_zero, dtype=float)
 
 
-PLACEMENT = {"balanced": "strided", "contiguous": "contiguous"}
-
-
 def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens, routing: str,
-                stats: OverlapInput, placement: str = "balanced") -> ExpertLoad:
+                stats: OverlapInput, placement: str = ov.DEFAULT_PLACEMENT) -> ExpertLoad:
     """Unique experts and (token, expert) pairs on the busiest of ``ep`` ranks; ``batch`` and ``n_tokens`` are
     aligned arrays (one fit per distinct token count)."""
     f = model.ffn
@@ -68,7 +64,7 @@ def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens, routing:
         p0 = _p_zero(f.experts, f.top_k, stats, int(n), routing)
         total[sel] = ov.unique_experts(p0, batch[sel])
         busiest[sel] = total[sel] if ep == 1 else ov.busiest_rank_experts(p0, batch[sel], ranks=ep,
-                                                                           placement=PLACEMENT[placement])
+                                                                           placement=placement)
     pairs_total = batch * n_tokens * f.top_k
     share = np.where(total > 0, busiest / np.maximum(total, 1e-12), 0.0)
     return ExpertLoad(unique=busiest, pairs=pairs_total * share, unique_total=total)

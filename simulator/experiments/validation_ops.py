@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cost.calibrate import (
+from ..cost.engine import op_time
+from ..cost.measured import (
     DTYPE_NAMES,
     FRAMEWORK,
     MOE_FIT_MIN_BYTES,
@@ -26,7 +27,6 @@ from ..cost.calibrate import (
     moe_rows,
     read_csv,
 )
-from ..cost.engine import op_time
 from ..cost.opviews import attention_op, collective_view, gemm_op
 
 CALIB, ALL_TRT, SGLANG, VLLM = "calibration rows", "all TRT-LLM rows", "SGLang (out of calibration)", \

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared/reference/measured-h100"
 
 
 def run(*args):
@@ -65,16 +64,26 @@ def test_op_moe_mirrors_the_csv_columns():
     assert rows[0]["roofline_us"] < rows[0]["time_us"] < rows[1]["time_us"]
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="measured-h100 data not available")
-def test_calibration_reproduces_the_bundled_profile(tmp_path):
-    """Re-running the calibration writes the same kernels section the bundled profile has (reproducible fit)."""
-    prof = tmp_path / "h100.yaml"
-    prof.write_text((ROOT / "hardware/h100-sxm.yaml").read_text())
-    r = run("calibrate", "--data", str(DATA), "--write", str(prof), "--report", str(tmp_path / "cal.md"),
-            "--json", "--quiet")
+def test_calibrate_runs_with_no_arguments_from_any_directory(tmp_path):
+    """A fresh clone or a wheel: the bundled measurements are found without --data, and nothing is written."""
+    r = subprocess.run([sys.executable, "-m", "simulator", "calibrate", "--json", "--quiet", "--report", "R.md"],
+                       capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert prof.read_text() == (ROOT / "hardware/h100-sxm.yaml").read_text()
-    fits = json.loads(r.stdout)["fits"]
-    moe = [f for f in fits if f["op"] == "moe" and f["variant"] == "fp8_block"][0]
+    out = json.loads(r.stdout)
+    assert out["gpu"] == "h100-sxm"
+    assert {(f["op"], f["variant"]) for f in out["fits"]} >= {("gemm", "bf16"), ("moe", "fp8_block"),
+                                                              ("attention", "bf16"), ("collective", "all_reduce")}
+    moe = [f for f in out["fits"] if f["op"] == "moe" and f["variant"] == "fp8_block"][0]
     assert moe["mape_fit"] < 0.05 and moe["mape_leave_one_shape_out"] < 0.05
-    assert (tmp_path / "cal.md").read_text() == (ROOT / "docs/CALIBRATION.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R.md"]
+    assert "measured/h100-sxm" in (tmp_path / "R.md").read_text(encoding="utf-8")
+
+
+def test_calibrate_write_refuses_a_profile_of_another_gpu(tmp_path):
+    prof = tmp_path / "b200.yaml"
+    prof.write_text((ROOT / "hardware/b200.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    before = prof.read_text(encoding="utf-8")
+    r = run("calibrate", "--quiet", "--write", str(prof))
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert "not the calibrated GPU 'h100-sxm'" in r.stderr and "Traceback" not in r.stderr
+    assert prof.read_text(encoding="utf-8") == before

@@ -1,0 +1,341 @@
+"""The measured per-op tables (``measured/<gpu>/*.csv``): reading, the row sets, and predicted-vs-measured per row.
+
+One home for what the calibration (:mod:`.calibrate`) and the per-op validation both need: the reference engine,
+the CSV readers, and the **row selections**: which rows the calibration fits. :func:`validate_ops` prices every
+usable row with the engine's own :func:`~simulator.cost.engine.op_time` (through the op builders of
+:mod:`.opviews`, which mirror the CSV columns) under the refined mechanisms, as the calibration does.
+
+Row sets, per op class and format: the **calibration rows** (exactly the rows and filters ``calibrate`` fits),
+**all TRT-LLM rows** (the reference engine, filters removed), and **SGLang** / **vLLM** rows (other engines'
+kernels: out-of-calibration checks). Not predicted, and counted as excluded: MoE ``power_law`` rows (the
+benchmark's random power-law draw is not replicated), reduce-scatter (not modelled) and eager (non-CUDA-graph)
+all-reduce rows. Latencies in the tables and in :class:`Sample` are µs.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..specs.hardware import HardwareProfile
+from .deployment import Mechanisms
+from .engine import op_time
+from .opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op
+
+REFINED = Mechanisms()
+FRAMEWORK, VERSION = "TRTLLM", "1.3.0rc20"  # the reference engine the calibration fits
+NCCL_VERSION = "2.29.2"  # NCCL rows the all-to-all and all-gather fits use (dtype "half")
+TABLES = ("moe", "gemm", "decode_attention", "collectives")  # <table>.csv in a measured folder
+DTYPE_NAMES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "w4a16_mxfp4": "mxfp4"}
+GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block")
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4")
+KV_DTYPES = ("bfloat16", "fp8")
+COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")
+COLL_CSV_NAME = {"all_reduce": "all_reduce", "all_to_all": "alltoall", "all_gather": "all_gather"}
+MOE_FIT_MIN_BYTES = 100e6  # MoE rows streaming less may be L2-warm in the benchmark (docs/MODEL.md)
+MOE_TILE_ROWS = 128.0  # grouped-GEMM M tile when a profile states none (hardware/h100-sxm.yaml sets it by hand)
+ATTN_FIT_MIN_KV = 256  # attention rows with fewer cached tokens are launch-dominated; fitted only as "all rows"
+
+CALIB, ALL_TRT, SGLANG, VLLM = ("calibration rows", "all TRT-LLM rows", "SGLang (out of calibration)",
+                                "vLLM (out of calibration)")
+SETS = (CALIB, ALL_TRT, SGLANG, VLLM)
+ENGINES = ("TRTLLM", "SGLang", "VLLM")
+ENGINE_SET = {"TRTLLM": ALL_TRT, "SGLang": SGLANG, "VLLM": VLLM, "vLLM": VLLM}
+ALL_FORMATS = "all formats"
+ERROR_COLUMNS = ("op", "format", "row set", "n", "MAPE", "median APE", "within ±20%", "bias (mean signed)")
+
+
+# --- reading ------------------------------------------------------------------------------------------------------
+def read_csv(path: Path) -> list[dict]:
+    """All rows of one measured table as dicts of strings."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))
+    except FileNotFoundError:
+        raise ConfigError(str(path), "", "does not exist",
+                          "the 'data' parameter must name a folder holding " + ", ".join(f"{t}.csv" for t in TABLES)
+                          + " (the bundled one is simulator.specs.catalog.measured_dir('h100-sxm'))") from None
+
+
+def read_tables(data: Path | None = None) -> dict[str, list[dict]]:
+    """``{table: rows}`` for every table of ``data`` (default: the bundled H100 SXM folder)."""
+    if data is None:
+        from ..specs.catalog import measured_dir
+
+        data = measured_dir("h100-sxm")
+    return {t: read_csv(Path(data) / f"{t}.csv") for t in TABLES}
+
+
+def col(rows: list[dict], name: str, kind=float) -> np.ndarray:
+    return np.array([kind(r[name]) for r in rows])
+
+
+def mape(pred, meas) -> float:
+    pred, meas = np.asarray(pred, float), np.asarray(meas, float)
+    return float(np.mean(np.abs(pred - meas) / meas))
+
+
+def _reference(x: dict) -> bool:
+    return x["framework"] == FRAMEWORK and x["version"] == VERSION
+
+
+# --- the calibration's row selections ------------------------------------------------------------------------------
+def gemm_rows(rows: list[dict], dtype_csv: str) -> list[dict]:
+    """GEMM rows the calibration fits: every reference-engine row of one format."""
+    return [x for x in rows if _reference(x) and x["gemm_dtype"] == dtype_csv]
+
+
+def drop_spikes(rows: list[dict], series: tuple[str, ...], x: str, factor: float = 3.0) -> list[dict]:
+    """Remove isolated glitches: a row more than ``factor`` times slower than both neighbours in its series."""
+    by: dict[tuple, list[dict]] = {}
+    for row in rows:
+        by.setdefault(tuple(row[s] for s in series), []).append(row)
+    keep = []
+    for seq in by.values():
+        seq.sort(key=lambda q: float(q[x]))
+        lat = [float(q["latency_us"]) for q in seq]
+        for i, row in enumerate(seq):
+            nb = [lat[j] for j in (i - 1, i + 1) if 0 <= j < len(seq)]
+            if nb and all(lat[i] > factor * v for v in nb):
+                continue
+            keep.append(row)
+    return keep
+
+
+def moe_rows(rows: list[dict], dtype_csv: str) -> list[dict]:
+    """MoE rows the calibration prices: reference-engine ``balanced`` rows of one format, isolated spikes removed
+    (the fit then keeps those streaming at least ``MOE_FIT_MIN_BYTES``: :func:`moe_fit_mask`)."""
+    r = [x for x in rows if _reference(x) and x["moe_dtype"] == dtype_csv and x["distribution"] == "balanced"]
+    return drop_spikes(r, ("model", "moe_tp_size", "moe_ep_size"), "num_tokens")
+
+
+def moe_compute(dtype: str) -> str | None:
+    """Tensor-core format of a MoE row: W4A16 (mxfp4 weights) runs on bf16 tensor cores on Hopper."""
+    return "bf16" if dtype == "mxfp4" else None
+
+
+def moe_row_op(r: list[dict], dtype: str, compute: str | None = None):
+    """The op of MoE rows, with the benchmark's ``balanced`` routing on EP rank 0."""
+    T = col(r, "num_tokens", int)
+    E, K = col(r, "num_experts", int), col(r, "topk", int)
+    tp, ep = col(r, "moe_tp_size", int), col(r, "moe_ep_size", int)
+    routed = np.array([balanced_routing(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep,
+                                                                                               strict=True)])
+    return moe_op(col(r, "hidden_size", int), col(r, "inter_size", int), E, K, T, dtype, tp, ep, routed[:, 0],
+                  routed[:, 1], compute=compute, tile_rows=MOE_TILE_ROWS)
+
+
+def moe_fit_mask(op) -> np.ndarray:
+    return np.asarray(op.weight_bytes) >= MOE_FIT_MIN_BYTES
+
+
+def attention_rows(rows: list[dict], kv_csv: str) -> list[dict]:
+    """Attention rows the calibration prices: reference-engine full-attention rows of one KV format (the fit keeps
+    ``kv_len >= ATTN_FIT_MIN_KV``)."""
+    return [x for x in rows if _reference(x) and x["kv_cache_dtype"] == kv_csv and int(x["window_size"]) == 0]
+
+
+def attention_row_op(r: list[dict], kv_dtype: str):
+    """The op of attention rows; a sliding window caps the tokens read."""
+    b, h, kvh, hd, L = (col(r, c) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim", "kv_len"))
+    win = col(r, "window_size")
+    return attention_op(b, h, kvh, hd, np.where(win > 0, np.minimum(L, win), L), kv_dtype)
+
+
+def is_calibration_collective(x: dict, kind: str) -> bool:
+    """A collectives row the ``kind`` fit uses: the reference engine's all-reduce, NCCL's all-to-all/all-gather."""
+    if x["op_name"] != COLL_CSV_NAME[kind]:
+        return False
+    if kind == "all_reduce":
+        return _reference(x)
+    return x["kernel_source"] == "NCCL" and x["version"] == NCCL_VERSION and x["dtype"] == "half"
+
+
+def collective_label(kind: str) -> str:
+    return (f"TRT-LLM {VERSION} all_reduce" if kind == "all_reduce"
+            else f"NCCL {NCCL_VERSION} {COLL_CSV_NAME[kind]} (half)")
+
+
+# --- predicted vs measured -----------------------------------------------------------------------------------------
+class ErrorRow(NamedTuple):
+    """One line of the per-op error table (fractions; ``n`` rows)."""
+
+    op: str
+    variant: str
+    set: str
+    n: int
+    mape: float
+    median_ape: float
+    within_20: float
+    bias: float
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Predicted and measured latencies (µs) of one (op class, format, row set)."""
+
+    op: str
+    variant: str
+    set: str
+    predicted: np.ndarray
+    measured: np.ndarray
+
+    @property
+    def rel(self) -> np.ndarray:
+        return (self.predicted - self.measured) / self.measured
+
+    def errors(self) -> ErrorRow:
+        a = np.abs(self.rel)
+        return ErrorRow(self.op, self.variant, self.set, int(self.measured.size), float(a.mean()),
+                        float(np.median(a)), float((a <= 0.2).mean()), float(self.rel.mean()))
+
+
+def _moe(rows, hw) -> list[Sample]:
+    out = []
+    bal = [x for x in rows if x["distribution"] == "balanced"]
+    for dt_csv, dt in DTYPE_NAMES.items():
+        compute = moe_compute(dt)
+        for engine in ENGINES:
+            r = [x for x in bal if x["framework"] == engine and x["moe_dtype"] == dt_csv]
+            if not r:
+                continue
+            pred = op_time(moe_row_op(r, dt, compute), hw, REFINED).time * 1e6
+            out.append(Sample("moe", dt, ENGINE_SET[engine], pred, col(r, "latency_us")))
+            if engine == FRAMEWORK:
+                cal = moe_rows(rows, dt_csv)
+                cop = moe_row_op(cal, dt, compute)
+                keep = moe_fit_mask(cop)
+                out.append(Sample("moe", dt, CALIB, (op_time(cop, hw, REFINED).time * 1e6)[keep],
+                                  col(cal, "latency_us")[keep]))
+    return out
+
+
+def _gemm(rows, hw) -> list[Sample]:
+    out = []
+    for dt_csv in GEMM_DTYPES:
+        dt = DTYPE_NAMES[dt_csv]
+        for engine in ENGINES:
+            r = [x for x in rows if x["framework"] == engine and x["gemm_dtype"] == dt_csv]
+            if r:
+                pred = op_time(gemm_op(col(r, "m"), col(r, "n"), col(r, "k"), dt), hw, REFINED).time * 1e6
+                out.append(Sample("gemm", dt, ENGINE_SET[engine], pred, col(r, "latency_us")))
+        cal = gemm_rows(rows, dt_csv)
+        if cal:
+            pred = op_time(gemm_op(col(cal, "m"), col(cal, "n"), col(cal, "k"), dt), hw, REFINED).time * 1e6
+            out.append(Sample("gemm", dt, CALIB, pred, col(cal, "latency_us")))
+    return out
+
+
+def _attention(rows, hw) -> list[Sample]:
+    out = []
+    for kv_csv in KV_DTYPES:
+        kv = DTYPE_NAMES[kv_csv]
+        for engine in ENGINES:
+            r = [x for x in rows if x["framework"] == engine and x["kv_cache_dtype"] == kv_csv]
+            if r:
+                pred = op_time(attention_row_op(r, kv), hw, REFINED).time * 1e6
+                out.append(Sample("attention", kv, ENGINE_SET[engine], pred, col(r, "latency_us")))
+        cal = [x for x in attention_rows(rows, kv_csv) if float(x["kv_len"]) >= ATTN_FIT_MIN_KV]
+        if cal:
+            pred = op_time(attention_row_op(cal, kv), hw, REFINED).time * 1e6
+            out.append(Sample("attention", kv, CALIB, pred, col(cal, "latency_us")))
+    return out
+
+
+def _collectives(rows, hw) -> tuple[list[Sample], int]:
+    kinds = {v: k for k, v in COLL_CSV_NAME.items()}
+    groups: dict[tuple, list] = {}
+    excluded = 0
+    for x in rows:
+        name, src = x["op_name"], x["kernel_source"]
+        if name not in kinds or src.endswith("_eager"):
+            excluded += 1
+            continue
+        kind = kinds[name]
+        if src in ("TRTLLM", "NCCL"):
+            sets = [ALL_TRT] + ([CALIB] if is_calibration_collective(x, kind) else [])
+        else:
+            sets = [ENGINE_SET[x["framework"]]]
+        for s in sets:
+            groups.setdefault((kind, s), []).append(x)
+    out = []
+    for (kind, s), r in sorted(groups.items()):
+        pred = np.empty(len(r))
+        n, S = col(r, "num_gpus", int), col(r, "message_bytes")
+        for g in np.unique(n):
+            sel = n == g
+            pred[sel] = collective_view(kind, S[sel], int(g), hw, REFINED) * 1e6
+        out.append(Sample("collective", kind, s, pred, col(r, "latency_us")))
+    return out, excluded
+
+
+def merge(samples, op: str, set_name: str) -> Sample | None:
+    """All formats of one op class in one row set, pooled."""
+    sel = [s for s in samples if s.op == op and s.set == set_name]
+    if not sel:
+        return None
+    return Sample(op, ALL_FORMATS, set_name, np.concatenate([s.predicted for s in sel]),
+                  np.concatenate([s.measured for s in sel]))
+
+
+@dataclass(frozen=True)
+class OpValidation:
+    """Predicted vs measured latency of every usable row of one measured folder.
+
+    ``samples``: one :class:`Sample` per (op class, format, row set), sorted by op, format and row set (``SETS``
+    order). ``excluded``: rows not predicted, by reason."""
+
+    hardware: str
+    data: str
+    samples: tuple[Sample, ...]
+    excluded: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.op for s in self.samples))
+
+    def pooled(self, op: str, set_name: str = CALIB) -> Sample | None:
+        """All formats of ``op`` in one row set (None when the set has no rows of it)."""
+        return merge(self.samples, op, set_name)
+
+    def mape(self, op: str, set_name: str = CALIB) -> float:
+        s = self.pooled(op, set_name)
+        return float("nan") if s is None else s.errors().mape
+
+    def table(self) -> tuple[ErrorRow, ...]:
+        """The MAPE table: one row per (op, format, row set) and one per (op, all formats, row set); per op the
+        formats first, then the pooled rows, each in ``SETS`` order (columns: ``ERROR_COLUMNS``)."""
+        rows = [s.errors() for s in self.samples]
+        for op in self.ops:
+            for st in SETS:
+                m = merge(self.samples, op, st)
+                if m is not None:
+                    rows.append(m.errors())
+        order = {s: i for i, s in enumerate(SETS)}
+        rows.sort(key=lambda r: (r.op, r.variant == ALL_FORMATS, r.variant, order[r.set]))
+        return tuple(rows)
+
+
+def validate_ops(hw: HardwareProfile | str = "h100-sxm", data: Path | None = None) -> OpValidation:
+    """Price every usable row of the measured tables in ``data`` (default: the bundled H100 SXM folder) on the
+    profile ``hw`` (a profile or a bundled name/path) and pair each prediction with its measurement."""
+    from ..specs.catalog import load_hardware, measured_dir
+
+    if isinstance(hw, str):
+        hw = load_hardware(hw)
+    folder = Path(data) if data is not None else measured_dir("h100-sxm")
+    t = read_tables(folder)
+    coll, coll_x = _collectives(t["collectives"], hw)
+    samples = _moe(t["moe"], hw) + _gemm(t["gemm"], hw) + _attention(t["decode_attention"], hw) + coll
+    order = {s: i for i, s in enumerate(SETS)}
+    samples.sort(key=lambda s: (s.op, s.variant, order[s.set]))
+    moe_x = sum(1 for x in t["moe"] if x["distribution"] != "balanced")
+    excluded = MappingProxyType({"MoE power-law rows": moe_x, "eager all-reduce and reduce-scatter rows": coll_x})
+    return OpValidation(hw.name, str(folder), tuple(samples), excluded)
