@@ -9,7 +9,7 @@ import argparse
 import sys
 import warnings
 
-from ..overlap.fit import METHODS
+from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PREDICTORS
 from ._common import OneLineParser, add_json_flag, csv_list, print_json
 
 _PREDICT_EPILOG = """\
@@ -24,8 +24,11 @@ _FIT_EPILOG = """\
 examples:
   python -m simulator overlap fit trace.npz --tokens 2,4,8 --batch 1,4,16
   python -m simulator overlap fit trace.jsonl --tokens 4 --window 3 --layer 0 --json
-Relative error = prediction / empirical - 1. Traces: .npy/.npz integer arrays [sequences, tokens, layers, k] or
-[sequences, tokens, k], or JSON Lines {"seq": .., "token": .., "layer": .., "experts": [..]}."""
+Predictors (each a choice of trace statistics fitted by maximum entropy, or a baseline): pairs (per-expert pair
+probabilities, all lags), pooled (pooled overlaps, lift rule), lag1 (lag 1 only), window (M-token patterns),
+independent, uniform. Relative error = prediction / empirical - 1. Traces: .npy/.npz integer arrays
+[sequences, tokens, layers, k] or [sequences, tokens, k], or JSON Lines
+{"seq": .., "token": .., "layer": .., "experts": [..]}."""
 
 _SYNTH_EPILOG = """\
 example:
@@ -59,26 +62,29 @@ def register(subparsers) -> None:
                     help="lag overlaps o(1),o(2),.. as fractions; omitted: independent tokens")
     pp.add_argument("--popularity", default="uniform", metavar="SPEC",
                     help="uniform (default), zipf:S, skew:X or a file of E weights")
-    pp.add_argument("--pooling", default="lift", choices=("lift", "conditional"),
+    pp.add_argument("--pooling", default=POOLING_RULES[0], choices=POOLING_RULES,
                     help="rule from pooled overlaps to per-expert pair probabilities (default lift)")
-    pp.add_argument("--method", default="auto", choices=METHODS, help="fit method (default auto)")
+    pp.add_argument("--method", default="auto", choices=METHODS, help="fit method: auto (default), ipf (exact "
+                    "maximum entropy by IPF on the junction tree), ipf_table (the same by IPF over the 2^N table), "
+                    "markov (lag 1), junction (stationary chain), independent, uniform")
     pp.add_argument("--ranks", type=int, default=None, metavar="R", help="expert-parallel ranks: report the "
                     "busiest rank's expected unique experts")
-    pp.add_argument("--placement", default="contiguous", choices=("contiguous", "strided"),
-                    help="expert->rank placement with --ranks (default contiguous blocks)")
+    pp.add_argument("--placement", default=DEFAULT_PLACEMENT, choices=PLACEMENTS,
+                    help=f"expert->rank placement with --ranks: balanced (rank = expert mod R) or contiguous blocks "
+                    f"(default {DEFAULT_PLACEMENT})")
     add_json_flag(pp)
     pp.set_defaults(func=_predict)
 
     pf = sub.add_parser("fit", help="statistics of a routing trace and predictions vs empirical counts",
                         formatter_class=fmt, description="Per-layer popularity and lag overlaps of a routing "
                         "trace, and for each window N and batch B the empirical unique experts next to each "
-                        "method's prediction and relative error.", epilog=_FIT_EPILOG)
+                        f"predictor's value and relative error ({', '.join(PREDICTORS)}).", epilog=_FIT_EPILOG)
     pf.add_argument("trace", metavar="TRACE", help="routing trace (.npy, .npz or .jsonl)")
     pf.add_argument("--tokens", type=csv_list(int, "--tokens"), default=[4], metavar="N[,N..]",
                     help="window sizes (default 4)")
     pf.add_argument("--batch", type=csv_list(int, "--batch"), default=[1], metavar="B[,B..]",
                     help="batch sizes (default 1)")
-    pf.add_argument("--window", type=int, default=3, metavar="M", help="pattern size of the window method "
+    pf.add_argument("--window", type=int, default=3, metavar="M", help="pattern size of the window predictor "
                     "(default 3)")
     pf.add_argument("--layer", type=csv_list(int, "--layer"), default=None, metavar="L[,L..]",
                     help="layers to evaluate (default all)")
@@ -163,14 +169,14 @@ def _fit(args) -> int:
         print_json(report.to_dict())
         return 0
     print(f"trace {report.source}: {report.sequences} sequences x {report.tokens} tokens, {report.layers} layers, "
-          f"E={report.experts}, k={report.top_k}; window method m={report.window}")
+          f"E={report.experts}, k={report.top_k}; window predictor m={report.window}")
     for s in report.summaries:
         ov = " ".join(f"{o:.3f}" for o in s.overlaps[:8])
         print(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
-    head = f"{'layer':>5} {'N':>3} {'B':>4} {'empirical':>10}" + "".join(f" {m:>18}" for m in report.methods)
+    head = f"{'layer':>5} {'N':>3} {'B':>4} {'empirical':>10}" + "".join(f" {m:>18}" for m in report.predictors)
     print(head)
     for r in report.rows:
-        cells = "".join(f" {r.predictions[m]:9.2f} ({100 * r.rel_error(m):+6.1f}%)" for m in report.methods)
+        cells = "".join(f" {r.predictions[m]:9.2f} ({100 * r.rel_error(m):+6.1f}%)" for m in report.predictors)
         print(f"{r.layer:>5} {r.n_tokens:>3} {r.batch:>4} {r.empirical:>10.2f}{cells}")
     mean = report.mean_abs_error()
     print("mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%" for m, v in mean.items()))

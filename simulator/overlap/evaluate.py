@@ -1,11 +1,17 @@
 """Predictions against a trace: per-layer statistics and, for each window n and batch B, the empirical unique
-experts next to every method's prediction and its relative error (prediction / empirical − 1).
+experts next to every predictor's value and its relative error (prediction / empirical − 1).
 
-Methods: ``ipf`` (per-expert pair marginals at all lags 1..n−1, exact maximum entropy up to IPF_MAX_EVAL_TOKENS
-tokens — these constraints span the whole window, so its one clique is the 2^n table — and the stationary junction
-chain beyond), ``ipf-pooled`` (pooled overlaps through the default pooling rule, trace popularity),
-``markov`` (lag 1 only), ``window`` (m-token pattern frequencies at every position; exact junction-tree chain),
-``independent`` and ``uniform``.
+A predictor is a choice of statistics taken from the trace, turned into P_e(0…0) by the maximum-entropy law of those
+statistics (or a baseline closed form); the fit method that computes the law is named in brackets:
+
+- ``pairs``: per-expert pair marginals p_e(d) at all lags 1..n−1 (fit ``ipf`` up to PAIRS_EXACT_MAX_TOKENS tokens —
+  these constraints span the whole window, so its one clique is the 2^n table — and the stationary chain
+  ``junction`` beyond);
+- ``pooled``: the pooled overlaps o(1..n−1) through the default pooling rule, with the trace popularity (``ipf`` /
+  ``junction`` as for ``pairs``);
+- ``lag1``: per-expert lag-1 pair marginals only (``markov``, the closed form);
+- ``window``: m-token pattern frequencies at every position (``junction``, exact for window patterns);
+- ``independent``: the popularity only, tokens independent; ``uniform``: MoESD, k/E for every expert.
 """
 
 from __future__ import annotations
@@ -20,10 +26,10 @@ from .stats import OverlapStats
 from .traces import Trace, empirical_unique, layer_stats
 from .unique import independent_unique, uniform_unique, unique_experts
 
-__all__ = ["EVAL_METHODS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]
+__all__ = ["PREDICTORS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]
 
-EVAL_METHODS = ("ipf", "ipf-pooled", "markov", "window", "independent", "uniform")
-IPF_MAX_EVAL_TOKENS = 12
+PREDICTORS = ("pairs", "pooled", "lag1", "window", "independent", "uniform")
+PAIRS_EXACT_MAX_TOKENS = 12  # pairs/pooled: exact finite-n law (ipf) up to here, the stationary chain beyond
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,8 @@ class EvalRow:
     empirical_std: float
     predictions: dict
 
-    def rel_error(self, method: str) -> float:
-        return self.predictions[method] / self.empirical - 1.0
+    def rel_error(self, predictor: str) -> float:
+        return self.predictions[predictor] / self.empirical - 1.0
 
 
 @dataclass(frozen=True)
@@ -55,20 +61,20 @@ class TraceReport:
     experts: int
     top_k: int
     window: int
-    methods: tuple
+    predictors: tuple
     summaries: tuple
     rows: tuple
 
     def mean_abs_error(self) -> dict:
-        """Mean |relative error| per method over all rows."""
-        return {m: float(np.mean([abs(r.rel_error(m)) for r in self.rows])) for m in self.methods}
+        """Mean |relative error| per predictor over all rows."""
+        return {m: float(np.mean([abs(r.rel_error(m)) for r in self.rows])) for m in self.predictors}
 
     def to_dict(self) -> dict:
         rows = []
         for r in self.rows:
             row = {"layer": r.layer, "tokens": r.n_tokens, "batch": r.batch, "empirical": float(r.empirical),
                    "empirical_std": float(r.empirical_std)}
-            for m in self.methods:
+            for m in self.predictors:
                 row[m] = float(r.predictions[m])
                 row[f"{m}_rel_error"] = float(r.rel_error(m))
             rows.append(row)
@@ -82,34 +88,36 @@ class TraceReport:
         }
 
 
-def _predict_layer(stats: OverlapStats, method: str, n: int, batch: np.ndarray) -> np.ndarray:
-    if method == "independent":
+def _predict_layer(stats: OverlapStats, predictor: str, n: int, batch: np.ndarray) -> np.ndarray:
+    if predictor == "independent":
         return np.atleast_1d(independent_unique(stats.popularity, n, batch))
-    if method == "uniform":
+    if predictor == "uniform":
         return np.atleast_1d(uniform_unique(stats.experts, stats.top_k, n, batch))
-    if method == "window":
+    if predictor == "window":
         win = OverlapStats(stats.popularity, stats.top_k, window=stats.window)
         p0 = fit_window(win, n, "junction").p_zero
-    elif method == "markov":
+    elif predictor == "lag1":
         p0 = fit_window(OverlapStats(stats.popularity, stats.top_k, pair_probs=stats.pair_probs[:, :1]), n,
                         "markov").p_zero
     else:
         lags = stats.pair_probs[:, : n - 1]
         pairwise = OverlapStats(stats.popularity, stats.top_k, pair_probs=lags)
-        if method == "ipf-pooled":
+        if predictor == "pooled":
             pairwise = OverlapStats(stats.popularity, stats.top_k, pairwise.overlaps)
-        p0 = fit_window(pairwise, n, "ipf" if n <= IPF_MAX_EVAL_TOKENS else "junction").p_zero
+        p0 = fit_window(pairwise, n, "ipf" if n <= PAIRS_EXACT_MAX_TOKENS else "junction").p_zero
     return np.atleast_1d(unique_experts(p0, batch))
 
 
 def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, layers=None, samples: int = 2000,
-                   seed: int = 0, methods=EVAL_METHODS) -> TraceReport:
-    """Statistics and prediction-vs-empirical rows for each layer, window size and batch size."""
+                   seed: int = 0, predictors=PREDICTORS) -> TraceReport:
+    """Statistics and prediction-vs-empirical rows for each layer, window size and batch size, for each of the
+    ``predictors`` (names in PREDICTORS)."""
     ns = sorted({int(n) for n in np.atleast_1d(n_tokens)})
     bs = np.array(sorted({int(b) for b in np.atleast_1d(batch)}))
-    unknown = [m for m in methods if m not in EVAL_METHODS]
+    unknown = [m for m in predictors if m not in PREDICTORS]
     if unknown:
-        raise ParameterError(f"unknown method '{unknown[0]}': use {', '.join(EVAL_METHODS)}")
+        raise ParameterError(f"the 'predictors' parameter of evaluate_trace must name predictors in "
+                             f"{list(PREDICTORS)}. Got {unknown[0]!r} instead.")
     if ns[0] < 1 or bs[0] < 1 or ns[-1] > trace.tokens:
         raise ParameterError(f"tokens must be in [1, {trace.tokens}] and batch sizes >= 1")
     if not 1 <= window <= min(trace.tokens, 12):
@@ -117,14 +125,14 @@ def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, 
     chosen = range(trace.layers) if layers is None else [int(x) for x in np.atleast_1d(layers)]
     summaries, rows = [], []
     for layer in chosen:
-        win = window if "window" in methods else 0
+        win = window if "window" in predictors else 0
         stats = layer_stats(trace, layer, max_lag=max(ns[-1] - 1, win - 1, 1), window=win)
         summaries.append(LayerSummary(layer, stats.skew, stats.overlaps))
         for n in ns:
             emp, emp_std = empirical_unique(trace, layer, n, bs, samples=samples, seed=seed)
-            preds = {m: _predict_layer(stats, m, n, bs) for m in methods}
+            preds = {m: _predict_layer(stats, m, n, bs) for m in predictors}
             for i, b in enumerate(bs):
                 rows.append(EvalRow(layer, n, int(b), float(emp[i]), float(emp_std[i]),
-                                    {m: float(preds[m][i]) for m in methods}))
+                                    {m: float(preds[m][i]) for m in predictors}))
     return TraceReport(trace.source, trace.sequences, trace.tokens, trace.layers, trace.num_experts, trace.top_k,
-                       window, tuple(methods), tuple(summaries), tuple(rows))
+                       window, tuple(predictors), tuple(summaries), tuple(rows))

@@ -1,10 +1,12 @@
 """Fit the per-expert n-token activation law and return P_e(x = 0…0): the cached entry point of the overlap model.
 
-Methods: ``ipf`` (the exact maximum-entropy law of the n-token window, by IPF on the junction tree of the constraint
-graph: linear in n, see ``chain_ipf``), ``ipf_table`` (the same law by IPF over the whole 2^n table: the reference,
-n <= 20), ``markov`` (lag-1 closed form), ``junction`` (maximum-entropy-rate *stationary* chain over the junction
-tree: differs from ``ipf`` by a boundary effect when lags >= 2 are constrained), ``independent`` (P = (1−π)^n) and
-``uniform`` (MoESD: P = (1 − k/E)^n). ``auto`` picks ``markov`` when only lag-1 constraints apply and ``junction``
+Methods (each names the algorithm or closed form that computes P_e; the engines live in :mod:`.maxent`): ``ipf``
+(the exact maximum-entropy law of the n-token window, by IPF on the junction tree of the constraint graph: linear in
+n, ``maxent.chain_ipf``), ``ipf_table`` (the same law by IPF over the whole 2^n table: the reference, n <= 20,
+``maxent.table_ipf``), ``markov`` (lag-1 closed form, ``maxent.markov``), ``junction`` (maximum-entropy-rate
+*stationary* chain over the junction tree, ``maxent.stationary`` + ``maxent.junction``: differs from ``ipf`` by a
+boundary effect when lags >= 2 are constrained), ``independent`` (P = (1−π)^n) and ``uniform`` (MoESD:
+P = (1 − k/E)^n). ``auto`` picks ``markov`` when only lag-1 constraints apply and ``junction``
 when only window patterns apply (both closed forms of the maximum-entropy law), otherwise ``ipf``. Experts with
 identical constraints share one fit.
 """
@@ -18,18 +20,24 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..validation import Interval, Options, check_params
-from .chain_ipf import _plan, chain_ipf, extend_potentials
 from .constraints import check_feasible, window_constraints
-from .ipf import ipf_fit
-from .junction import junction_tree, log_prob_zero
-from .markov import markov_p_zero
-from .stationary import fit_stationary, window_features
+from .maxent import (
+    chain_ipf,
+    clear_plans,
+    extend_potentials,
+    fit_stationary,
+    junction_tree,
+    log_prob_zero,
+    markov_p_zero,
+    table_ipf,
+    window_features,
+)
 from .stats import OverlapStats
+from .unique import independent_p_zero, uniform_p_zero
 
-__all__ = ["WindowFit", "clear_cache", "fit_window", "p_zero", "resolve_method", "METHODS", "IPF_AUTO_MAX_TOKENS"]
+__all__ = ["WindowFit", "clear_cache", "fit_window", "p_zero", "resolve_method", "stationary_window", "METHODS"]
 
 METHODS = ("auto", "ipf", "ipf_table", "markov", "junction", "independent", "uniform")
-IPF_AUTO_MAX_TOKENS = 10  # longest window of the realisability check (predict.realisability_warnings)
 WARM_CLIQUES = 32  # longer chains start from a fit of this many cliques, its middle clique repeated,
 WARM_MIN_CLIQUES = 40  # ... when they have more than this many
 
@@ -89,7 +97,7 @@ def _select(targets, rows) -> list:
 def _fit_ipf(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFit:
     """Exact maximum-entropy fit by IPF on the chain of cliques. Chains of more than WARM_MIN_CLIQUES cliques start
     from a WARM_CLIQUES-clique fit stretched to n tokens (same exponential family, so the same limit); a single
-    clique wider than 10 tokens (constraints spanning the whole window) is the 2^n table, fitted by ``ipf_fit``."""
+    clique wider than 10 tokens (constraints spanning the whole window) is the 2^n table, fitted by ``table_ipf``."""
     check_feasible(stats, n)
     cons = window_constraints(stats, n)
     width = cons.width
@@ -113,14 +121,14 @@ def _fit_ipf_table(stats: OverlapStats, n: int, tol: float, max_iter: int) -> Wi
     check_feasible(stats, n)
     cons = window_constraints(stats, n)
     first, inverse = _groups(cons.stacked())
-    res = ipf_fit(n, cons.positions, [t[first] for t in cons.targets], tol=tol, max_iter=max_iter)
+    res = table_ipf(n, cons.positions, [t[first] for t in cons.targets], tol=tol, max_iter=max_iter)
     if not res.converged:
         raise _not_converged(stats, res, first, cons.positions, tol)
     return WindowFit(res.table[:, 0][inverse], "ipf_table", n, res.iterations, res.max_error)
 
 
 @lru_cache(maxsize=64)
-def _stationary_window(stats: OverlapStats, lags: tuple, m: int, tol: float):
+def stationary_window(stats: OverlapStats, lags: tuple, m: int, tol: float):
     """Window law g (E, 2^w) of the maximum-entropy-rate chain, fitted once per (statistics, lags, m)."""
     pi = stats.popularity
     if m and not lags:
@@ -155,8 +163,8 @@ def _fit_junction(stats: OverlapStats, n: int, tol: float) -> WindowFit:
     if cons.window_size and n <= stats.window_size and not cons.lags:
         return WindowFit(cons.targets[0][:, 0].copy(), "junction", n)
     if not cons.lags and not cons.window_size:
-        return WindowFit((1 - stats.popularity) ** n, "junction", n)
-    window, iterations, err = _stationary_window(stats, cons.lags, cons.window_size, min(tol, 1e-10))
+        return WindowFit(independent_p_zero(stats.popularity, n), "junction", n)
+    window, iterations, err = stationary_window(stats, cons.lags, cons.window_size, min(tol, 1e-10))
     w = window.shape[1].bit_length() - 1
     logp = log_prob_zero(junction_tree(n, w), window)
     return WindowFit(np.exp(logp), "junction", n, iterations, err)
@@ -167,15 +175,15 @@ def _fit_cached(stats: OverlapStats, n: int, method: str, tol: float, max_iter: 
     pi = stats.popularity
     notes: tuple = ()
     if method == "independent":
-        fit = WindowFit((1 - pi) ** n, method, n)
+        fit = WindowFit(independent_p_zero(pi, n), method, n)
     elif method == "uniform":
-        fit = WindowFit(np.full(pi.size, (1 - stats.top_k / stats.experts) ** n), method, n)
+        fit = WindowFit(np.full(pi.size, uniform_p_zero(stats.experts, stats.top_k, n)), method, n)
     elif method == "markov":
         if stats.max_lag >= 1 and n >= 2:
             check_feasible(stats, 2)
             p0 = markov_p_zero(pi, stats.pair_probs[:, 0], n)
         else:
-            p0 = (1 - pi) ** n
+            p0 = independent_p_zero(pi, n)
         if (stats.max_lag > 1 and n > 2) or stats.window_size > 2:
             notes = ("method 'markov' uses only the lag-1 statistics; longer lags and window patterns are ignored",)
         fit = WindowFit(p0, method, n, notes=notes)
@@ -220,5 +228,5 @@ def p_zero(stats: OverlapStats, n_tokens: int, method: str = "auto", **kwargs) -
 def clear_cache() -> None:
     """Forget every cached fit and clique plan (for timing, or to release memory)."""
     _fit_cached.cache_clear()
-    _stationary_window.cache_clear()
-    _plan.cache_clear()
+    stationary_window.cache_clear()
+    clear_plans()

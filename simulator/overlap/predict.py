@@ -10,11 +10,13 @@ import numpy as np
 
 from ..validation import Interval, check_params
 from .constraints import lag_problems
-from .fit import IPF_AUTO_MAX_TOKENS, fit_window, resolve_method
+from .fit import fit_window, resolve_method
 from .stats import OverlapStats
 from .unique import busiest_rank_experts, independent_unique, uniform_unique, unique_experts, unique_experts_std
 
-__all__ = ["OverlapPrediction", "RealisabilityWarning", "predict", "realisability_warnings"]
+__all__ = ["OverlapPrediction", "REALISABILITY_MAX_TOKENS", "RealisabilityWarning", "predict", "realisability_warnings"]
+
+REALISABILITY_MAX_TOKENS = 10  # longest window n' of the fitted U(1, n') that realisability_warnings examines
 
 
 class RealisabilityWarning(UserWarning):
@@ -73,7 +75,7 @@ def realisability_warnings(stats: OverlapStats, n_tokens: int, method: str = "au
     Checks, in order: (1) the whole profile o(1..D), including lags longer than the window (which the fit does not
     use), against the necessary conditions of :func:`~simulator.overlap.constraints.lag_problems` (triangle
     inequalities and a positive-semidefinite autocovariance); (2) for ``ipf`` and ``ipf_table``, the fitted U(1, n') for
-    n' = 1..D+2 (at least 3, at most IPF_AUTO_MAX_TOKENS) must be non-decreasing and concave in n' within 1e-6·E,
+    n' = 1..D+2 (at least 3, at most REALISABILITY_MAX_TOKENS) must be non-decreasing and concave in n' within 1e-6·E,
     where D is the longest lag. A stationary process always gives both; the other methods are stationary chains by
     construction.
     """
@@ -84,7 +86,7 @@ def realisability_warnings(stats: OverlapStats, n_tokens: int, method: str = "au
         return out
     if resolve_method(stats, n_tokens, method) not in ("ipf", "ipf_table"):
         return out
-    top = min(max(stats.max_lag + 2, 3), IPF_AUTO_MAX_TOKENS)
+    top = min(max(stats.max_lag + 2, 3), REALISABILITY_MAX_TOKENS)
     u = [0.0] + [float(unique_experts(fit_window(stats, n, "ipf").p_zero, 1)) for n in range(1, top + 1)]
     step = np.diff(u)
     tol = 1e-6 * stats.experts
@@ -105,9 +107,10 @@ def predict(stats: OverlapStats, n_tokens: int, batch=1, *, method: str = "auto"
             placement=None, check: bool = True, tol: float = 1e-9, max_iter: int = 5000) -> OverlapPrediction:
     """Expected unique experts for ``batch`` requests of ``n_tokens`` tokens each (scipy-style result object).
 
-    ``batch`` may be an int or an array of batch sizes. With ``ranks`` (and optionally ``placement``: a name or an
-    array of rank ids, default contiguous blocks) the busiest rank's expected unique experts is included. With
-    ``check``, realisability problems of the lag profile are issued as warnings (and listed in the result).
+    ``batch`` may be an int or an array of batch sizes. With ``ranks`` (and optionally ``placement``: a name in
+    ``PLACEMENTS`` or an array of rank ids, default ``balanced``) the busiest rank's expected unique experts is
+    included. With ``check``, realisability problems of the lag profile are issued as warnings (and listed in the
+    result).
     """
     check_params("predict", {"n_tokens": n_tokens, "ranks": ranks},
                  {"n_tokens": [Interval(int, 1, None)], "ranks": [Interval(int, 1, None), None]})

@@ -7,8 +7,17 @@ With P_e = P_e(x = 0…0) for one request's window and B independent requests:
     busiest rank = E[max_r C_r],  C_r = Σ_{e on rank r} Bernoulli(q_e)   (Poisson-binomial per rank)
                  = Σ_{x >= 0} [1 − Π_r F_r(x)],  F_r the CDF of C_r    (exact under independence across experts)
 
-Comparison baselines: independent routing Σ_e [1 − (1 − π_e)^(nB)] and uniform independent routing (MoESD)
-E·(1 − (1 − k/E)^(nB)). Every function takes an array of batch sizes and returns one value per batch size.
+Comparison baselines, with their closed-form P_e (the one home of these formulas):
+
+    independent routing           P_e = (1 − π_e)^n      U = Σ_e [1 − (1 − π_e)^(nB)]
+    uniform independent (MoESD)   P_e = (1 − k/E)^n      U = E·(1 − (1 − k/E)^(nB))
+
+Every U function takes an array of batch sizes and returns one value per batch size.
+
+Expert placement on R expert-parallel ranks (``PLACEMENTS``, default ``balanced``): ``balanced`` deals experts to
+ranks round-robin, rank = e mod R (with popularity sorted most popular first, every rank gets a similar mix, as EP
+load balancers aim for); ``contiguous`` puts blocks of consecutive experts on each rank, rank = ⌊e·R/E⌋ (with sorted
+popularity: the worst case).
 """
 
 from __future__ import annotations
@@ -19,16 +28,31 @@ from ..errors import ParameterError
 from ..validation import Interval, check_params
 
 __all__ = [
+    "DEFAULT_PLACEMENT",
+    "PLACEMENTS",
+    "independent_p_zero",
+    "uniform_p_zero",
     "unique_experts",
     "unique_experts_std",
     "busiest_rank_experts",
     "rank_placement",
     "independent_unique",
     "uniform_unique",
-    "PLACEMENTS",
 ]
 
-PLACEMENTS = ("contiguous", "strided")
+PLACEMENTS = ("balanced", "contiguous")
+DEFAULT_PLACEMENT = "balanced"
+
+
+def uniform_p_zero(experts: int, top_k: int, n_tokens):
+    """(1 − k/E)^n: probability that n tokens routed uniformly and independently all miss a given expert (MoESD).
+    ``n_tokens`` may be an array (e.g. n·B for B requests)."""
+    return (1.0 - top_k / experts) ** n_tokens
+
+
+def independent_p_zero(popularity, n_tokens: int) -> np.ndarray:
+    """(1 − π_e)^n per expert: n tokens routed independently with popularity π all miss expert e."""
+    return (1.0 - np.asarray(popularity, dtype=float)) ** n_tokens
 
 
 def _batches(batch) -> np.ndarray:
@@ -63,31 +87,33 @@ def unique_experts_std(p_zero, batch=1):
     return _shaped(np.sqrt((q * (1 - q)).sum(axis=1)), shape)
 
 
-def rank_placement(experts: int, ranks: int, kind: str = "contiguous") -> np.ndarray:
-    """Expert -> rank map: ``contiguous`` blocks (rank = e·R // E, i.e. e // (E/R) when R divides E) or
-    ``strided`` (rank = e mod R)."""
+def rank_placement(experts: int, ranks: int, kind: str = DEFAULT_PLACEMENT) -> np.ndarray:
+    """Expert -> rank map: ``balanced`` (rank = e mod R) or ``contiguous`` blocks (rank = e·R // E, i.e. e // (E/R)
+    when R divides E)."""
     check_params("rank_placement", {"experts": experts, "ranks": ranks},
                  {"experts": [Interval(int, 1, None)], "ranks": [Interval(int, 1, None)]})
     if ranks > experts:
-        raise ParameterError(f"ranks={ranks} exceeds the number of experts {experts}; use --ranks <= {experts}")
+        raise ParameterError(f"the 'ranks' parameter of rank_placement must be at most the number of experts "
+                             f"({experts}). Got {ranks} instead.")
     e = np.arange(experts)
+    if kind == "balanced":
+        return e % ranks
     if kind == "contiguous":
         return e * ranks // experts
-    if kind == "strided":
-        return e % ranks
     raise ParameterError(f"unknown placement '{kind}': use one of {', '.join(PLACEMENTS)} or an array of rank ids")
 
 
 def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=None):
     """Expected number of unique experts on the busiest rank, for each batch size.
 
-    ``placement`` is an array of rank ids (one per expert) or a placement name; default contiguous blocks.
+    ``placement`` is an array of rank ids (one per expert) or a placement name (``PLACEMENTS``; default
+    ``balanced``).
     """
     p0 = np.asarray(p_zero, dtype=float)
     if placement is None or isinstance(placement, str):
         if ranks is None:
             raise ParameterError("busiest_rank_experts needs ranks (or an explicit placement array)")
-        place = rank_placement(p0.size, int(ranks), placement or "contiguous")
+        place = rank_placement(p0.size, int(ranks), placement or DEFAULT_PLACEMENT)
     else:
         place = np.asarray(placement)
         if place.shape != p0.shape or not np.issubdtype(place.dtype, np.integer) or place.min(initial=0) < 0:
@@ -113,12 +139,10 @@ def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=No
 
 def independent_unique(popularity, n_tokens: int, batch=1):
     """Σ_e [1 − (1 − π_e)^(n·B)]: unique experts under independent routing with this popularity."""
-    pi = np.asarray(popularity, dtype=float)
-    return unique_experts((1 - pi) ** int(n_tokens), batch)
+    return unique_experts(independent_p_zero(popularity, int(n_tokens)), batch)
 
 
 def uniform_unique(experts: int, top_k: int, n_tokens: int, batch=1):
     """E·(1 − (1 − k/E)^(n·B)): MoESD's uniform independent routing."""
     b = _batches(batch)
-    out = experts * (1 - (1 - top_k / experts) ** (int(n_tokens) * b))
-    return _shaped(out, b.shape)
+    return _shaped(experts * (1 - uniform_p_zero(experts, top_k, int(n_tokens) * b)), b.shape)

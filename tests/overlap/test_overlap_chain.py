@@ -9,17 +9,15 @@ from overlap_strategies import FAST, chain_law, markov_chain_stats, real_profile
 
 from simulator.errors import InfeasibleError
 from simulator.overlap import OverlapStats, fit_window, resolve_method
-from simulator.overlap.chain_ipf import chain_ipf, chain_table, extend_potentials
 from simulator.overlap.constraints import window_constraints
-from simulator.overlap.ipf import ipf_fit, marginal
-from simulator.overlap.markov import markov_table
+from simulator.overlap.maxent import chain_ipf, chain_table, extend_potentials, marginal, markov_table, table_ipf
 
 AGREE = 1e-8  # chain vs table, both fitted to 1e-12
 
 
 def _both(stats, n):
     cons = window_constraints(stats, n)
-    table = ipf_fit(n, cons.positions, cons.targets, tol=1e-12)
+    table = table_ipf(n, cons.positions, cons.targets, tol=1e-12)
     chain = chain_ipf(n, cons.positions, cons.targets, tol=1e-12)
     assert table.converged and chain.converged
     return cons, table, chain
@@ -201,7 +199,7 @@ def test_wide_cliques_use_reshape_marginals():
     cons = window_constraints(stats, 12)
     targets = [t[:1] for t in cons.targets]  # uniform popularity: one distinct expert
     chain = chain_ipf(12, cons.positions, targets, tol=1e-11)
-    table = ipf_fit(12, cons.positions, targets, tol=1e-11)
+    table = table_ipf(12, cons.positions, targets, tol=1e-11)
     assert chain.converged and chain.potentials.shape == (2, 1, 1 << 11)
     assert np.abs(chain.p_zero - table.table[:, 0]).max() < AGREE
 
@@ -212,4 +210,4 @@ def test_evaluate_trace_window_wider_than_the_prediction_window():
 
     trace = synth_trace(32, 4, 32, 64, seed=1)
     report = evaluate_trace(trace, [2], [1, 4], window=4, samples=200)
-    assert "window" in report.methods and len(report.rows) == 2
+    assert "window" in report.predictors and len(report.rows) == 2

@@ -70,7 +70,7 @@ def test_synth_then_fit(tmp_path, capsys):
     assert code == 0, err
     data = json.loads(out)
     assert data["layers"] == 2 and len(data["statistics"]) == 1 and len(data["predictions"]) == 4
-    assert all(isinstance(r["empirical"], float) and isinstance(r["ipf_rel_error"], float)
+    assert all(isinstance(r["empirical"], float) and isinstance(r["pairs_rel_error"], float)
                for r in data["predictions"])
     code, out, _ = _run(capsys, "fit", str(path), "--tokens", "4", "--samples", "200")
     assert code == 0 and "mean |relative error|" in out

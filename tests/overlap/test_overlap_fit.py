@@ -7,14 +7,12 @@ from overlap_strategies import FAST, chain_law, real_profile, sparse_run_stats
 from simulator.errors import InfeasibleError, ParameterError
 from simulator.overlap import OverlapStats, fit_window, p_zero
 from simulator.overlap.constraints import window_constraints
-from simulator.overlap.ipf import ipf_fit, marginal
-from simulator.overlap.junction import junction_table, junction_tree
-from simulator.overlap.markov import markov_table
+from simulator.overlap.maxent import junction_table, junction_tree, marginal, markov_table, table_ipf
 
 
 def _ipf_table(stats, n):
     cons = window_constraints(stats, n)
-    return ipf_fit(n, cons.positions, cons.targets, tol=1e-11), cons
+    return table_ipf(n, cons.positions, cons.targets, tol=1e-11), cons
 
 
 @FAST
@@ -33,8 +31,8 @@ def test_ipf_gives_a_distribution_whose_marginals_match(stats, n):
 def test_block_ipf_equals_plain_ipf():
     stats = OverlapStats.from_overlaps(6, 2, (0.5, 0.4), "skew:0.4")
     cons = window_constraints(stats, 9)  # width 3 < 9 tokens: window-block updates
-    block = ipf_fit(9, cons.positions, cons.targets, tol=1e-12)
-    plain = ipf_fit(9, [cons.positions[0]] + list(cons.positions), [cons.targets[0]] + list(cons.targets),
+    block = table_ipf(9, cons.positions, cons.targets, tol=1e-12)
+    plain = table_ipf(9, [cons.positions[0]] + list(cons.positions), [cons.targets[0]] + list(cons.targets),
                     tol=1e-12)
     assert block.converged and block.iterations < plain.iterations or block.iterations <= 10
     assert np.abs(block.table - plain.table).max() < 1e-9
@@ -125,9 +123,9 @@ def test_ipf_and_junction_agree_on_window_patterns(m, extra, seed):
 def test_junction_chain_meets_every_constraint_at_every_position(stats):
     n = stats.max_lag + 3
     fit_window(stats, n, "junction")  # warm the stationary fit
-    from simulator.overlap.fit import _stationary_window
+    from simulator.overlap.fit import stationary_window
 
-    window, _, _ = _stationary_window(stats, tuple(range(1, stats.max_lag + 1)), 0, 1e-10)
+    window, _, _ = stationary_window(stats, tuple(range(1, stats.max_lag + 1)), 0, 1e-10)
     w = window.shape[1].bit_length() - 1
     table = junction_table(junction_tree(n, w), window)
     assert np.allclose(table.sum(axis=1), 1.0)
@@ -153,16 +151,20 @@ def test_junction_is_linear_in_n_and_consistent():
 
 
 def test_stationary_hessian_matches_finite_differences():
-    from simulator.overlap.stationary import _Chain, window_features
+    from simulator.overlap.maxent import TransferMatrix, window_features
 
     stats = OverlapStats.from_overlaps(8, 2, (0.4, 0.3), "skew:0.3")
     phi, _, allowed = window_features(3, (1, 2), 0, stats.popularity, stats.pair_probs, None)
     theta = np.random.default_rng(0).normal(scale=0.5, size=(8, phi.shape[1]))
-    chain = _Chain(theta, phi, allowed, 3)
+    chain = TransferMatrix(theta, phi, allowed, 3)
     grad = chain.mu @ phi
     h = 1e-5
-    fd = np.stack([(_Chain(theta + h * e, phi, allowed, 3).mu @ phi - _Chain(theta - h * e, phi, allowed, 3).mu @ phi)
-                   / (2 * h) for e in np.eye(phi.shape[1])], axis=2)
+
+    def mean_features(th):
+        return TransferMatrix(th, phi, allowed, 3).mu @ phi
+
+    fd = np.stack([(mean_features(theta + h * e) - mean_features(theta - h * e)) / (2 * h)
+                   for e in np.eye(phi.shape[1])], axis=2)
     assert np.abs(chain.hessian(phi, grad) - fd).max() < 1e-8
 
 

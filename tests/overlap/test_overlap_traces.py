@@ -127,9 +127,9 @@ def test_evaluate_trace_reports_every_method():
     d = rep.to_dict()
     assert len(d["predictions"]) == 4
     row = d["predictions"][0]
-    for m in ("ipf", "ipf-pooled", "markov", "window", "independent", "uniform"):
+    for m in ("pairs", "pooled", "lag1", "window", "independent", "uniform"):
         assert isinstance(row[m], float) and f"{m}_rel_error" in row
     errors = rep.mean_abs_error()
-    assert errors["ipf"] < errors["independent"] < errors["uniform"] + 0.5
+    assert errors["pairs"] < errors["independent"] < errors["uniform"] + 0.5
     n2 = [r for r in rep.rows if r.n_tokens == 2]
-    assert all(abs(r.predictions["ipf"] - r.predictions["markov"]) < 1e-6 for r in n2)
+    assert all(abs(r.predictions["pairs"] - r.predictions["lag1"]) < 1e-6 for r in n2)

@@ -87,22 +87,28 @@ def test_busiest_rank_matches_monte_carlo_and_bounds():
     rng = np.random.default_rng(0)
     p0 = rng.uniform(0.3, 0.95, 12)
     batch = np.array([1, 3])
-    exact = busiest_rank_experts(p0, batch, ranks=3)
     q = 1 - p0[None, :] ** batch[:, None]
     draws = rng.random((200_000, 1, 12)) < q[None]
-    mc = draws.reshape(200_000, 2, 3, 4).sum(axis=3).max(axis=2).mean(axis=0)
-    assert np.allclose(exact, mc, atol=0.01)
+    per_rank = {"contiguous": draws.reshape(200_000, 2, 3, 4).sum(axis=3),  # rank r holds experts 4r..4r+3
+                "balanced": draws.reshape(200_000, 2, 4, 3).sum(axis=2)}  # rank r holds experts r, r+3, r+6, r+9
     u = unique_experts(p0, batch)
-    assert np.all(exact >= u / 3 - 1e-12) and np.all(exact <= np.minimum(u, 4) + 1e-12)
+    for placement, counts in per_rank.items():
+        exact = busiest_rank_experts(p0, batch, ranks=3, placement=placement)
+        assert np.allclose(exact, counts.max(axis=2).mean(axis=0), atol=0.01)
+        assert np.all(exact >= u / 3 - 1e-12) and np.all(exact <= np.minimum(u, 4) + 1e-12)
+    assert np.array_equal(busiest_rank_experts(p0, batch, ranks=3),  # the default placement is balanced
+                          busiest_rank_experts(p0, batch, ranks=3, placement="balanced"))
     assert float(busiest_rank_experts(p0, 1, ranks=1)) == pytest.approx(float(unique_experts(p0, 1)))
 
 
 def test_std_and_placements():
     p0 = np.array([0.5, 0.5, 0.0, 1.0])
     assert float(unique_experts_std(p0, 1)) == pytest.approx(np.sqrt(0.5))
-    assert list(rank_placement(8, 4)) == [0, 0, 1, 1, 2, 2, 3, 3]
-    assert list(rank_placement(8, 4, "strided")) == [0, 1, 2, 3, 0, 1, 2, 3]
-    assert list(rank_placement(5, 2)) == [0, 0, 0, 1, 1]
+    assert list(rank_placement(8, 4)) == [0, 1, 2, 3, 0, 1, 2, 3]  # balanced: e mod R
+    assert list(rank_placement(8, 4, "contiguous")) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert list(rank_placement(5, 2, "contiguous")) == [0, 0, 0, 1, 1]
+    with pytest.raises(ParameterError, match="placement 'strided'"):
+        rank_placement(8, 4, "strided")
     with pytest.raises(ParameterError, match="ranks"):
         rank_placement(4, 5)
     with pytest.raises(ParameterError, match="batch"):

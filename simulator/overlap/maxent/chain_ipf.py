@@ -40,10 +40,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import InfeasibleError, ParameterError
-from .ipf import _SNAP_START, _SUBLINEAR, _layout, _stalled
+from ...errors import InfeasibleError, ParameterError
+from .convergence import largest_support, stalled, turned_sublinear
+from .tables import pattern_index, table_layout, window_states
 
-__all__ = ["ChainResult", "chain_ipf", "chain_table", "extend_potentials", "MAX_CHAIN_WIDTH"]
+__all__ = ["ChainResult", "chain_ipf", "chain_table", "clear_plans", "extend_potentials", "MAX_CHAIN_WIDTH"]
 
 MAX_CHAIN_WIDTH = 20
 _MAX_BYTES = 2 << 30
@@ -75,11 +76,9 @@ class _Layout:
         cells = np.arange(1 << w)
         self.maps, sizes = [], []
         for local in locals_:
-            pattern = np.zeros(1 << w, dtype=np.int64)
-            for q in local:
-                pattern = (pattern << 1) | ((cells >> (w - 1 - q)) & 1)
+            pattern = pattern_index(w, local)
             if w > _ONEHOT_MAX_WIDTH:
-                self.maps.append((pattern, None, None, _layout(w, local)))
+                self.maps.append((pattern, None, None, table_layout(w, local)))
             else:
                 onehot = np.zeros((1 << w, 1 << len(local)))
                 onehot[cells, pattern] = 1.0
@@ -134,20 +133,14 @@ def _plan(n: int, positions: tuple) -> tuple:
     return w, k, tuple(cliques)
 
 
-@lru_cache(maxsize=32)
-def _spread(w: int) -> tuple:
-    """Maps between separator states and clique cells: F[j >> 1] and R[j & (2^(w−1) − 1)] as matrix products."""
-    cells = np.arange(1 << w)
-    half = 1 << (w - 1)
-    hi = np.zeros((half, 1 << w))
-    hi[cells >> 1, cells] = 1.0
-    lo = np.zeros((half, 1 << w))
-    lo[cells & (half - 1), cells] = 1.0
-    return hi, lo, np.ascontiguousarray(hi.T), np.ascontiguousarray(lo.T)
+def clear_plans() -> None:
+    """Forget the cached clique plans (for timing, or to release memory)."""
+    _plan.cache_clear()
 
 
-class _Chain:
-    """Potentials, messages and clique marginals of the chain, with IPF sweeps over it."""
+class _CliqueChain:
+    """The finite chain of K clique potentials ψ_t of one fit: forward and backward messages, clique marginals μ_t,
+    and the IPF sweeps over it (all distinct experts at once)."""
 
     def __init__(self, n, positions, targets, tol, inner, init):
         self.w, self.k, self.cliques = _plan(n, positions)
@@ -155,8 +148,9 @@ class _Chain:
         cells, self.half = 1 << self.w, 1 << (self.w - 1)
         need = 3 * self.k * self.g * cells * 8
         if self.w > MAX_CHAIN_WIDTH or need > _MAX_BYTES:
-            raise ParameterError(f"method 'ipf' needs cliques of {self.w} tokens here ({need / 2**30:.1f} GiB for "
-                                 f"{self.g} distinct experts); use method='junction' or fewer lags")
+            raise ParameterError(f"IPF on the junction tree needs cliques of {self.w} tokens here "
+                                 f"({need / 2**30:.1f} GiB for {self.g} distinct experts); use method='junction' "
+                                 f"or fewer lags")
         self.positions, self.tol, self.inner = positions, tol, inner
         self.targets = [np.asarray(t, dtype=float) for t in targets]
         # cliques with the same layout and targets (the interior of a stationary constraint set) form one class
@@ -171,7 +165,8 @@ class _Chain:
             self.classes[key][3].append(t)
             self.stacked.append(self.classes[key][1])
             self.steps.append(self.classes[key][4])
-        self.hi, self.lo, self.hi_t, self.lo_t = _spread(self.w)
+        states = window_states(self.w)  # hi: F[j >> 1], lo: R[j mod 2^(w−1)] as matrix products; _t: back
+        self.hi, self.lo, self.hi_t, self.lo_t = states.to_first, states.to_last, states.from_first, states.from_last
         self.passes = inner if self.w <= _ONEHOT_MAX_WIDTH else 1  # wide: checks between passes cost a pass each
         self.psi = np.ones((self.k, self.g, cells)) if init is None else np.array(init, dtype=float)
         self.fwd = np.empty((self.k, self.g, self.half))
@@ -302,9 +297,9 @@ def chain_ipf(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 
         g = 1 if not len(targets) else targets[0].shape[0]
         ones = np.full((1, g, 2), 0.5)
         return ChainResult(np.full(g, 0.5 ** n), ones, ones, 0, 0.0, True, (0, 0))
-    chain = _Chain(n, positions, targets, tol, max(int(inner), 1), init)
+    chain = _CliqueChain(n, positions, targets, tol, max(int(inner), 1), init)
     history: list[float] = []
-    iterations, forward, converged, reduced, next_check = 0, True, False, False, _SNAP_START
+    iterations, forward, converged, reduced = 0, True, False, False
     if init is not None:  # a warm start may already fit
         err = chain.measure(True)
         converged, forward = err[0] < tol, False
@@ -316,22 +311,19 @@ def chain_ipf(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 
             err = chain.measure(forward)
             forward = not forward
             converged = err[0] < tol
-        if iterations == next_check and not converged:
-            next_check *= 2
-            if not reduced and history[-1] > _SUBLINEAR * history[iterations // 2 - 1]:
-                # Sublinear convergence: the solution lies on the boundary (patterns decay to zero like 1/t without
-                # a zero target). Find the largest support any fitting law has and continue on it.
-                reduced = True
-                chain.reduce(np.flatnonzero(chain.measure(forward)[1] >= tol))
-                forward = True
-        if _stalled(history):
+        if not converged and not reduced and turned_sublinear(history):
+            # the solution lies on the boundary: continue on the largest support any fitting law has
+            reduced = True
+            chain.reduce(np.flatnonzero(chain.measure(forward)[1] >= tol))
+            forward = True
+        if stalled(history):
             break
     if not converged:
         err = chain.measure(forward)
-    return ChainResult(_p_zero(chain.mu), chain.psi, chain.mu, iterations, err[0], bool(err[0] < tol), err[2])
+    return ChainResult(_zero_pattern(chain.mu), chain.psi, chain.mu, iterations, err[0], bool(err[0] < tol), err[2])
 
 
-def _p_zero(mu: np.ndarray) -> np.ndarray:
+def _zero_pattern(mu: np.ndarray) -> np.ndarray:
     """P(0…0) = μ_0(0^w) Π_{t>=1} μ_t(0^w) / (μ_t(0^w) + μ_t(0^{w−1}1)), the junction-tree factorisation."""
     num = mu[1:, :, 0]
     den = num + mu[1:, :, 1]
@@ -344,7 +336,6 @@ def _support(w: int, k: int, cliques, targets) -> np.ndarray | None:
     """0/1 mask (K, 2^w) of the clique cells some distribution with these marginals gives positive probability:
     linear programs over clique marginals consistent on their separators (the local polytope, which on a junction
     tree is the marginal polytope), each maximising the mass on cells not yet known positive. None if infeasible."""
-    from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
     cells, half = 1 << w, 1 << (w - 1)
@@ -366,16 +357,8 @@ def _support(w: int, k: int, cliques, targets) -> np.ndarray | None:
         rhs.extend([0.0] * half)
     a_eq = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                       shape=(len(rhs), k * cells)).tocsr()
-    positive = np.zeros(k * cells, dtype=bool)
-    while not positive.all():
-        res = linprog(-(~positive).astype(float), A_eq=a_eq, b_eq=np.array(rhs), bounds=(0, 1), method="highs")
-        if res.status != 0:
-            return None if not positive.any() else positive.reshape(k, cells).astype(float)
-        new = (res.x > 1e-11) & ~positive
-        if not new.any():
-            break
-        positive |= new
-    return positive.reshape(k, cells).astype(float)
+    support = largest_support(a_eq, np.array(rhs))
+    return None if support is None else support.reshape(k, cells).astype(float)
 
 
 def extend_potentials(potentials: np.ndarray, k: int) -> np.ndarray:

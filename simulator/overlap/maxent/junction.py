@@ -19,7 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ParameterError
+from ...errors import ParameterError
+from .tables import pattern_index
 
 __all__ = ["JunctionTree", "junction_tree", "log_prob_zero", "junction_table", "block_marginals"]
 
@@ -99,18 +100,10 @@ def junction_table(tree: JunctionTree, window: np.ndarray) -> np.ndarray:
     """The whole n-token distribution (G, 2^n) of the junction-tree factorisation (for checks; n small)."""
     n = tree.n_tokens
     blocks = block_marginals(window)
-    x = np.arange(1 << n)
-
-    def index(block):
-        idx = np.zeros_like(x)
-        for t in block:
-            idx = (idx << 1) | ((x >> (n - 1 - t)) & 1)
-        return idx
-
     prob = np.ones((window.shape[0], 1 << n))
     for clique in tree.cliques:
-        prob = prob * blocks[len(clique)][:, index(clique)]
+        prob = prob * blocks[len(clique)][:, pattern_index(n, clique)]
     for sep in tree.separators:
-        den = blocks[len(sep)][:, index(sep)]
+        den = blocks[len(sep)][:, pattern_index(n, sep)]
         prob = np.divide(prob, den, out=np.zeros_like(prob), where=den > 0)
     return prob

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError, ParameterError
+from ...errors import InfeasibleError, ParameterError
+from .tables import window_states
 
-__all__ = ["StationaryFit", "fit_stationary", "window_features"]
+__all__ = ["StationaryFit", "TransferMatrix", "fit_stationary", "window_features"]
 
 _SQUARINGS = 60
 
@@ -92,14 +93,16 @@ def _check_chain(allowed_row: np.ndarray, w: int) -> None:
         )
 
 
-class _Chain:
-    """Transfer-matrix quantities at parameters theta (G, P)."""
+class TransferMatrix:
+    """The stationary chain at parameters θ (G, P): transfer matrices M_θ (G, S, S) on S = 2^(w−1) states, Perron
+    root ``lam``, left/right Perron vectors ``l``, ``r``, stationary window law ``mu`` (G, 2^w), and ``valid``
+    (groups whose Perron pair is finite and accurate)."""
 
     def __init__(self, theta, phi, allowed, w):
         g = theta.shape[0]
         states = 1 << (w - 1)
-        j = np.arange(1 << w)
-        self.src, self.dst = j >> 1, j & (states - 1)
+        self.windows = window_states(w)
+        self.src, self.dst = self.windows.first, self.windows.last
         logw = np.where(allowed, theta @ phi.T, -np.inf)
         self.shift = logw.max(axis=1)
         weights = np.exp(logw - self.shift[:, None])
@@ -130,22 +133,19 @@ class _Chain:
             self.mu = l[:, self.src] * weights * r[:, self.dst] / (lam * lr)[:, None]
 
     def objective(self, theta, c):
+        """Λ(θ) − θ·c per group (+inf where the Perron pair is not usable)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             value = np.log(self.lam) + self.shift - (theta * c).sum(axis=1)
         return np.where(self.valid, value, np.inf)
 
     def hessian(self, phi, grad):
+        """∇²Λ(θ): the asymptotic covariance of the features (G, P, P), ``grad`` = E_μ[φ] (G, P)."""
         g, states = self.l.shape
         nu = self.l * self.r / self.lr[:, None]
         fc = phi[None, :, :] - grad[:, None, :]  # centred features (G, 2^w, P)
         weighted = self.mu[:, :, None] * fc
-        windows = np.arange(self.src.size)
-        to_dst = np.zeros((windows.size, states))
-        to_dst[windows, self.dst] = 1.0
-        to_src = np.zeros_like(to_dst)
-        to_src[windows, self.src] = 1.0
-        arrive = np.einsum("gjp,js->gsp", weighted, to_dst)  # centred feature mass arriving at each state
-        leave = np.einsum("gjp,js->gsp", weighted, to_src)  # ... and leaving it
+        arrive = np.einsum("gjp,js->gsp", weighted, self.windows.from_last)  # centred feature mass arriving at
+        leave = np.einsum("gjp,js->gsp", weighted, self.windows.from_first)  # each state, and leaving it
         with np.errstate(divide="ignore", invalid="ignore"):
             leave = np.where(nu[:, :, None] > 0, leave / nu[:, :, None], 0.0)
             trans = np.where(self.r[:, :, None] > 0,
@@ -162,7 +162,7 @@ def fit_stationary(phi, targets, allowed, w: int, *, theta0=None, tol: float = 1
         if not row.all():
             _check_chain(row, w)
     theta = np.zeros((targets.shape[0], phi.shape[1])) if theta0 is None else np.array(theta0, dtype=float)
-    chain = _Chain(theta, phi, allowed, w)
+    chain = TransferMatrix(theta, phi, allowed, w)
     if not chain.valid.all():
         raise ParameterError("method 'junction': the constrained chain is degenerate; use method='ipf'")
     f = chain.objective(theta, targets)
@@ -179,7 +179,7 @@ def fit_stationary(phi, targets, allowed, w: int, *, theta0=None, tol: float = 1
         t = np.ones(theta.shape[0])
         for _ in range(60):
             trial = theta + (t * active)[:, None] * step
-            new = _Chain(trial, phi, allowed, w)
+            new = TransferMatrix(trial, phi, allowed, w)
             fn = new.objective(trial, targets)
             ok = ~active | (fn <= f + 1e-4 * t * slope + 1e-13 * np.abs(f))
             if ok.all():

@@ -1,4 +1,5 @@
-"""Iterative proportional fitting (IPF) of the maximum-entropy distribution over {0,1}^n, one table per expert.
+"""Iterative proportional fitting (IPF) of the maximum-entropy distribution over {0,1}^n, one 2^n table per group
+of experts: fit method ``ipf_table``, the reference the junction-tree engine (``chain_ipf``) is tested against.
 
 Starting from the uniform table q_0(x) = 2^-n, each step rescales the table so that one constrained marginal
 matches its target exactly:
@@ -11,10 +12,9 @@ uniform table onto the constraint set, i.e. the maximum-entropy distribution wit
 structural zeros (e.g. full overlap, x_t = x_{t+d}) are handled by the zero cells. All experts are fitted at once:
 the table has shape (G, 2^n) for G distinct constraint sets.
 
-Two accelerations keep the same limit: window blocks (``ipf_fit``: one I-projection per window of w consecutive
-tokens instead of one per constraint) and facial reduction (``_support``: when convergence turns sublinear because
-the solution lies on the boundary, the largest feasible support is found by linear programs and IPF continues on
-it).
+Two accelerations keep the same limit: window blocks (``table_ipf``: one I-projection per window of w consecutive
+tokens instead of one per constraint) and facial reduction (``convergence.largest_support`` over the table's cells,
+when convergence turns sublinear because the solution lies on the boundary).
 """
 
 from __future__ import annotations
@@ -23,21 +23,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError, ParameterError
+from ...errors import InfeasibleError, ParameterError
+from .convergence import largest_support, stalled, turned_sublinear
+from .tables import marginal, pattern_index, table_layout
 
-__all__ = ["IPFResult", "ipf_fit", "marginal", "MAX_IPF_TOKENS"]
+__all__ = ["TableResult", "table_ipf", "MAX_TABLE_TOKENS"]
 
-MAX_IPF_TOKENS = 20
+MAX_TABLE_TOKENS = 20
 _MAX_TABLE_BYTES = 2 << 30
-_STALL_WINDOW = 200
-_SNAP_START = 128  # first sweep at which the convergence rate is examined (then 256, 512, ...)
-_SUBLINEAR = 0.05  # error(t) > 0.05 · error(t/2): slower than linear convergence
 _BLOCK_MIN_TOKENS = 7  # window-block updates pay off only for longer tables
 _LP_MAX_TOKENS = 12  # facial reduction by linear programs on tables up to 2^12 cells
 
 
 @dataclass(frozen=True)
-class IPFResult:
+class TableResult:
     """``table`` (G, 2^n) with token 0 in the most significant bit; ``max_error`` is the largest constraint
     violation of the returned table; ``worst`` = (group, constraint index) where it occurs."""
 
@@ -48,73 +47,24 @@ class IPFResult:
     worst: tuple
 
 
-def _layout(n: int, positions: tuple) -> tuple:
-    """Reshape of a (G, 2^n) table that exposes the constrained tokens as axes of size 2 and merges the others."""
-    shape, sum_axes, fshape = [], [], []
-    run = 0
-    chosen = set(positions)
-    for t in range(n):
-        if t in chosen:
-            if run:
-                sum_axes.append(len(shape) + 1)
-                shape.append(1 << run)
-                fshape.append(1)
-                run = 0
-            shape.append(2)
-            fshape.append(2)
-        else:
-            run += 1
-    if run:
-        sum_axes.append(len(shape) + 1)
-        shape.append(1 << run)
-        fshape.append(1)
-    return tuple(shape), tuple(sum_axes), tuple(fshape)
-
-
-def marginal(table: np.ndarray, n: int, positions: tuple) -> np.ndarray:
-    """Marginal of (G, 2^n) tables on ascending token positions, shape (G, 2^len(positions))."""
-    shape, axes, _ = _layout(n, positions)
-    g = table.shape[0]
-    return table.reshape((g,) + shape).sum(axis=axes).reshape(g, -1)
-
-
 def _support(n: int, positions, targets) -> np.ndarray | None:
-    """0/1 mask of the cells that some distribution with these marginals gives positive probability.
-
-    Repeatedly maximises the total probability of the cells not yet known to be positive, subject to the marginal
-    constraints; cells positive in an optimum join the support. Returns None if the constraints are infeasible.
-    """
-    from scipy.optimize import linprog  # imported on first use (scipy.optimize takes ~0.2 s to import)
-
+    """0/1 mask (2^n,) of the cells that some distribution with these marginals gives positive probability (None if
+    the constraints are infeasible): facial reduction over the whole table."""
     cells = 1 << n
-    rows, rhs = [], []
-    index = np.arange(cells).reshape(1, cells)
-    for pos, target in zip(positions, targets, strict=True):
-        pattern = np.zeros(cells, dtype=np.int64)
-        for t in pos:
-            pattern = (pattern << 1) | ((index[0] >> (n - 1 - t)) & 1)
+    rows = []
+    for pos in positions:
         onehot = np.zeros((1 << len(pos), cells))
-        onehot[pattern, np.arange(cells)] = 1.0
+        onehot[pattern_index(n, pos), np.arange(cells)] = 1.0
         rows.append(onehot)
-        rhs.append(target)
-    a_eq, b_eq = np.vstack(rows), np.concatenate(rhs)
-    positive = np.zeros(cells, dtype=bool)
-    while not positive.all():
-        res = linprog(-(~positive).astype(float), A_eq=a_eq, b_eq=b_eq, bounds=(0, 1), method="highs")
-        if res.status != 0:
-            return None if not positive.any() else positive.astype(float)
-        new = (res.x > 1e-11) & ~positive
-        if not new.any():
-            break
-        positive |= new
-    return positive.astype(float)
+    support = largest_support(np.vstack(rows), np.concatenate(targets))
+    return None if support is None else support.astype(float)
 
 
 def _cyclic(table: np.ndarray, n: int, positions, targets, tol: float, max_iter: int, reduce: bool) -> tuple:
     """Cyclic IPF on ``table`` (G, 2^n) in place. Returns (sweeps, error of the first sweep, final per-group error,
     worst (group, constraint))."""
     g = table.shape[0]
-    layouts = [_layout(n, p) for p in positions]
+    layouts = [table_layout(n, p) for p in positions]
 
     def sweep(update: bool) -> tuple:
         """One pass over the constraints; returns each group's largest error and the worst (group, constraint)."""
@@ -138,7 +88,7 @@ def _cyclic(table: np.ndarray, n: int, positions, targets, tol: float, max_iter:
         return group_err, where
 
     history: list[float] = []
-    iterations, reduced, next_check = 0, not reduce, _SNAP_START
+    iterations, reduced = 0, not reduce
     converged = not positions
     while not converged and iterations < max_iter:
         iterations += 1
@@ -146,25 +96,21 @@ def _cyclic(table: np.ndarray, n: int, positions, targets, tol: float, max_iter:
         history.append(err)
         if err < tol:
             converged = float(sweep(update=False)[0].max()) < tol
-        if iterations == next_check:
-            next_check *= 2
-            if not converged and not reduced and err > _SUBLINEAR * history[iterations // 2 - 1]:
-                # Sublinear convergence: the solution lies on the boundary, where some cells decay to zero like
-                # 1/t although no target cell is zero (typical of statistics from short traces). Find the largest
-                # support any fitting distribution has (linear programs) and continue on it (facial reduction).
-                reduced = True
-                for grp in np.flatnonzero(sweep(update=False)[0] >= tol):
-                    support = _support(n, positions, [t[grp] for t in targets])
-                    if support is not None:
-                        table[grp] *= support
-                        table[grp] /= table[grp].sum()
-        if _stalled(history):
+        if not converged and not reduced and turned_sublinear(history):
+            # the solution lies on the boundary: continue on the largest support any fitting law has
+            reduced = True
+            for grp in np.flatnonzero(sweep(update=False)[0] >= tol):
+                support = _support(n, positions, [t[grp] for t in targets])
+                if support is not None:
+                    table[grp] *= support
+                    table[grp] /= table[grp].sum()
+        if stalled(history):
             break
     group_err, worst = sweep(update=False) if positions else (np.zeros(g), (0, 0))
     return iterations, (history[0] if history else 0.0), group_err, worst
 
 
-def ipf_fit(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 5000) -> IPFResult:
+def table_ipf(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 5000) -> TableResult:
     """Fit (G, 2^n) tables to the marginal ``targets[i]`` (G, 2^len) on ``positions[i]`` by IPF.
 
     When every constraint lies inside a window of w < n consecutive tokens, each step fits a whole window at once:
@@ -173,24 +119,24 @@ def ipf_fit(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 50
     the cyclic iteration has the same limit with far fewer passes over the 2^n table.
     """
     n = int(n)
-    if n > MAX_IPF_TOKENS:
-        raise ParameterError(f"method 'ipf' handles at most {MAX_IPF_TOKENS} tokens (2^n table); got n={n}; "
+    if n > MAX_TABLE_TOKENS:
+        raise ParameterError(f"IPF over the 2^n table handles at most {MAX_TABLE_TOKENS} tokens; got n={n}; "
                              f"use method='junction' for long windows")
     g = targets[0].shape[0] if targets else 1
     if g * (8 << n) > _MAX_TABLE_BYTES:
-        raise ParameterError(f"method 'ipf' would need {g * (8 << n) / 2**30:.1f} GiB for n={n} and {g} distinct "
-                             f"experts; use method='junction' or fewer tokens")
+        raise ParameterError(f"IPF over the 2^n table would need {g * (8 << n) / 2**30:.1f} GiB for n={n} and {g} "
+                             f"distinct experts; use method='junction' or fewer tokens")
     table = np.full((g, 1 << n), 1.0 / (1 << n))
     width = max((p[-1] - p[0] + 1 for p in positions), default=1)
     if width >= n or n <= _BLOCK_MIN_TOKENS:
         iterations, _, group_err, worst = _cyclic(table, n, positions, targets, tol, max_iter, n <= _LP_MAX_TOKENS)
         final = float(group_err.max())
-        return IPFResult(table=table, iterations=iterations, max_error=final, converged=final < tol, worst=worst)
+        return TableResult(table=table, iterations=iterations, max_error=final, converged=final < tol, worst=worst)
     blocks = []
     for s in range(n - width + 1):
         members = [i for i, p in enumerate(positions) if p[0] >= s and p[-1] < s + width]
-        blocks.append((_layout(n, tuple(range(s, s + width))), [tuple(t - s for t in positions[i]) for i in members],
-                       [targets[i] for i in members], members))
+        local = [tuple(t - s for t in positions[i]) for i in members]
+        blocks.append((table_layout(n, tuple(range(s, s + width))), local, [targets[i] for i in members], members))
 
     def check() -> tuple:
         """Largest constraint error per group of the current table, and the worst (group, constraint)."""
@@ -217,13 +163,9 @@ def ipf_fit(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 50
             err = max(err, first)
             view *= np.divide(new, old, out=np.zeros_like(old), where=old > 0).reshape((g,) + fshape)
         history.append(err)
-        if (err < tol and float(check()[0].max()) < tol) or _stalled(history):
+        if (err < tol and float(check()[0].max()) < tol) or stalled(history):
             break
     group_err, worst = check()
     final = float(group_err.max())
-    return IPFResult(table=table, iterations=iterations, max_error=final, converged=final < tol, worst=worst)
+    return TableResult(table=table, iterations=iterations, max_error=final, converged=final < tol, worst=worst)
 
-
-def _stalled(history: list) -> bool:
-    """No progress over the last _STALL_WINDOW sweeps while still far from converged: infeasible or hopeless."""
-    return len(history) > _STALL_WINDOW and history[-1] > 1e-6 and history[-1] > 0.999 * history[-1 - _STALL_WINDOW]
