@@ -29,13 +29,15 @@ def register(sub) -> None:
 
 
 def cmd_explain(args) -> int:
-    from ..sweep import explain, format_attribution, plot_waterfall
+    from ..sweep import Layout, explain, format_attribution, overlap_input, plot_waterfall
+    from ..sweep.runner import resolve_models
 
     check_common(args)
-    a = explain(args.model, args.hardware, batch=args.batch, draft_len=args.draft_len,
-                acceptance=acceptance_from(args), drafter=args.drafter, context=args.context, dtype=args.dtype,
-                kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus, overlap=args.overlap,
-                popularity=args.popularity)
+    (model,) = resolve_models([args.model])
+    layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus)
+    a = explain(model, args.hardware, layout, batch=args.batch, draft_len=args.draft_len,
+                acceptance=acceptance_from(args), drafter=args.drafter, context=args.context,
+                overlap=overlap_input(model, args.overlap, args.popularity))
     path = plot_waterfall(a, args.plot) if args.plot else None
     if args.json:
         d = a.as_dict()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import ParameterError
 from ..specs.dtypes import FORMATS, KV_DTYPES
+from ..sweep.runner import DEFAULT_CONTEXT, DEFAULT_DRAFTER
 from ._common import csv_list, progress
 
 DEFAULT_OUT = "results"
@@ -54,9 +55,10 @@ def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
     acc.add_argument("--accept-length", type=_accept_length, metavar="AL[@GAMMA]",
                      help="mean acceptance length incl. bonus token as engines report it, measured at draft "
                           "length GAMMA (default 3); converted to α")
-    p.add_argument("--drafter", default="eagle", metavar="KIND",
+    p.add_argument("--drafter", default=DEFAULT_DRAFTER, metavar="KIND",
                    help="eagle (default) | mtp | model:NAME (e.g. model:qwen3-0.6b) | ratio:C")
-    p.add_argument("--context", type=int, default=1024, help="tokens already in the KV cache (default 1024)")
+    p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
+                   help=f"tokens already in the KV cache (default {DEFAULT_CONTEXT})")
     p.add_argument("--overlap", type=csv_list(float, "--overlap"), metavar="O1,O2,...",
                    help="routing overlap at lags 1,2,... as fractions (replaces the models' own statistics)")
     p.add_argument("--popularity", help="expert popularity: uniform, zipf:S or skew:X (with --overlap)")
@@ -114,7 +116,8 @@ def register(sub) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES, format_table, run_sweep
+    from ..sweep import (DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES, format_table, plot_all, run_sweep,
+                         write_csv, write_json)
 
     check_common(args)
     start = time.perf_counter()
@@ -133,8 +136,8 @@ def cmd_sweep(args) -> int:
     for note in result.notes:
         progress(f"note: {note}", args.quiet)
     out = Path(args.out)
-    table = result.write_json(out / "sweep.json") if args.format == "json" else result.write_csv(out / "sweep.csv")
-    figures = [] if args.no_plots else result.plot(out)
+    table = write_json(result, out / "sweep.json") if args.format == "json" else write_csv(result, out / "sweep.csv")
+    figures = [] if args.no_plots else plot_all(result, out)
     print(format_table(result))
     print(f"\n{len(result)} points in {time.perf_counter() - start:.2f} s; wrote {table}"
           + (f" and {', '.join(figures)}" if figures else ""))

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cost.deployment import PRESETS, WALK, Mechanisms
+from ..cost.deployment import PRESETS, WALK, Deployment, Mechanisms
+from ..cost.routing import OverlapInput
 from ..errors import ParameterError
 from ..specdec import Acceptance, StepCache, parse_drafter, speculative
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
+from .figures import save
 from .deploy import Layout, default_deployment, fitting_batches
-from .runner import DEFAULT_CONTEXT, _overlap_for, resolve_acceptance, resolve_hardware, resolve_models
+from .runner import DEFAULT_CONTEXT, resolve_acceptance, resolve_hardware, resolve_models
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class WalkStep:
 class Attribution:
     model: str
     hardware: str
-    deployment: dict
+    deployment: Deployment
     batch: int
     draft_len: int
     drafter: str
@@ -65,6 +67,7 @@ class Attribution:
 
     def as_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "steps"}
+        d["deployment"] = {**asdict(self.deployment), "label": self.deployment.label}
         d["steps"] = [s.as_dict() for s in self.steps]
         return d
 
@@ -81,42 +84,43 @@ def walk_mechanisms() -> list[tuple[str, Mechanisms]]:
     return steps
 
 
-def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm", *, batch: int = 1,
-            draft_len: int = 3, acceptance: Acceptance | float | None = None, drafter: str = "eagle",
-            context: int = DEFAULT_CONTEXT, dtype: str | None = None, kv_dtype: str = "bf16",
-            tp: int | None = None, ep: int | None = None, gpus: int | None = None, overlap=None,
-            popularity: str | None = None) -> Attribution:
-    """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK."""
+def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm",
+            deployment: Deployment | Layout | None = None, *, batch: int = 1, draft_len: int = 3,
+            acceptance: Acceptance | float | None = None, drafter: str = "eagle", context: int = DEFAULT_CONTEXT,
+            overlap: OverlapInput | None = None) -> Attribution:
+    """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK.
+
+    ``deployment``: a resolved :class:`Deployment` is used as given; a :class:`Layout` (or None) goes through the
+    default rule. ``overlap``: routing statistics replacing the model's own (see
+    :func:`~simulator.sweep.runner.overlap_input`)."""
     if int(draft_len) < 1:
-        raise ParameterError(f"--draft-len must be >= 1 for explain (γ = 0 is plain decoding); got {draft_len}")
+        raise ParameterError(f"the 'draft_len' parameter of explain must be >= 1 (γ = 0 is plain decoding). "
+                             f"Got {draft_len} instead.")
     if int(batch) < 1:
-        raise ParameterError(f"--batch must be an integer >= 1; got {batch}")
+        raise ParameterError(f"the 'batch' parameter of explain must be an integer >= 1. Got {batch} instead.")
     (m,) = resolve_models([model])
     (hw,) = resolve_hardware([hardware])
     acc = resolve_acceptance(acceptance)
     dr = parse_drafter(drafter)
-    dep = default_deployment(m, hw, Layout(dtype=dtype, kv_dtype=kv_dtype, tp=tp, ep=ep, gpus=gpus))
+    dep = deployment if isinstance(deployment, Deployment) else default_deployment(m, hw, deployment)
     ok, why = fitting_batches(m, hw, dep, [batch], int(draft_len) + 1, context)
     if not ok:
-        raise ParameterError(f"--batch {batch}: {why}")
-    ov = _overlap_for(m, overlap, popularity)
+        raise ParameterError(f"the 'batch' parameter of explain is {batch}: {why}")
     cache = StepCache()
     steps = []
     for label, mech in walk_mechanisms():
-        r = speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, ov, cache)
+        r = speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
         us = 1e6
         tv, td = float(r.t_verify[0, 0]), float(r.t_decode[0])
         steps.append(WalkStep(label, mech, td * us, tv * us, float(r.t_draft[0, 0]) * us,
                               float(r.t_round[0, 0]) * us, tv / td, td / tv, float(r.unique_decode[0]),
                               float(r.unique_verify[0, 0]), float(r.accept_length[0]), float(r.speedup[0, 0])))
-    return Attribution(m.name, hw.name, asdict(dep), int(batch), int(draft_len), dr.label, acc.label, int(context),
+    return Attribution(m.name, hw.name, dep, int(batch), int(draft_len), dr.label, acc.label, int(context),
                        tuple(steps))
 
 
 def format_attribution(a: Attribution) -> str:
-    d = a.deployment
-    dp = f" dp{d['dp']}" if d["dp"] > 1 else ""
-    head = (f"{a.model} on {a.hardware} ({d['dtype']} tp{d['tp']}{dp} ep{d['ep']}), batch {a.batch}, draft length "
+    head = (f"{a.model} on {a.hardware} ({a.deployment.label}), batch {a.batch}, draft length "
             f"{a.draft_len}, drafter {a.drafter}, acceptance {a.acceptance} (AL {a.steps[0].accept_length:.2f}), "
             f"context {a.context}")
     cols = ("step", "T_dec us", "T_ver us", "T_ver/T_dec", "T_dec/T_ver", "uniq dec", "uniq ver", "T_round us",
@@ -165,10 +169,6 @@ def plot_waterfall(a: Attribution, path) -> str:
         ax.set_ylim(0.0, top * 1.12)
         ax.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
         ax.grid(True, axis="y", alpha=0.3)
-    d = a.deployment
-    fig.suptitle(f"Prior -> refined attribution: {a.model} on {a.hardware} ({d['dtype']} tp{d['tp']} ep{d['ep']}), "
+    fig.suptitle(f"Prior -> refined attribution: {a.model} on {a.hardware} ({a.deployment.label}), "
                  f"B={a.batch}, draft length {a.draft_len}, drafter {a.drafter}, {a.acceptance}", fontsize=10)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return str(path)
+    return save(fig, path)

@@ -13,15 +13,24 @@ import numpy as np
 
 from ..specdec import best_gamma
 
+# Plot styles (one home: the sweep's figures and every study's figures use these).
+PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666", "#1f78b4",
+           "#b2df8a")
 MODE_STYLE = {"prior": {"color": "#d95f02", "linestyle": "--", "marker": "s"},
               "refined": {"color": "#1b9e77", "linestyle": "-", "marker": "o"}}
+FALLBACK_STYLE = {"color": "#7570b3", "linestyle": ":", "marker": "^"}
 FILES = {"speedup": "speedup_vs_batch.png", "best_gamma": "best_gamma_vs_batch.png",
          "ratio": "verify_decode_ratio.png"}
 
 
-def _style(mode: str, i: int) -> dict:
-    fallback = ("#7570b3", "#e7298a", "#66a61e")
-    return MODE_STYLE.get(mode, {"color": fallback[i % 3], "linestyle": "-.", "marker": "^"})
+def style(mode: str, i: int = 0) -> dict:
+    """The line style of a mode (prior, refined); other series cycle through the palette."""
+    if mode in MODE_STYLE:
+        return MODE_STYLE[mode]
+    return {**FALLBACK_STYLE, "color": PALETTE[(2 + i) % len(PALETTE)]}
+
+
+_style = style
 
 
 def _panels(result) -> dict[tuple, list]:
@@ -48,22 +57,20 @@ def _figure(n: int, title: str):
     return fig, axes
 
 
-def _log2_x(ax, batch) -> None:
+def log2_batch(ax, batch, label: str = "batch size B") -> None:
     from matplotlib.ticker import FixedLocator, NullLocator
 
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(batch))
+    ax.xaxis.set_major_locator(FixedLocator(list(batch)))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([str(int(b)) for b in batch], fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_xlabel("batch size B (concurrent requests)", fontsize=8)
+    ax.set_xlabel(label, fontsize=8)
     ax.grid(True, which="major", alpha=0.3)
 
 
 def _panel_title(case) -> str:
-    d = case.deployment
-    dp = f" dp{d.dp}" if d.dp > 1 else ""
-    return f"{case.model.name}\n{case.hardware.name}, {d.dtype} tp{d.tp}{dp} ep{d.ep}"
+    return f"{case.model.name}\n{case.hardware.name}, {case.deployment.label}"
 
 
 def _context_line(result) -> str:
@@ -81,7 +88,7 @@ def plot_speedup(result, path) -> str:
             _, spd = best_gamma(c.result.gammas, c.result.speedup)
             ax.plot(c.result.batch, spd, label=c.mode, **_style(c.mode, i), markersize=4)
         ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label="no speedup")
-        _log2_x(ax, cases[0].result.batch)
+        log2_batch(ax, cases[0].result.batch, "batch size B (concurrent requests)")
         ax.set_ylabel("speedup over plain decoding (x)", fontsize=8)
         ax.set_title(_panel_title(cases[0]), fontsize=9)
     _legend(fig, axes[0])
@@ -102,7 +109,7 @@ def plot_best_gamma(result, path) -> str:
             ax.plot(c.result.batch[pays], gam[pays], st["marker"], color=st["color"], markersize=5)
             ax.plot(c.result.batch[~pays], gam[~pays], st["marker"], color=st["color"], markersize=5,
                     markerfacecolor="none")
-        _log2_x(ax, cases[0].result.batch)
+        log2_batch(ax, cases[0].result.batch, "batch size B (concurrent requests)")
         g = cases[0].result.gammas
         ax.set_ylim(-0.3, max(g) + 0.5)
         ax.set_ylabel("best draft length (tokens)", fontsize=8)
@@ -130,7 +137,7 @@ def plot_ratio(result, path, gamma_ref: int = 3) -> str:
                     markersize=4)
         ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label="verify = decode")
         ax.axhline(gref + 1.0, color="0.7", linewidth=0.8, linestyle="-.", label=f"{gref + 1} decode steps")
-        _log2_x(ax, cases[0].result.batch)
+        log2_batch(ax, cases[0].result.batch, "batch size B (concurrent requests)")
         ax.set_ylabel("T_verify / T_decode (x)", fontsize=8)
         ax.set_title(_panel_title(cases[0]), fontsize=9)
     _legend(fig, axes[0])
@@ -144,11 +151,41 @@ def _legend(fig, ax) -> None:
                bbox_to_anchor=(0.5, 1 - 0.62 / fig.get_figheight()))
 
 
-def _save(fig, path) -> str:
+def save(fig, path, dpi: int = 110) -> str:
+    """Write a PNG without the software/date metadata (same inputs, same bytes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi, metadata={"Software": None})
     return str(path)
+
+
+_save = save
+
+
+def grid_figure(n: int = 1, ncols: int = 4, panel=(4.2, 3.3), title: str = ""):
+    """A grid of ``n`` panels with fixed margins for study figures; returns (fig, axes list)."""
+    from matplotlib.figure import Figure
+
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    head = (1.1 if n > 1 else 0.6) if title else 0.35  # room for the title (and a figure legend on grids)
+    w, h = max(panel[0] * ncols, 6.0), panel[1] * nrows + head + 0.15
+    fig = Figure(figsize=(w, h))
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    fig.subplots_adjust(left=0.7 / w, right=1 - 0.2 / w, bottom=0.65 / h, top=1 - head / h, wspace=0.3,
+                        hspace=0.62 if nrows > 1 else 0.2)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=10, y=1 - 0.1 / h)
+    return fig, list(axes[:n])
+
+
+def legend_top(fig, ax, ncol: int | None = None) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=ncol or len(labels), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 1 - 0.55 / fig.get_figheight()))
 
 
 def plot_all(result, outdir, gamma_ref: int = 3) -> list[str]:

@@ -7,7 +7,8 @@ import json
 import math
 from pathlib import Path
 
-from .runner import COLUMN_NAMES
+from .report import summarize
+from .table import COLUMN_NAMES
 
 
 def _cell(v):
@@ -19,7 +20,7 @@ def _cell(v):
 
 
 def write_csv(result, path) -> str:
-    """Write ``result`` as CSV with the columns of :data:`~simulator.sweep.runner.COLUMNS`; returns the path."""
+    """Write ``result`` as CSV with the columns of :data:`~simulator.sweep.table.COLUMNS`; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     cols = [result.columns[c].tolist() for c in COLUMN_NAMES]
@@ -53,6 +54,6 @@ def write_json(result, path) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [{k: _clean(v) for k, v in r.items()} for r in result.records]
-    doc = {"meta": metadata(result), "summary": result.summary(), "rows": rows}
+    doc = {"meta": metadata(result), "summary": summarize(result), "rows": rows}
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return str(path)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..specdec import best_gamma, pays_up_to
 
-SUMMARY_KEYS = ("model", "hardware", "dtype", "tp", "dp", "ep", "mode", "reference", "batch_min", "batch_max",
+SUMMARY_KEYS = ("model", "hardware", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode", "reference", "batch_min", "batch_max",
                 "speedup_min_batch", "best_gamma_min_batch", "peak_speedup", "peak_batch", "peak_gamma",
                 "pays_from", "pays_up_to", "pays_at_max")
 
@@ -22,8 +22,8 @@ def summarize(result) -> list[dict]:
         up_to = pays_up_to(r.batch, spd)
         paying = r.batch[spd > 1.0]
         out.append({
-            "model": c.model.name, "hardware": c.hardware.name, "dtype": d.dtype, "tp": d.tp, "dp": d.dp,
-            "ep": d.ep, "mode": c.mode, "reference": c.is_reference,
+            "model": c.model.name, "hardware": c.hardware.name, "deployment": d.label, "dtype": d.dtype, "tp": d.tp, "dp": d.dp,
+            "ep": d.ep, "variant": c.variant, "mode": c.mode, "reference": c.is_reference,
             "batch_min": int(r.batch[0]), "batch_max": int(r.batch[-1]),
             "speedup_min_batch": float(spd[0]), "best_gamma_min_batch": int(gam[0]),
             "peak_speedup": float(spd[i]), "peak_batch": int(r.batch[i]), "peak_gamma": int(gam[i]),
@@ -32,11 +32,6 @@ def summarize(result) -> list[dict]:
             "pays_at_max": bool(spd[-1] > 1.0),
         })
     return out
-
-
-def _deployment(s: dict) -> str:
-    dp = f" dp{s['dp']}" if s["dp"] > 1 else ""
-    return f"{s['dtype']} tp{s['tp']}{dp} ep{s['ep']}"
 
 
 def _pays(s: dict) -> str:
@@ -53,7 +48,8 @@ def format_table(result) -> str:
     modes = list(dict.fromkeys(s["mode"] for s in rows))
     groups: dict[tuple, dict[str, dict]] = {}
     for s in rows:
-        groups.setdefault((s["model"], s["hardware"], _deployment(s), s["reference"]), {})[s["mode"]] = s
+        groups.setdefault((s["model"] + (f" [{s['variant']}]" if s["variant"] else ""), s["hardware"],
+                           s["deployment"], s["reference"]), {})[s["mode"]] = s
 
     def join(per: dict, fn) -> str:
         return " / ".join(fn(per[m]) if m in per else "-" for m in modes)

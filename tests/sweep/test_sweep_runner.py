@@ -14,7 +14,8 @@ from simulator.cost.step import check_memory
 from simulator.errors import InfeasibleError, ParameterError
 from simulator.specdec import Acceptance, speculative
 from simulator.specs import load_hardware, load_model
-from simulator.sweep import COLUMN_NAMES, Layout, default_deployment, default_targets, format_table, run_sweep
+from simulator.sweep import (COLUMN_NAMES, Layout, default_deployment, default_targets, format_table, plot_all,
+                             run_sweep, summarize, write_csv, write_json)
 
 H100 = load_hardware("h100-sxm")
 REQUIRED = ("model", "hardware", "dtype", "tp", "ep", "batch", "draft_len", "acceptance", "accept_length", "mode",
@@ -64,21 +65,21 @@ def test_rows_match_direct_engine_calls(small):
 
 
 def test_csv_and_json(small, tmp_path):
-    path = small.write_csv(tmp_path / "sweep.csv")
+    path = write_csv(small, tmp_path / "sweep.csv")
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     assert tuple(rows[0]) == COLUMN_NAMES
     assert len(rows) - 1 == len(small)
     col = rows[0].index("speedup")
     assert [float(r[col]) for r in rows[1:]] == pytest.approx(small.columns["speedup"].tolist(), rel=1e-6)
-    doc = json.loads((tmp_path / "x" / "sweep.json").read_text()) if small.write_json(
+    doc = json.loads((tmp_path / "x" / "sweep.json").read_text()) if write_json(small, 
         tmp_path / "x" / "sweep.json") else None
     assert len(doc["rows"]) == len(small) and doc["meta"]["columns"] == list(COLUMN_NAMES)
     assert len(doc["summary"]) == len(small.cases)
 
 
 def test_figures_written(small, tmp_path):
-    paths = small.plot(tmp_path / "figs")
+    paths = plot_all(small, tmp_path / "figs")
     assert len(paths) == 3
     for p in paths:
         data = Path(p).read_bytes()
@@ -86,7 +87,7 @@ def test_figures_written(small, tmp_path):
 
 
 def test_summary_and_table(small):
-    summ = small.summary()
+    summ = summarize(small)
     assert len(summ) == len(MODELS) * 2
     a = small.to_array()
     for s in summ:
