@@ -20,7 +20,20 @@ def test_predict_json(capsys):
     for key in ("unique_experts", "unique_experts_std", "independent", "uniform", "busiest_rank_experts"):
         assert isinstance(data[key], float)
     assert 8 <= data["unique_experts"] < data["independent"] < data["uniform"] <= 128
-    assert data["busiest_rank_experts"] <= 16
+    assert data["unique_experts"] / 8 <= data["busiest_rank_experts"] <= 16  # the mean rank <= the busiest <= 128/8
+
+
+def test_predict_placements(capsys):
+    """With skewed popularity (expert 0 most popular), contiguous blocks put the popular experts on one rank: its
+    busiest rank touches more experts than the balanced (round-robin, the default) placement's."""
+    argv = ("predict", "--experts", "128", "--top-k", "8", "--tokens", "4", "--batch", "4", "--overlap",
+            "0.381,0.329,0.301,0.299", "--popularity", "skew:0.118", "--ranks", "8", "--json")
+    busiest = {}
+    for placement in (None, "balanced", "contiguous"):
+        code, out, err = _run(capsys, *argv, *(("--placement", placement) if placement else ()))
+        assert code == 0, err
+        busiest[placement] = json.loads(out)["busiest_rank_experts"]
+    assert busiest[None] == busiest["balanced"] < busiest["contiguous"]
 
 
 def test_predict_text_and_methods(capsys):

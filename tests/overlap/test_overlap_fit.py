@@ -32,9 +32,9 @@ def test_block_ipf_equals_plain_ipf():
     stats = OverlapStats.from_overlaps(6, 2, (0.5, 0.4), "skew:0.4")
     cons = window_constraints(stats, 9)  # width 3 < 9 tokens: window-block updates
     block = table_ipf(9, cons.positions, cons.targets, tol=1e-12)
-    plain = table_ipf(9, [cons.positions[0]] + list(cons.positions), [cons.targets[0]] + list(cons.targets),
-                    tol=1e-12)
-    assert block.converged and block.iterations < plain.iterations or block.iterations <= 10
+    plain = table_ipf(9, cons.positions, cons.targets, tol=1e-12, blocks=False)  # one constraint per step
+    assert block.converged and plain.converged
+    assert block.iterations < plain.iterations  # a whole window per step: fewer sweeps (2 against 17 here)
     assert np.abs(block.table - plain.table).max() < 1e-9
 
 

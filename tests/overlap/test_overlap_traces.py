@@ -130,6 +130,8 @@ def test_evaluate_trace_reports_every_method():
     for m in ("pairs", "pooled", "lag1", "window", "independent", "uniform"):
         assert isinstance(row[m], float) and f"{m}_rel_error" in row
     errors = rep.mean_abs_error()
-    assert errors["pairs"] < errors["independent"] < errors["uniform"] + 0.5
+    assert errors["pairs"] < errors["lag1"] < errors["independent"] < errors["uniform"]  # more statistics, less error
+    # for a fixed Σπ = k, independent routing touches at most as many experts as uniform routing (Jensen)
+    assert all(r.predictions["independent"] <= r.predictions["uniform"] + 1e-9 for r in rep.rows)
     n2 = [r for r in rep.rows if r.n_tokens == 2]
     assert all(abs(r.predictions["pairs"] - r.predictions["lag1"]) < 1e-6 for r in n2)

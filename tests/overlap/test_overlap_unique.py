@@ -12,6 +12,7 @@ from simulator.overlap import (
     independent_unique,
     predict,
     rank_placement,
+    uniform_p_zero,
     uniform_unique,
     unique_experts,
     unique_experts_std,
@@ -48,6 +49,8 @@ def test_uniform_statistics_reproduce_moesd(e, k, n, b):
     moesd = e * (1 - (1 - k / e) ** (n * b))
     assert u == pytest.approx(moesd, rel=1e-7)
     assert float(uniform_unique(e, k, n, b)) == pytest.approx(moesd)
+    assert np.allclose(fit_window(stats, n, "ipf").p_zero, uniform_p_zero(e, k, n), rtol=1e-9, atol=0)
+    assert np.array_equal(fit_window(stats, n, "uniform").p_zero, np.full(e, uniform_p_zero(e, k, n)))
 
 
 @FAST

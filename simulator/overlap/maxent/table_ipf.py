@@ -110,13 +110,15 @@ def _cyclic(table: np.ndarray, n: int, positions, targets, tol: float, max_iter:
     return iterations, (history[0] if history else 0.0), group_err, worst
 
 
-def table_ipf(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 5000) -> TableResult:
+def table_ipf(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 5000,
+              blocks: bool = True) -> TableResult:
     """Fit (G, 2^n) tables to the marginal ``targets[i]`` (G, 2^len) on ``positions[i]`` by IPF.
 
-    When every constraint lies inside a window of w < n consecutive tokens, each step fits a whole window at once:
-    its marginal is computed from the table, fitted to all constraints inside the window by an inner IPF, and
-    the table is rescaled by new/old window marginal — the exact I-projection onto that window's constraints, so
-    the cyclic iteration has the same limit with far fewer passes over the 2^n table.
+    When every constraint lies inside a window of w < n consecutive tokens and n > 7 (and ``blocks``), each step
+    fits a whole window at once: its marginal is computed from the table, fitted to all constraints inside the window
+    by an inner IPF, and the table is rescaled by new/old window marginal — the exact I-projection onto that window's
+    constraints, so the cyclic iteration has the same limit with far fewer passes over the 2^n table. With
+    ``blocks=False`` every step is one constraint (plain cyclic IPF).
     """
     n = int(n)
     if n > MAX_TABLE_TOKENS:
@@ -128,7 +130,7 @@ def table_ipf(n: int, positions, targets, *, tol: float = 1e-9, max_iter: int = 
                              f"distinct experts; use method='junction' or fewer tokens")
     table = np.full((g, 1 << n), 1.0 / (1 << n))
     width = max((p[-1] - p[0] + 1 for p in positions), default=1)
-    if width >= n or n <= _BLOCK_MIN_TOKENS:
+    if not blocks or width >= n or n <= _BLOCK_MIN_TOKENS:
         iterations, _, group_err, worst = _cyclic(table, n, positions, targets, tol, max_iter, n <= _LP_MAX_TOKENS)
         final = float(group_err.max())
         return TableResult(table=table, iterations=iterations, max_error=final, converged=final < tol, worst=worst)
