@@ -33,8 +33,8 @@ def register(sub) -> None:
                    "DIR/NAME/)")
     p.add_argument("--report", metavar="FILE", help="write the combined Markdown report of the experiments run "
                    "(figures into FILE's folder/figures/); per-experiment folders are then written only with --out")
-    p.add_argument("--data", metavar="DIR", help="measured per-op CSV folder for the validation experiment "
-                   "(default: the experiment file's, ../shared/reference/measured-h100)")
+    p.add_argument("--data", metavar="DIR", help="measured per-op CSV folder for the validation analysis "
+                   "(default: the bundled measured/h100-sxm tables)")
     p.add_argument("--check", action="store_true", help="only validate the experiment file(s)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=cmd_experiment)
@@ -50,13 +50,13 @@ def cmd_experiment(args) -> int:
     exps = [load_experiment(n) for n in names]
     if args.check:
         for e in exps:
-            print(f"ok  {e.name} ({e.kind}): {e.where}")
+            print(f"ok  {e.name} ({', '.join(e.analyses)}): {e.where}")
         return 0
-    ctx = RunContext(data=args.data)
+    ctx = RunContext(data=args.data, progress=None if args.quiet else lambda m: progress(m, False))
     outcomes = []
     for e in exps:
         start = time.perf_counter()
-        progress(f"experiment: running {e.name} ({e.kind})", args.quiet)
+        progress(f"experiment: running {e.name} ({', '.join(e.analyses)})", args.quiet)
         o = run_experiment(e, ctx)
         outcomes.append(o)
         if not args.report or args.out:

@@ -58,6 +58,17 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Part:
+    """What one analysis adds to a study's outcome."""
+
+    key_numbers: tuple[tuple[str, str], ...] = ()
+    tables: tuple[Table, ...] = ()
+    figures: tuple[Figure, ...] = ()
+    findings: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Outcome:
     name: str
     title: str
@@ -142,6 +153,12 @@ def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
     summary.write_text(render(o, ".", csv_dir=".") + "\n", encoding="utf-8")
     written.append(summary)
     return written
+
+
+def trend(a: float, b: float, up: str, down: str, same: str, tol: float = 0.0) -> str:
+    """The word for how ``b`` compares with ``a`` (``up`` if larger by more than ``tol``, ``down`` if smaller,
+    else ``same``): prose says the opposite when the numbers say the opposite."""
+    return up if b - a > tol else down if a - b > tol else same
 
 
 def fmt_pct(x: float, digits: int = 1) -> str:

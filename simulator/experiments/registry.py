@@ -1,35 +1,34 @@
-"""The experiment kinds: for each, the YAML section it reads, its settings reader, a cross-field check and the
-function that runs it (``run(experiment, context) -> Outcome``)."""
+"""The named analyses a study may list (``analyses:`` in a study file): each is a settings dataclass (read by
+:func:`~.schema.read_settings`), a cross-field check and ``run(study, priced, ctx, settings) -> Part``. Analyses
+import the schema and the grid, never this module, so the registry closes no import loop."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import agent, blackwell, curves, headline, sensitivity, validation
+from . import headline, overlap_sweep, shapes, traffic, validation, whatif
 
 
 @dataclass(frozen=True)
-class Kind:
-    section: str
-    needs_targets: bool
-    read: Callable
+class Analysis:
+    settings: type
     check: Callable
     run: Callable
     summary: str
 
 
-KINDS: dict[str, Kind] = {
-    "headline": Kind("headline", True, headline.read, headline.check, headline.run,
-                     "T_decode/T_verify of one deployment, prior vs refined, against published numbers"),
-    "curves": Kind("curves", True, curves.read, curves.check, curves.run,
-                   "speedup vs batch for many targets, prior vs refined, with curve-shape classification"),
-    "overlap_sensitivity": Kind("overlap_sensitivity", True, sensitivity.read, sensitivity.check, sensitivity.run,
-                                "refined speedup as the adjacent-token routing overlap varies"),
-    "hardware_whatif": Kind("hardware_whatif", True, blackwell.read, blackwell.check, blackwell.run,
-                            "targets on other GPUs and formats, with one-change-at-a-time attribution"),
-    "traffic": Kind("traffic", True, agent.read, agent.check, agent.run,
-                    "routing statistics of synthetic traffic types and their speculative-decoding speedup"),
-    "validation": Kind("validation", False, validation.read, validation.check, validation.run,
-                       "predictions vs measured per-op latencies and published numbers"),
+ANALYSES: dict[str, Analysis] = {
+    "headline": Analysis(headline.Settings, headline.check, headline.run,
+                         "T_decode/T_verify of one deployment, prior vs refined, against published numbers"),
+    "curve_shapes": Analysis(shapes.Settings, shapes.check, shapes.run,
+                             "speedup vs batch per target, prior vs refined, with curve-shape classes"),
+    "overlap_sweep": Analysis(overlap_sweep.Settings, overlap_sweep.check, overlap_sweep.run,
+                              "refined speedup as the adjacent-token routing overlap varies; where the shape flips"),
+    "whatif": Analysis(whatif.Settings, whatif.check, whatif.run,
+                       "targets on other GPUs and formats, with one-change-at-a-time attribution"),
+    "traffic": Analysis(traffic.Settings, traffic.check, traffic.run,
+                        "routing statistics of synthetic traffic, IPF accuracy, and the speedup they give"),
+    "validation": Analysis(validation.Settings, validation.check, validation.run,
+                           "predictions vs measured per-op latencies and published numbers"),
 }

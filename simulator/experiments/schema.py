@@ -1,15 +1,37 @@
-"""Experiment files (``experiments/*.yaml``): frozen dataclasses and their strict reader.
+"""Study files (``experiments/*.yaml``, ``schema: study/v2``): one schema for every study, and its strict reader.
 
-An experiment declares a study: what to run (targets: model × GPU × deployment), over which grid (batch, draft
-length, context), with which speculation settings (drafter, acceptance) and cost-model modes, plus one section named
-after its ``kind`` with the settings only that kind needs (read by the kind's module, see :mod:`.registry`).
-Validation is the profiles' (:class:`~simulator.specs.schema.Reader`): unknown keys with the closest valid key,
-missing fields, wrong types and out-of-range values are one-line :class:`~simulator.errors.ConfigError` messages
-that name the file and the field; the CLI turns them into exit status 2.
+A study is a grid of lists expanded as a product (Vidur-style) and priced by the sweep's one pricing path, plus
+the named analyses that turn the tidy table into tables, figures and findings::
+
+    schema: study/v2
+    name: my-study
+    title: "..."
+    description: "..."
+    question: "..."                       # optional
+    grid:
+      model: [qwen3-30b-a3b, glm-4.5]     # or targets: [{model, hardware, dtype, tp, ep, gpus, drafter, acceptance}]
+      hardware: [h100-sxm, b200]          # default: each target's own (h100-sxm)
+      dtype: [fp8_block, nvfp4]           # default: the sweep's default rule
+      fallback_dtypes: [int4_wo]          # tried in order when a deployment does not fit the smallest batch
+      batch: [1, 2, 4]                    # default 1..256
+      draft_len: [1, 2, 3]                # default 1..8
+      context: 1024
+      modes: [prior, refined]
+      variants: [{name: hbm x2, hardware: {scale: {hbm_bandwidth: 2}}}, ...]   # see grid.read_variant
+    speculation: {drafter: eagle, acceptance: {alpha: 0.75}}
+    analyses:
+      curve_shapes: {tolerance: 0.01, ...}  # any of simulator.experiments.registry.ANALYSES, with its settings
+
+Each analysis declares its settings once, as a frozen dataclass whose fields carry their constraints
+(:func:`~simulator.validation.param_field`); :func:`read_settings` reads any such dataclass strictly (unknown keys
+name the closest valid key, missing fields, wrong types and ranges are one-line ConfigErrors naming the field).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,24 +40,41 @@ from typing import Any
 from ..cost.deployment import PRESETS
 from ..errors import SimulatorError
 from ..specs.dtypes import FORMATS, KV_DTYPES
-from ..specs.schema import Reader, closest
+from ..specs.schema import Reader
+from ..sweep.runner import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DRAFT_LEN, DEFAULT_DRAFTER, DEFAULT_MODES
+from ..validation import Interval, Options, Param, param_field
 
-SCHEMA = "experiment/v1"
-COMMON_KEYS = ("schema", "name", "kind", "title", "description", "question", "targets", "grid", "speculation",
-               "modes")
-TARGET_KEYS = ("model", "hardware", "dtype", "kv_dtype", "tp", "ep", "gpus", "drafter", "acceptance", "note")
-ACCEPT_KEYS = ("alpha", "accept_length", "draft_len", "source")
-DEFAULT_BATCH = tuple(2**i for i in range(9))
-DEFAULT_DRAFT_LEN = tuple(range(1, 9))
+SCHEMA = "study/v2"
+TOP_KEYS = ("schema", "name", "title", "description", "question", "grid", "speculation", "analyses")
+FRACTION = Param(Interval(float, 0.0, 1.0))
+POSITIVE = Param(Interval(int, 1, None))
+DRAFT = Param(Interval(int, 1, 64))
+
+
+def fraction(default: Any = ...):
+    return param_field(FRACTION, default)
+
+
+def positive(default: Any = ...):
+    return param_field(POSITIVE, default)
+
+
+def choice(values, default: Any = ...):
+    return param_field(Param(Options(tuple(values))), default)
+
+
+def loadable(kind: str, default: Any = ...):
+    """A model, hardware or drafter name that must load (checked by the reader)."""
+    return field(metadata={"load": kind}) if default is ... else field(default=default, metadata={"load": kind})
 
 
 @dataclass(frozen=True)
 class AcceptanceSpec:
     """Per-token acceptance ``alpha``, or a mean acceptance length ``accept_length`` measured at ``draft_len``."""
 
-    alpha: float | None = 0.75
-    accept_length: float | None = None
-    draft_len: int = 3
+    alpha: float | None = param_field(Param(Interval(float, 0.0, 1.0), None), None)
+    accept_length: float | None = param_field(Param(Interval(float, 1.0, 65.0), None), None)
+    draft_len: int = param_field(DRAFT, 3)
     source: str = ""
 
     def build(self):
@@ -54,213 +93,182 @@ class AcceptanceSpec:
 
 @dataclass(frozen=True)
 class Target:
-    model: str
-    hardware: str = "h100-sxm"
-    dtype: str | None = None
-    kv_dtype: str = "bf16"
-    tp: int | None = None
-    ep: int | None = None
-    gpus: int | None = None
-    drafter: str | None = None
+    model: str = loadable("model")
+    hardware: str | None = loadable("hardware", None)
+    dtype: str | None = param_field(Param(Options(FORMATS), None), None)
+    kv_dtype: str = choice(KV_DTYPES, "bf16")
+    tp: int | None = param_field(Param(Interval(int, 1, 1024), None), None)
+    ep: int | None = param_field(Param(Interval(int, 1, 1024), None), None)
+    gpus: int | None = param_field(Param(Interval(int, 1, 1024), None), None)
+    drafter: str | None = loadable("drafter", None)
     acceptance: AcceptanceSpec | None = None
     note: str = ""
 
 
 @dataclass(frozen=True)
 class Grid:
+    targets: tuple[Target, ...] = ()
+    model: tuple[str, ...] = ()
+    hardware: tuple[str, ...] = ()
+    dtype: tuple[str, ...] = ()
+    fallback_dtypes: tuple[str, ...] = ()
     batch: tuple[int, ...] = DEFAULT_BATCH
     draft_len: tuple[int, ...] = DEFAULT_DRAFT_LEN
-    context: int = 1024
+    context: int = param_field(Param(Interval(int, 0, 1 << 22)), DEFAULT_CONTEXT)
+    modes: tuple[str, ...] = DEFAULT_MODES
+    variants: tuple[Any, ...] = ()  # raw variant mappings, read by grid.read_variant
+
+    @property
+    def all_targets(self) -> tuple[Target, ...]:
+        return self.targets + tuple(Target(model=m) for m in self.model)
 
 
 @dataclass(frozen=True)
 class Speculation:
-    drafter: str = "eagle"
-    acceptance: AcceptanceSpec = field(default_factory=AcceptanceSpec)
+    drafter: str = loadable("drafter", DEFAULT_DRAFTER)
+    acceptance: AcceptanceSpec = AcceptanceSpec(alpha=0.75)
 
 
 @dataclass(frozen=True)
-class Experiment:
+class Study:
     name: str
-    kind: str
     title: str
     description: str
     question: str
-    targets: tuple[Target, ...]
     grid: Grid
     speculation: Speculation
-    modes: tuple[str, ...]
-    params: Any  # the kind's own frozen settings dataclass
+    analyses: Mapping[str, Any]  # analysis name -> its settings dataclass, in file order
     where: str = ""
-    raw: Mapping = field(default_factory=lambda: MappingProxyType({}), repr=False, compare=False)
+    variants: tuple = field(default=(), compare=False)  # sweep.Variant objects (built by grid.read_variants)
 
 
-# -- small typed readers on top of Reader ------------------------------------------------------------------------
-def seq(r: Reader, obj: Mapping, key: str, path: str, kind: type, *, low=None, high=None, default: Any = ...,
-        min_len: int = 1, unique: bool = True) -> tuple:
-    """A list of ints, floats or strings (each checked like a scalar of that type)."""
-    p = r.join(path, key)
-    if key not in obj:
-        if default is ...:
-            raise r.fail(p, "is missing", "add it as a list, e.g. [1, 2, 4]")
-        return default
-    v = obj[key]
-    if not isinstance(v, list) or len(v) < min_len:
-        raise r.fail(p, f"must be a list of at least {min_len} {kind.__name__} value(s), got {v!r}"[:160],
-                     "write it as [a, b, c]")
-    out = []
-    for i, x in enumerate(v):
-        item = {f"{key}[{i}]": x}
-        if kind is int:
-            out.append(r.integer(item, f"{key}[{i}]", path, low=low, high=high))
-        elif kind is float:
-            out.append(r.number(item, f"{key}[{i}]", path, low=low, high=high))
+# -- the generic reader of a settings dataclass ------------------------------------------------------------------
+LIST_CHECKS = {"batch": Param(Interval(int, 1, 1 << 16)), "draft_len": DRAFT, "modes": Param(Options(PRESETS)),
+               "dtype": Param(Options(FORMATS)), "fallback_dtypes": Param(Options(FORMATS))}
+
+
+def read_settings(r: Reader, obj: Any, path: str, cls: type, raw: tuple[str, ...] = ("variants",)) -> Any:
+    """Read the mapping ``obj`` into the frozen dataclass ``cls`` by its field types and declarations."""
+    hints = typing.get_type_hints(cls)
+    flds = dataclasses.fields(cls)
+    required = [f.name for f in flds if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    m = r.mapping(obj if obj is not None else {}, path, [f.name for f in flds], required)
+    out = {}
+    for f in flds:
+        if f.name not in m:
+            continue
+        p = r.join(path, f.name)
+        v = m[f.name]
+        is_raw = f.name in raw or dict in (hints[f.name], *typing.get_args(hints[f.name]))
+        out[f.name] = v if is_raw else _value(r, v, p, hints[f.name], f, f.name)
+    return cls(**out)
+
+
+def _value(r: Reader, v: Any, p: str, tp: Any, f, key: str) -> Any:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return None if v is None else _value(r, v, p, args[0], f, key)
+    if typing.get_origin(tp) is tuple:
+        if not isinstance(v, list) or not v:
+            raise r.fail(p, f"must be a non-empty list, got {v!r}"[:160], "write it as [a, b, c]")
+        item = args[0]
+        vals = tuple(_value(r, x, f"{p}[{i}]", item, None, key) for i, x in enumerate(v))
+        if not dataclasses.is_dataclass(item) and len(set(vals)) != len(vals):
+            raise r.fail(p, f"has repeated values {v!r}"[:160], "list each value once")
+        if key in LIST_CHECKS:
+            parent, _, name = p.rpartition(".")
+            for i, x in enumerate(vals):
+                r.param({f"{name}[{i}]": x}, f"{name}[{i}]", parent, LIST_CHECKS[key])
+        return tuple(sorted(vals)) if key in ("batch", "draft_len") else vals
+    if dataclasses.is_dataclass(tp):
+        if tp is AcceptanceSpec:
+            return read_acceptance(r, v, p)
+        return read_settings(r, v, p, tp)
+    parent, _, name = p.rpartition(".")
+    holder = {name: v}
+    if tp is bool:
+        return r.boolean(holder, name, parent)
+    if tp in (int, float, str):
+        decl = f.metadata.get("param") if f is not None else None
+        if tp is int:
+            val = r.integer(holder, name, parent)
+        elif tp is float:
+            val = r.number(holder, name, parent)
         else:
-            out.append(r.string(item, f"{key}[{i}]", path))
-    if unique and len(set(out)) != len(out):
-        raise r.fail(p, f"has repeated values {v!r}"[:160], "list each value once")
-    return tuple(out)
-
-
-def text(r: Reader, obj: Mapping, key: str, path: str, default: Any = ...) -> str:
-    return r.string(obj, key, path, default=default)
+            val = r.string(holder, name, parent)
+        if decl is not None:
+            r.param(holder, name, parent, decl)
+        load = f.metadata.get("load") if f is not None else None
+        return check_name(r, p, val, load) if load else val
+    raise r.fail(p, f"has a field type {tp!r} the reader does not know", "report this as a bug")
 
 
 def check_name(r: Reader, path: str, name: str, kind: str) -> str:
-    """A bundled model/hardware name or a YAML path that loads; errors name the experiment field."""
+    """A bundled model/hardware name, drafter or YAML path that loads; errors name the study field."""
+    from ..specdec import parse_drafter
     from ..specs.catalog import load_hardware, load_model
 
     try:
-        (load_model if kind == "model" else load_hardware)(name)
+        if kind == "drafter":
+            d = parse_drafter(name)
+            if d.kind == "model":
+                load_model(d.model)
+        else:
+            (load_model if kind == "model" else load_hardware)(name)
     except SimulatorError as exc:
-        raise r.fail(path, f"{name!r} cannot be loaded ({exc})"[:300],
-                     f"use a bundled {kind} name (python -m simulator list) or a YAML path") from None
+        fix = ("use eagle, mtp, model:NAME or ratio:C" if kind == "drafter" else
+               f"use a bundled {kind} name (python -m simulator list) or a YAML path")
+        raise r.fail(path, f"{name!r} cannot be loaded ({exc})"[:300], fix) from None
     return name
 
 
-def check_drafter(r: Reader, path: str, value: str) -> str:
-    from ..specdec import parse_drafter
-
-    try:
-        d = parse_drafter(value)
-        if d.kind == "model":
-            check_name(r, path, d.model, "model")
-    except SimulatorError as exc:
-        raise r.fail(path, f"is {value!r}: {exc}", "use eagle, mtp, model:NAME or ratio:C") from None
-    return value
-
-
 def read_acceptance(r: Reader, obj: Any, path: str) -> AcceptanceSpec:
-    a = r.mapping(obj, path, ACCEPT_KEYS)
+    a = r.mapping(obj, path, ("alpha", "accept_length", "draft_len", "source"))
     if ("alpha" in a) == ("accept_length" in a):
         raise r.fail(path, "needs exactly one of 'alpha' or 'accept_length'",
                      "write {alpha: 0.75} or {accept_length: 2.73, draft_len: 3}")
-    src = text(r, a, "source", path, default="")
+    src = r.string(a, "source", path, default="")
     if "alpha" in a:
         return AcceptanceSpec(alpha=r.number(a, "alpha", path, low=0.0, high=1.0), source=src)
     g = r.integer(a, "draft_len", path, low=1, high=64, default=3)
-    al = r.number(a, "accept_length", path, low=1.0, high=g + 1.0)
-    return AcceptanceSpec(alpha=None, accept_length=al, draft_len=g, source=src)
+    return AcceptanceSpec(accept_length=r.number(a, "accept_length", path, low=1.0, high=g + 1.0), draft_len=g,
+                          source=src)
 
 
-def read_target(r: Reader, obj: Any, path: str) -> Target:
-    t = r.mapping(obj, path, TARGET_KEYS, ("model",))
-    model = check_name(r, r.join(path, "model"), text(r, t, "model", path), "model")
-    hw = check_name(r, r.join(path, "hardware"), text(r, t, "hardware", path, default="h100-sxm"), "hardware")
-    drafter = t.get("drafter")
-    if drafter is not None:
-        check_drafter(r, r.join(path, "drafter"), text(r, t, "drafter", path))
-    return Target(
-        model=model, hardware=hw,
-        dtype=r.string(t, "dtype", path, options=FORMATS, default=None),
-        kv_dtype=r.string(t, "kv_dtype", path, options=KV_DTYPES, default="bf16"),
-        tp=r.integer(t, "tp", path, low=1, high=1024, default=None),
-        ep=r.integer(t, "ep", path, low=1, high=1024, default=None),
-        gpus=r.integer(t, "gpus", path, low=1, high=1024, default=None),
-        drafter=drafter,
-        acceptance=read_acceptance(r, t["acceptance"], r.join(path, "acceptance")) if "acceptance" in t else None,
-        note=text(r, t, "note", path, default=""),
-    )
-
-
-def read_targets(r: Reader, top: Mapping, required: bool) -> tuple[Target, ...]:
-    if "targets" not in top:
-        if required:
-            raise r.fail("targets", "is missing", "add a list of {model: NAME, hardware: NAME, ...} entries")
-        return ()
-    items = top["targets"]
-    if not isinstance(items, list) or not items:
-        raise r.fail("targets", f"must be a non-empty list of target entries, got {items!r}"[:160],
-                     "write targets: [{model: qwen3-235b-a22b}]")
-    return tuple(read_target(r, x, f"targets[{i}]") for i, x in enumerate(items))
-
-
-def read_grid(r: Reader, top: Mapping) -> Grid:
-    if "grid" not in top:
-        return Grid()
-    g = r.mapping(top["grid"], "grid", ("batch", "draft_len", "context"))
-    batch = seq(r, g, "batch", "grid", int, low=1, high=1 << 16, default=DEFAULT_BATCH)
-    gam = seq(r, g, "draft_len", "grid", int, low=1, high=64, default=DEFAULT_DRAFT_LEN)
-    return Grid(tuple(sorted(batch)), tuple(sorted(gam)), r.integer(g, "context", "grid", low=0, high=1 << 22,
-                                                                   default=1024))
-
-
-def read_speculation(r: Reader, top: Mapping) -> Speculation:
-    if "speculation" not in top:
-        return Speculation()
-    s = r.mapping(top["speculation"], "speculation", ("drafter", "acceptance"))
-    drafter = check_drafter(r, "speculation.drafter", text(r, s, "drafter", "speculation", default="eagle"))
-    acc = read_acceptance(r, s["acceptance"], "speculation.acceptance") if "acceptance" in s else AcceptanceSpec()
-    return Speculation(drafter, acc)
-
-
-def read_modes(r: Reader, top: Mapping) -> tuple[str, ...]:
-    modes = seq(r, top, "modes", "", str, default=("prior", "refined"))
-    for i, m in enumerate(modes):
-        if m not in PRESETS:
-            guess = closest(m, PRESETS)
-            raise r.fail(f"modes[{i}]", f"is {m!r}, not one of {list(PRESETS)}",
-                         f"did you mean '{guess}'?" if guess else "use prior and/or refined")
-    return modes
-
-
-def read_experiment(obj: Any, where: str) -> Experiment:
-    """Validate a parsed experiment file and return the :class:`Experiment` (ConfigError on any problem)."""
-    from .registry import KINDS
-
+def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
+    """Validate a parsed study file against ``analyses`` (name -> Analysis) and return the :class:`Study`."""
     r = Reader(where)
     if not isinstance(obj, Mapping):
-        raise r.fail("", f"must be a mapping of experiment fields, got {type(obj).__name__}",
+        raise r.fail("", f"must be a mapping of study fields, got {type(obj).__name__}",
                      "start from a bundled file in experiments/")
-    kind = obj.get("kind")
-    if not isinstance(kind, str) or kind not in KINDS:
-        r.mapping(obj, "", (*COMMON_KEYS, *(k.section for k in KINDS.values())), ("schema", "name", "kind"))
-        r.string(obj, "kind", "", options=KINDS)
-    spec = KINDS[kind]
-    top = r.mapping(obj, "", (*COMMON_KEYS, spec.section),
-                    ("schema", "name", "kind", "title", "description", spec.section)
-                    + (("targets",) if spec.needs_targets else ()))
+    top = r.mapping(obj, "", TOP_KEYS, ("schema", "name", "title", "description", "grid", "analyses"))
     r.string(top, "schema", "", options=(SCHEMA,))
-    exp = Experiment(
-        name=text(r, top, "name", ""), kind=kind, title=text(r, top, "title", ""),
-        description=text(r, top, "description", ""), question=text(r, top, "question", "", default=""),
-        targets=read_targets(r, top, spec.needs_targets), grid=read_grid(r, top),
-        speculation=read_speculation(r, top), modes=read_modes(r, top),
-        params=spec.read(r, top[spec.section], spec.section), where=where, raw=MappingProxyType(dict(top)),
-    )
-    spec.check(r, exp)
-    return exp
+    grid = read_settings(r, top["grid"], "grid", Grid)
+    amap = r.mapping(top["analyses"], "analyses", list(analyses))
+    if not amap:
+        raise r.fail("analyses", "is empty", f"add one of {', '.join(analyses)}")
+    chosen = {k: read_settings(r, v, f"analyses.{k}", analyses[k].settings) for k, v in amap.items()}
+    study = Study(r.string(top, "name", ""), r.string(top, "title", ""), r.string(top, "description", ""),
+                  r.string(top, "question", "", default=""), grid,
+                  read_settings(r, top.get("speculation"), "speculation", Speculation),
+                  MappingProxyType(chosen), where)
+    for k, settings in chosen.items():
+        analyses[k].check(r, study, settings)
+    return study
 
 
-def load_experiment(name_or_path: str) -> Experiment:
-    """An experiment by bundled name (``paper-headline``) or path (``experiments/paper-headline.yaml``)."""
-    from pathlib import Path
+def no_check(r: Reader, study: Study, settings: Any) -> None:
+    """The cross-field check of an analysis that needs none."""
 
-    from ..specs.catalog import experiment_path
-    from ..specs.yamlio import load_yaml_file, load_yaml_text
 
-    p = experiment_path(str(name_or_path))
-    if isinstance(p, Path):
-        return read_experiment(load_yaml_file(p), str(p))
-    where = f"experiments/{p.name}"
-    return read_experiment(load_yaml_text(p.read_text(encoding="utf-8"), where), where)
+def need_in_grid(r: Reader, study: Study, path: str, values, axis: str) -> None:
+    """Fail unless every value of ``values`` is on the grid's ``axis`` (batch or draft_len)."""
+    have = getattr(study.grid, axis)
+    missing = [v for v in ([values] if isinstance(values, int) else values) if v not in have]
+    if missing:
+        raise r.fail(path, f"has {missing}, not in grid.{axis} {list(have)}", f"add them to grid.{axis}")
+
+
+def need_modes(r: Reader, study: Study, path: str, modes) -> None:
+    if not set(modes) <= set(study.grid.modes):
+        raise r.fail("grid.modes", f"is {list(study.grid.modes)}; {path} needs {list(modes)}", "list them")

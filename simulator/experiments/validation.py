@@ -1,26 +1,44 @@
-"""``validation``: predictions against the H100 per-op measurements (:mod:`.validation_ops`) and against the
-published numbers of ``../shared/reference/published.md`` (checks declared in the experiment file), each with its
-error. Nothing here is fitted."""
+"""``validation`` analysis: predictions against the bundled H100 per-op measurements
+(:func:`simulator.cost.measured.validate_ops`) and against published numbers (checks declared in the study file,
+each a metric with its published expectation), each with its error. Nothing here is fitted. Sources: docs/SOURCES.md.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from ..cost.deployment import PRESETS
-from ..errors import ConfigError
+from ..cost.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, VLLM, validate_ops
 from ..overlap import evaluate_trace, synth_trace
-from ..specs.catalog import load_hardware, load_model
-from .outcome import Figure, Outcome, Table
-from .runs import at_gamma, best, fits, price, try_resolve
-from .schema import Experiment, Target, check_name, read_target, seq
-from .validation_ops import CALIB, SETS, error_row, merge, per_op, plot_scatter
+from ..specs.catalog import load_model, measured_dir
+from ..sweep import figures as plots
+from .grid import deploy_target, price_target
+from .outcome import Figure, Part, Table
+from .schema import Target, choice, loadable
 
 METRICS = ("peak_batch", "speedup", "peak_speedup", "decode_verify_ratio", "ipf_error")
 VALUE_TOLERANCE = 0.05  # a single published value counts as met within ±5%
-TRACE_KEYS = ("persistence", "context", "skew", "experts", "top_k", "sequences", "tokens", "seed", "label")
+
+
+@dataclass(frozen=True)
+class Expect:
+    range: tuple[float, ...] = ()
+    value: float | None = None
+    at_most: float | None = None
+
+
+@dataclass(frozen=True)
+class TraceCase:
+    label: str
+    persistence: float
+    context: float
+    skew: float
+    experts: int
+    top_k: int
+    sequences: int
+    tokens: int
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -28,86 +46,55 @@ class Check:
     id: str
     claim: str
     source: str
-    metric: str
-    mode: str
-    low: float | None
-    high: float | None
-    batch: int | None
-    draft_len: str | int | None  # None: best over the grid; "reference": each case's acceptance draft length
-    context: int | None
-    cases: tuple[Target, ...]
-    traces: tuple[dict, ...]
-    n_tokens: tuple[int, ...]
-    eval_batch: tuple[int, ...]
-    note: str
+    metric: str = choice(METRICS)
+    expect: Expect = Expect()
+    mode: str = choice(("prior", "refined"), "refined")
+    batch: int | None = None
+    draft_len: int | None = None  # None: best over the grid
+    draft_len_from_acceptance: bool = False  # each case's acceptance draft length
+    context: int | None = None
+    cases: tuple[Target, ...] = ()
+    traces: tuple[TraceCase, ...] = ()
+    n_tokens: tuple[int, ...] = (4,)
+    eval_batch: tuple[int, ...] = (1,)
+    note: str = ""
+
+    @property
+    def low(self):
+        e = self.expect
+        return e.range[0] if e.range else e.value
+
+    @property
+    def high(self):
+        e = self.expect
+        return e.range[1] if e.range else (e.value if e.value is not None else e.at_most)
 
 
 @dataclass(frozen=True)
-class Params:
-    data: str
-    hardware: str
+class Settings:
     checks: tuple[Check, ...]
+    hardware: str = loadable("hardware", "h100-sxm")
+    per_op: bool = True
 
 
-def _expect(r, obj, path) -> tuple[float | None, float | None]:
-    e = r.mapping(obj, path, ("range", "value", "at_most"))
-    if len(e) != 1:
-        raise r.fail(path, "needs exactly one of range, value, at_most", "write e.g. {range: [12, 32]}")
-    if "range" in e:
-        lo, hi = seq(r, e, "range", path, float, min_len=2, unique=False)
-        return lo, hi
-    if "value" in e:
-        v = r.number(e, "value", path)
-        return v, v
-    return None, r.number(e, "at_most", path)
-
-
-def _check(r, obj, path) -> Check:
-    keys = ("id", "claim", "source", "metric", "mode", "expect", "batch", "draft_len", "context", "cases", "traces",
-            "n_tokens", "eval_batch", "note")
-    c = r.mapping(obj, path, keys, ("id", "claim", "source", "metric", "expect"))
-    metric = r.string(c, "metric", path, options=METRICS)
-    lo, hi = _expect(r, c["expect"], r.join(path, "expect"))
-    dl = c.get("draft_len")
-    if dl is not None and dl != "reference":
-        dl = r.integer(c, "draft_len", path, low=1, high=64)
-    traces, cases = (), ()
-    if metric == "ipf_error":
-        items = c.get("traces")
-        if not isinstance(items, list) or not items:
-            raise r.fail(r.join(path, "traces"), "must list synthetic trace settings", "add traces: [{...}]")
-        traces = tuple(dict(r.mapping(t, f"{path}.traces[{i}]", TRACE_KEYS, TRACE_KEYS)) for i, t in enumerate(items))
-    else:
-        items = c.get("cases")
-        if not isinstance(items, list) or not items:
-            raise r.fail(r.join(path, "cases"), "must list the targets to check", "add cases: [{model: NAME}]")
-        cases = tuple(read_target(r, t, f"{path}.cases[{i}]") for i, t in enumerate(items))
-    if metric in ("speedup", "decode_verify_ratio") and "batch" not in c:
-        raise r.fail(r.join(path, "batch"), "is missing", f"metric {metric} is read at one batch size")
-    mode = r.string(c, "mode", path, options=tuple(PRESETS), default="refined")
-    return Check(r.string(c, "id", path), r.string(c, "claim", path), r.string(c, "source", path), metric, mode, lo,
-                 hi, r.integer(c, "batch", path, low=1, default=None), dl,
-                 r.integer(c, "context", path, low=0, default=None), cases, traces,
-                 seq(r, c, "n_tokens", path, int, low=1, high=12, default=(4,)),
-                 seq(r, c, "eval_batch", path, int, low=1, default=(1,)), r.string(c, "note", path, default=""))
-
-
-def read(r, obj, path) -> Params:
-    v = r.mapping(obj, path, ("data", "hardware", "checks"), ("data", "hardware", "checks"))
-    items = v["checks"]
-    if not isinstance(items, list) or not items:
-        raise r.fail(r.join(path, "checks"), "must be a non-empty list of published checks", "add checks")
-    checks = tuple(_check(r, x, f"{path}.checks[{i}]") for i, x in enumerate(items))
-    if len({c.id for c in checks}) != len(checks):
-        raise r.fail(r.join(path, "checks"), "has repeated ids", "give each check its own id")
-    hw = check_name(r, r.join(path, "hardware"), r.string(v, "hardware", path), "hardware")
-    return Params(r.string(v, "data", path), hw, checks)
-
-
-def check(r, exp: Experiment) -> None:
-    for i, c in enumerate(exp.params.checks):
-        if c.batch is not None and c.batch not in exp.grid.batch:
-            raise r.fail(f"validation.checks[{i}].batch", f"is {c.batch}, not in grid.batch", "add it to the grid")
+def check(r, study, s: Settings) -> None:
+    for i, c in enumerate(s.checks):
+        p = f"analyses.validation.checks[{i}]"
+        e = c.expect
+        if sum((bool(e.range), e.value is not None, e.at_most is not None)) != 1 or (e.range and len(e.range) != 2):
+            raise r.fail(f"{p}.expect", "needs exactly one of range: [lo, hi], value, at_most",
+                         "write e.g. {range: [12, 32]}")
+        if (c.metric == "ipf_error") != bool(c.traces) or (c.metric != "ipf_error") != bool(c.cases):
+            raise r.fail(p, f"metric {c.metric} needs " + ("traces" if c.metric == "ipf_error" else "cases"),
+                         "add traces: [...] for ipf_error, cases: [{model: NAME}] otherwise")
+        if c.metric in ("speedup", "decode_verify_ratio") and c.batch is None:
+            raise r.fail(f"{p}.batch", "is missing", f"metric {c.metric} is read at one batch size")
+        if c.batch is not None and c.batch not in study.grid.batch:
+            raise r.fail(f"{p}.batch", f"is {c.batch}, not in grid.batch", "add it to the grid")
+    if len({c.id for c in s.checks}) != len(s.checks):
+        raise r.fail("analyses.validation.checks", "has repeated ids", "give each check its own id")
+    if s.per_op:
+        measured_dir(s.hardware)  # raises a one-line error when the bundled tables are missing
 
 
 def _within(v: float, c: Check) -> tuple[bool, float]:
@@ -129,88 +116,89 @@ def _expect_text(c: Check) -> str:
     return f"{c.low:g}–{c.high:g}"
 
 
-def _model_value(c: Check, t: Target, exp: Experiment) -> tuple[float | None, str, str]:
+def _model_value(c: Check, t: Target, exp, ctx) -> tuple[float | None, str, str]:
     g = exp.grid
-    r, err = try_resolve(t, exp)
-    if r is None:
-        return None, t.model, err
     ctxt = g.context if c.context is None else c.context
     acc = t.acceptance or exp.speculation.acceptance
-    gam = g.draft_len if c.draft_len is None else ((acc.draft_len,) if c.draft_len == "reference" else (c.draft_len,))
+    gam = (acc.draft_len,) if c.draft_len_from_acceptance else (g.draft_len if c.draft_len is None else
+                                                                 (c.draft_len,))
     batch = g.batch if c.batch is None or c.metric in ("peak_batch", "peak_speedup") else (c.batch,)
-    ok, why = fits(r, batch, gam, ctxt)
-    if not ok:
+    dd, why = deploy_target(exp, t, batch=batch, gammas=gam, context=ctxt, fallbacks=())
+    if dd is None:
         return None, t.model, why
-    res = price(r, ok, gam, ctxt, c.mode)
-    label = (f"{r.model.name} on {r.hw.name} ({r.label}), {r.drafter.label}, {r.acceptance_label}, "
+    case = price_target(exp, ctx, dd, c.mode, gammas=gam, context=ctxt)
+    res = case.result
+    label = (f"{dd.model.name} on {dd.hw.name} ({dd.dep.label}), {case.drafter.label}, {acc.label}, "
              f"γ {'best of ' + str(list(gam)) if len(gam) > 1 else gam[0]}, context {ctxt}")
-    _, s = best(res)
+    _, s = res.best()
     if c.metric == "peak_batch":
         return float(res.batch[int(np.argmax(s))]), label, ""
     if c.metric == "peak_speedup":
         return float(s.max()), label, ""
     if c.metric == "speedup":
         return float(s[0]), label, ""
-    j = at_gamma(res, gam[0])
-    return float(1 / res.verify_decode_ratio[j, 0]), label, ""
+    return case.decode_verify(gam[0], 0), label, ""
 
 
-def _trace_value(c: Check, t: dict) -> tuple[float, str]:
-    tr = synth_trace(int(t["experts"]), int(t["top_k"]), int(t["sequences"]), int(t["tokens"]),
-                     persistence=float(t["persistence"]), skew=float(t["skew"]), context=float(t["context"]),
-                     seed=int(t["seed"]))
-    rep = evaluate_trace(tr, c.n_tokens, c.eval_batch, window=1, samples=2000, seed=int(t["seed"]),
-                         methods=("ipf", "ipf-pooled"))
-    errs = np.array([[abs(row.rel_error("ipf")), abs(row.rel_error("ipf-pooled"))] for row in rep.rows])
-    label = (f"{t['label']}: synth_trace(E={t['experts']}, k={t['top_k']}, persistence={t['persistence']}, "
-             f"context={t['context']}, skew={t['skew']}), n = {list(c.n_tokens)}, B = {list(c.eval_batch)}; "
+def _trace_value(c: Check, t: TraceCase) -> tuple[float, str]:
+    tr = synth_trace(t.experts, t.top_k, t.sequences, t.tokens, persistence=t.persistence, skew=t.skew,
+                     context=t.context, seed=t.seed)
+    rep = evaluate_trace(tr, c.n_tokens, c.eval_batch, window=1, samples=2000, seed=t.seed,
+                         predictors=("pairs", "pooled"))
+    errs = np.array([[abs(row.rel_error("pairs")), abs(row.rel_error("pooled"))] for row in rep.rows])
+    label = (f"{t.label}: synth_trace(E={t.experts}, k={t.top_k}, persistence={t.persistence:g}, "
+             f"context={t.context:g}, skew={t.skew:g}), n = {list(c.n_tokens)}, B = {list(c.eval_batch)}; "
              f"max |error| per-expert IPF {errs[:, 0].max():.1%}, pooled {errs[:, 1].max():.1%}")
     return float(errs.max()), label
 
 
-def run(exp: Experiment, ctx) -> Outcome:
-    p = exp.params
-    data = Path(getattr(ctx, "data", None) or p.data)
-    if not data.is_dir():
-        raise ConfigError(exp.where, "validation.data", f"folder {str(data)!r} does not exist",
-                          "run from the repository root next to ../shared, or pass --data DIR")
-    hw = load_hardware(p.hardware)
-    samples, excluded = per_op(data, hw)
-    rows = [error_row(s) for s in samples]
-    for op in dict.fromkeys(s.op for s in samples):
-        for st in SETS:
-            m = merge(samples, op, st)
-            if m is not None:
-                rows.append(error_row(m))
-    order = {s: i for i, s in enumerate(SETS)}
-    rows.sort(key=lambda x: (x[0], x[1] == "all formats", x[1], order[x[2]]))
-    ops_t = Table("per_op", "Per-op error against measured-h100 (H100 SXM)",
-                  ("op", "format", "row set", "n", "MAPE", "median APE", "within ±20%", "bias (mean signed)"),
-                  tuple(rows), ("", "", "", "{:d}", "{:.1%}", "{:.1%}", "{:.0%}", "{:+.1%}"),
-                  note="Excluded (not predicted): " + ", ".join(f"{v} {k}" for k, v in excluded.items()) + ".")
+def run(study, priced, ctx, p: Settings) -> Part:
+    tables, figs, keys, calib, out_cal = [], [], [], {}, {}
+    v = None
+    if p.per_op:
+        v = validate_ops(p.hardware, ctx.data)
+        rows = v.table()
+        excl = ", ".join(f"{n} {k}" for k, n in v.excluded.items())
+        tables.append(Table("per_op", f"Per-op error against the measured tables ({v.hardware})", ERROR_COLUMNS,
+                            tuple(tuple(r) for r in rows), ("", "", "", "{:d}", "{:.1%}", "{:.1%}", "{:.0%}",
+                                                           "{:+.1%}"), note=f"Excluded (not predicted): {excl}."))
+        figs.append(Figure("scatter", f"Predicted vs measured per-op latency on {v.hardware}, by row set",
+                           lambda path: plot_scatter(v.samples, path)))
+        calib = {r[0]: r[4] for r in rows if r[1] == "all formats" and r[2] == CALIB}
+        out_cal = {(r[0], r[2]): r[4] for r in rows if r[1] == "all formats" and r[2] != CALIB}
     pub_rows = []
     for c in p.checks:
-        vals = ([(*_model_value(c, t, exp),) for t in c.cases] if c.metric != "ipf_error"
+        vals = ([_model_value(c, t, study, ctx) for t in c.cases] if c.metric != "ipf_error"
                 else [(*_trace_value(c, t), "") for t in c.traces])
-        for v, label, err in vals:
-            ok, e = _within(v, c) if v is not None else (None, None)
-            pub_rows.append((c.id, c.claim, c.source, label, v, _expect_text(c), ok, e, err or c.note))
-    pub_t = Table("published", "Against published numbers (published.md)",
-                  ("check", "claim", "source", "case", "predicted", "published", "within", "error",
-                   "note"), tuple(pub_rows), ("", "", "", "", "{:.3g}", "", "", "{:+.1%}", ""))
-    figs = (Figure("scatter", "Predicted vs measured per-op latency on H100 SXM, by row set",
-                   lambda path: plot_scatter(samples, path)),)
-    calib = {r[0]: r[4] for r in rows if r[1] == "all formats" and r[2] == CALIB}
-    out_cal = {(r[0], r[2]): r[4] for r in rows if r[1] == "all formats" and r[2] != CALIB}
+        for val, label, err in vals:
+            ok, e = _within(val, c) if val is not None else (None, None)
+            pub_rows.append((c.id, c.claim, c.source, label, val, _expect_text(c), ok, e, err or c.note))
+    tables.append(Table("published", "Against published numbers (docs/SOURCES.md)",
+                        ("check", "claim", "source", "case", "predicted", "published", "within", "error", "note"),
+                        tuple(pub_rows), ("", "", "", "", "{:.3g}", "", "", "{:+.1%}", "")))
     n_in = sum(1 for r in pub_rows if r[6])
-    keys = tuple((f"{op} MAPE, calibration rows", f"{v:.1%}") for op, v in calib.items())
-    keys += tuple((f"{op} MAPE, {st}", f"{v:.1%}") for (op, st), v in out_cal.items())
-    keys += (("published checks within their range", f"{n_in} of {len(pub_rows)}"),)
-    return Outcome(exp.name, exp.title, exp.kind, exp.description, exp.question, keys, (ops_t, pub_t), figs,
-                   _findings(calib, out_cal, pub_rows), _settings(exp, data))
+    keys = [(f"{op} MAPE, calibration rows", f"{x:.1%}") for op, x in calib.items()]
+    keys += [(f"{op} MAPE, {st}", f"{x:.1%}") for (op, st), x in out_cal.items()]
+    keys.append(("published checks within their range", f"{n_in} of {len(pub_rows)}"))
+    settings = ((f"measured data: `{_shown(v.data)}` (aiconfigurator-core 0.12.0 H100 SXM rows; see its README)",
+                 f"profile {p.hardware} as calibrated (docs/CALIBRATION.md), refined mechanisms; row filters of "
+                 "`python -m simulator calibrate` for the calibration rows") if v else ()) + (
+        f"published checks: batch grid {list(study.grid.batch)}, draft length {list(study.grid.draft_len)} unless a "
+        f"check fixes it, context {study.grid.context}; drafter {study.speculation.drafter} and acceptance "
+        f"{study.speculation.acceptance.label} unless a case sets its own",)
+    return Part(tuple(keys), tuple(tables), tuple(figs), findings(calib, out_cal, pub_rows), settings)
 
 
-def _findings(calib, out_cal, pub_rows) -> tuple[str, ...]:
+def _shown(data: str) -> str:
+    """The measured-data folder as the report shows it: relative to the repository when it is the bundled one."""
+    from pathlib import Path
+
+    d = Path(data).resolve()
+    root = measured_dir("h100-sxm").resolve().parents[1]
+    return d.relative_to(root).as_posix() if d.is_relative_to(root) else d.as_posix()
+
+
+def findings(calib, out_cal, pub_rows) -> tuple[str, ...]:
     s1 = ("Per-op: on the rows the calibration fits, MAPE is "
           + ", ".join(f"{op} {v:.1%}" for op, v in calib.items())
           + ". Without the calibration filters (all TRT-LLM rows) and on other engines' kernels: "
@@ -243,7 +231,7 @@ def _findings(calib, out_cal, pub_rows) -> tuple[str, ...]:
                "acceptance constant across batch and has no scheduler or drafter overheads that grow with batch, "
                "and the published figures mix throughput-at-concurrency definitions (caveat 11).")
     s3 = ("How sure: the published results mix hardware (A800/H800 for MoESD), engines (vLLM, SGLang), drafters, "
-          "datasets and definitions of speedup (published.md caveat 11), so they are ranges to land in, not "
+          "datasets and definitions of speedup (docs/SOURCES.md, caveat 11), so they are ranges to land in, not "
           "targets to fit; the cases fix the drafter and acceptance that each source reports.")
     return s1, s2, s3
 
@@ -253,12 +241,32 @@ def _short(label: str) -> str:
     return label.split(" on ")[0] if " on " in label else label.split(":")[0]
 
 
-def _settings(exp, data: Path) -> tuple[str, ...]:
-    p = exp.params
-    return (f"measured data: `{data.as_posix()}` (aiconfigurator-core 0.12.0 H100 SXM rows; see its README)",
-            f"profile {p.hardware} as calibrated (docs/CALIBRATION.md), refined mechanisms; row filters of "
-            "`python -m simulator calibrate` for the calibration rows",
-            f"published checks: batch grid {list(exp.grid.batch)}, draft length {list(exp.grid.draft_len)} unless a "
-            f"check fixes it, context {exp.grid.context}; drafter {exp.speculation.drafter} and acceptance "
-            f"{exp.speculation.acceptance.label} unless a case sets its own")
-
+def plot_scatter(samples, path) -> str:
+    ops = list(dict.fromkeys(s.op for s in samples))
+    fig, axes = plots.grid_figure(len(ops), ncols=2, panel=(5.2, 4.4), title="Predicted vs measured per-op latency, "
+                                  "H100 SXM (diagonal: exact; dotted: ±20%)")
+    style = {CALIB: ("#1b9e77", "o", 1.0), ALL_TRT: ("#999999", ".", 1.0), SGLANG: ("#d95f02", "x", 0.6),
+             VLLM: ("#7570b3", "+", 0.6)}
+    for ax, op in zip(axes, ops, strict=True):
+        lo, hi = np.inf, 0.0
+        for set_name in (ALL_TRT, SGLANG, VLLM, CALIB):
+            sel = [s for s in samples if s.op == op and s.set == set_name]
+            if not sel:
+                continue
+            m = np.concatenate([s.measured for s in sel])
+            pr = np.concatenate([s.predicted for s in sel])
+            c, mk, a = style[set_name]
+            ax.scatter(m, pr, s=4, c=c, marker=mk, alpha=a, linewidths=0.5, label=f"{set_name} ({m.size})")
+            lo, hi = min(lo, m.min(), pr.min()), max(hi, m.max(), pr.max())
+        xs = np.array([lo, hi])
+        ax.plot(xs, xs, color="black", linewidth=0.8)
+        ax.plot(xs, xs * 1.2, color="black", linewidth=0.6, linestyle=":")
+        ax.plot(xs, xs / 1.2, color="black", linewidth=0.6, linestyle=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(op, fontsize=9)
+        ax.set_xlabel("measured (µs)", fontsize=8)
+        ax.set_ylabel("predicted (µs)", fontsize=8)
+        ax.grid(True, alpha=0.3, which="major")
+        ax.legend(fontsize=6, loc="upper left", markerscale=2)
+    return plots.save(fig, path, dpi=100)

@@ -1,67 +1,37 @@
-"""``overlap-sensitivity``: the refined speedup as the adjacent-token routing overlap o(1) is swept, and the
-overlap at which the curve's shape flips (the batch of the highest speedup moves from an intermediate batch to the
-smallest one), located by bisection between grid points."""
+"""``overlap_sweep`` analysis: the refined speedup as the adjacent-token routing overlap o(1) is swept (the grid's
+overlap variants, expanded over ``lag1`` × ``profile``), and the overlap at which the curve's shape flips (the batch
+of the highest speedup moves from an intermediate batch to the smallest one), located by bisection between grid
+points; each bisection point is priced through the same path as the grid."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..cost.routing import OverlapInput
-from ..errors import SimulatorError
-from ..overlap import parse_popularity
-from ..overlap.popularity import independent_overlap
-from . import plots
-from .outcome import Figure, Outcome, Table
-from .runs import at_gamma, best, price, resolve, scaled_profile
-from .schema import Experiment, seq
-
-PROFILES = ("cohere", "markov")
+from ..sweep import figures as plots
+from ..validation import Interval, Param
+from .grid import build_variant, deploy_target, price_target
+from .outcome import Figure, Part, Table, trend
+from .schema import need_in_grid, need_modes, param_field, positive
 
 
 @dataclass(frozen=True)
-class Params:
-    lag1: tuple[float, ...]
-    profiles: tuple[str, ...]
-    shape_lags: tuple[float, ...]
-    shape_baseline: float
-    popularity: str
+class Settings:
+    variant: str  # the grid's overlap variant (with lag1 and profile lists)
     report_batches: tuple[int, ...]
-    ratio_draft_len: int
-    resolution: float
-    study_range: tuple[float, ...]
-    independent_range: tuple[float, ...]
+    ratio_draft_len: int = positive(3)
+    resolution: float = param_field(Param(Interval(float, 1e-4, 0.1)), 0.002)
+    study_range: tuple[float, ...] = (0.20, 0.45)
+    independent_range: tuple[float, ...] = (0.04, 0.12)
 
 
-def read(r, obj, path) -> Params:
-    keys = ("lag1", "profiles", "shape", "popularity", "report_batches", "ratio_draft_len", "resolution",
-            "study_range", "independent_range")
-    s = r.mapping(obj, path, keys, ("lag1", "profiles", "shape", "popularity", "report_batches"))
-    sp = r.join(path, "shape")
-    sh = r.mapping(s["shape"], sp, ("lags", "baseline", "source"), ("lags", "baseline"))
-    profiles = seq(r, s, "profiles", path, str)
-    for i, x in enumerate(profiles):
-        r.string({f"profiles[{i}]": x}, f"profiles[{i}]", path, options=PROFILES)
-    return Params(tuple(sorted(seq(r, s, "lag1", path, float, low=0.0, high=1.0, min_len=2))), profiles,
-                  seq(r, sh, "lags", sp, float, low=0.0, high=1.0), r.number(sh, "baseline", sp, low=0.0, high=1.0),
-                  r.string(s, "popularity", path), seq(r, s, "report_batches", path, int, low=1),
-                  r.integer(s, "ratio_draft_len", path, low=1, high=64, default=3),
-                  r.number(s, "resolution", path, low=1e-4, high=0.1, default=0.002),
-                  seq(r, s, "study_range", path, float, low=0, high=1, default=(0.20, 0.45), unique=False),
-                  seq(r, s, "independent_range", path, float, low=0, high=1, default=(0.04, 0.12), unique=False))
-
-
-def check(r, exp: Experiment) -> None:
-    p = exp.params
-    missing = [b for b in p.report_batches if b not in exp.grid.batch]
-    if missing:
-        raise r.fail("overlap_sensitivity.report_batches", f"has {missing}, not in grid.batch", "add them to the grid")
-    if p.ratio_draft_len not in exp.grid.draft_len:
-        raise r.fail("overlap_sensitivity.ratio_draft_len", "is not in grid.draft_len", "add it to the grid")
-    if "refined" not in exp.modes:
-        raise r.fail("modes", "must include refined (the prior routes uniformly: overlap has no effect)",
-                     "add refined")
+def check(r, study, s: Settings) -> None:
+    need_in_grid(r, study, "analyses.overlap_sweep.report_batches", s.report_batches, "batch")
+    need_in_grid(r, study, "analyses.overlap_sweep.ratio_draft_len", s.ratio_draft_len, "draft_len")
+    need_modes(r, study, "analyses.overlap_sweep", ("refined",))
+    if not any(e.get("name") == s.variant for e in study.grid.variants if isinstance(e, dict)):
+        raise r.fail("analyses.overlap_sweep.variant", f"is {s.variant!r}, not a grid variant", "name one")
 
 
 @dataclass(frozen=True)
@@ -80,19 +50,18 @@ class Point:
         return int(self.batch[int(np.argmax(self.speedup))])
 
 
-def _point(r, exp: Experiment, profile: str, o1: float, baseline: float) -> Point:
-    p, g = exp.params, exp.grid
-    lags = scaled_profile(o1, baseline, p.shape_lags, p.shape_baseline, profile)
-    try:
-        res = price(r, g.batch, g.draft_len, g.context, "refined", OverlapInput(lags, p.popularity))
-    except SimulatorError as exc:
-        return Point(r.model.name, profile, o1, lags, np.asarray(g.batch), np.full(len(g.batch), np.nan), np.nan,
-                     str(exc))
-    j = at_gamma(res, p.ratio_draft_len)
-    return Point(r.model.name, profile, o1, lags, res.batch, best(res)[1], float(1 / res.verify_decode_ratio[j, 0]))
+def _point(case, profile: str, o1: float, lags, s: Settings) -> Point:
+    res = case.result
+    return Point(case.model.name, profile, o1, lags, res.batch, res.best()[1], case.decode_verify(s.ratio_draft_len, 0))
 
 
-def _flips(r, exp, profile, pts: list[Point], baseline: float) -> list[tuple[float, int, int]]:
+def _price(study, ctx, dd, e, o1: float):
+    ex = replace(e, lag1=o1, name=f"{e.spec.name} {e.profile} o(1)={o1:g}")
+    v = build_variant(ex, dd.model)
+    return price_target(study, ctx, dd, "refined", v), v.overlap.lags
+
+
+def _flips(study, ctx, dd, e, pts: list[Point], s: Settings) -> list[tuple[float, int, int]]:
     """(o(1) at the flip, peak batch below it, peak batch above it) for each grid interval where 'peak at the
     smallest batch' changes, refined by bisection to ``resolution``."""
     out = []
@@ -102,10 +71,10 @@ def _flips(r, exp, profile, pts: list[Point], baseline: float) -> list[tuple[flo
         if lo_low == hi_low:
             continue
         lo, hi = a, b
-        while hi.lag1 - lo.lag1 > exp.params.resolution:
-            mid = _point(r, exp, profile, 0.5 * (lo.lag1 + hi.lag1), baseline)
-            if mid.error:
-                break
+        while hi.lag1 - lo.lag1 > s.resolution:
+            o1 = 0.5 * (lo.lag1 + hi.lag1)
+            case, lags = _price(study, ctx, dd, e, o1)
+            mid = _point(case, e.profile, o1, lags, s)
             if (mid.peak_batch == mid.batch[0]) == lo_low:
                 lo = mid
             else:
@@ -114,46 +83,56 @@ def _flips(r, exp, profile, pts: list[Point], baseline: float) -> list[tuple[flo
     return out
 
 
-def run(exp: Experiment, ctx) -> Outcome:
-    p = exp.params
+def run(study, priced, ctx, p: Settings) -> Part:
     points: list[Point] = []
     flips: list[tuple[str, str, float, int, int]] = []
     bases = {}
-    for t in exp.targets:
-        r = resolve(t, exp)
-        baseline = independent_overlap(parse_popularity(p.popularity, r.model.ffn.experts, r.model.ffn.top_k),
-                                       r.model.ffn.top_k)
-        bases[r.model.name] = (baseline, r)
-        for prof in p.profiles:
-            pts = [_point(r, exp, prof, o1, baseline) for o1 in p.lag1]
+    exps = [e for e in priced.variants if e.spec.name == p.variant]
+    for t in study.grid.all_targets:
+        dd, _ = deploy_target(study, t)
+        bases[dd.model.name] = (_baseline(exps[0], dd.model), dd)
+        for prof in dict.fromkeys(e.profile for e in exps):
+            pts = []
+            for e in (x for x in exps if x.profile == prof):
+                pt = priced.find(dd.model.name, "refined", e.name)
+                pts.append(_point(pt.case, prof, e.lag1, build_variant(e, dd.model).overlap.lags, p))
             points += pts
-            flips += [(r.model.name, prof, *f) for f in _flips(r, exp, prof, pts, baseline)]
-    bi = [int(np.flatnonzero(np.asarray(exp.grid.batch) == b)[0]) for b in p.report_batches]
-    rows = tuple((x.model, x.profile, x.lag1, *(float(x.speedup[i]) for i in bi), x.peak_batch if not x.error
-                  else None, x.ratio, ", ".join(f"{v:.3f}" for v in x.lags), x.error) for x in points)
+            e0 = next(x for x in exps if x.profile == prof)
+            flips += [(dd.model.name, prof, *f) for f in _flips(study, ctx, dd, e0, pts, p)]
+    g = study.grid
+    bi = [int(np.flatnonzero(np.asarray(g.batch) == b)[0]) for b in p.report_batches]
+    rows = tuple((x.model, x.profile, x.lag1, *(float(x.speedup[i]) for i in bi), x.peak_batch, x.ratio,
+                  ", ".join(f"{v:.3f}" for v in x.lags), x.error) for x in points)
     table = Table("sensitivity", "Refined speedup (best draft length) vs lag-1 overlap",
                   ("model", "profile", "o(1)", *(f"S(B={b})" for b in p.report_batches), "peak batch",
-                   f"T_decode/T_verify (B={exp.grid.batch[0]}, γ={p.ratio_draft_len})", "lags o(1..D)", "error"),
+                   f"T_decode/T_verify (B={g.batch[0]}, γ={p.ratio_draft_len})", "lags o(1..D)", "error"),
                   rows, ("", "", "{:.3f}", *["{:.2f}"] * len(bi), "{:d}", "{:.3f}", "", ""))
     flip_t = Table("flips", "Where the curve shape flips (peak moves to the smallest batch)",
                    ("model", "profile", "o(1) at flip", "peak batch below", "peak batch above"), tuple(flips),
                    ("", "", "{:.3f}", "{:d}", "{:d}"))
     figs = (Figure("speedup_vs_overlap", "Refined speedup at the report batches vs lag-1 overlap; grey band: the "
                    "study's measured range; hatched: independent-routing baselines; dashed: flip points",
-                   lambda path: _plot_overlap(points, flips, exp, path)),
+                   lambda path: _plot_overlap(points, flips, study, p, path)),
             Figure("curves", "Refined speedup vs batch at selected overlaps (Cohere-shaped profile)",
-                   lambda path: _plot_curves(points, exp, path)))
+                   lambda path: _plot_curves(points, study, p, path)))
     keys = tuple((f"flip: {m} ({prof})", f"o(1) ≈ {o:.3f} (peak B={a} → B={b})") for m, prof, o, a, b in flips)
-    keys += tuple((f"{m}: independent baseline (popularity {p.popularity})", f"{bases[m][0]:.4f}") for m in bases)
-    return Outcome(exp.name, exp.title, exp.kind, exp.description, exp.question, keys, (table, flip_t), figs,
-                   _findings(points, flips, exp, bases), _settings(exp, bases))
+    pop = exps[0].spec.overlap.popularity
+    keys += tuple((f"{m}: independent baseline (popularity {pop})", f"{bases[m][0]:.4f}") for m in bases)
+    return Part(keys, (table, flip_t), figs, findings(points, flips, study, p, bases), _settings(study, p, bases,
+                                                                                              exps[0]))
 
 
-def _findings(points, flips, exp, bases) -> tuple[str, ...]:
-    p = exp.params
+def _baseline(e, model) -> float:
+    from .grid import model_baseline
+
+    o = e.spec.overlap
+    return o.baseline if o.baseline is not None else model_baseline(model, o.popularity or "uniform")
+
+
+def findings(points, flips, exp, p: Settings, bases) -> tuple[str, ...]:
     out = []
     for m in bases:
-        for prof in p.profiles:
+        for prof in dict.fromkeys(x.profile for x in points):
             pts = [x for x in points if x.model == m and x.profile == prof and not x.error]
             if not pts:
                 continue
@@ -203,14 +182,14 @@ def _second_peak(pts: list[Point], batch: np.ndarray) -> str:
     return text + "."
 
 
-def _settings(exp, bases) -> tuple[str, ...]:
-    p = exp.params
+def _settings(exp, p: Settings, bases, e) -> tuple[str, ...]:
+    o = e.spec.overlap
     return (
-        "targets: " + "; ".join(f"{m} ({r.label} on {r.hw.display_name})" for m, (_, r) in bases.items()),
-        f"o(1) grid {', '.join(f'{x:g}' for x in p.lag1)}; popularity {p.popularity} (independent baseline: "
+        "targets: " + "; ".join(f"{m} ({r.dep.label} on {r.hw.display_name})" for m, (_, r) in bases.items()),
+        f"o(1) grid {', '.join(f'{x:g}' for x in sorted(o.lag1))}; popularity {o.popularity} (independent baseline: "
         + ", ".join(f"{m} {b:.4f}" for m, (b, _) in bases.items()) + ")",
         "profile 'cohere': o(d) = s + λ(1)·(λ_C(d)/λ_C(1))·(1 − s) with the Cohere blog's lag correlations "
-        f"λ_C(d) from o = {', '.join(f'{x:g}' for x in p.shape_lags)} over s = {p.shape_baseline:g}; 'markov': lag 1 "
+        f"λ_C(d) from o = {', '.join(f'{x:g}' for x in o.shape)} over s = {o.shape_baseline:g}; 'markov': lag 1 "
         "only, so the maximum-entropy law is a first-order Markov chain (λ(d) = λ(1)^d), realisable by construction",
         f"drafter {exp.speculation.drafter}, acceptance {exp.speculation.acceptance.label}; batch "
         f"{list(exp.grid.batch)}, draft length {list(exp.grid.draft_len)} (best per batch), context {exp.grid.context}",
@@ -218,10 +197,9 @@ def _settings(exp, bases) -> tuple[str, ...]:
     )
 
 
-def _plot_overlap(points, flips, exp, path) -> str:
-    p = exp.params
+def _plot_overlap(points, flips, exp, p: Settings, path) -> str:
     models = list(dict.fromkeys(x.model for x in points))
-    fig, axes = plots.figure(len(models), ncols=3, panel=(5.0, 3.8),
+    fig, axes = plots.grid_figure(len(models), ncols=3, panel=(5.0, 3.8),
                              title="Refined speedup vs adjacent-token overlap o(1)")
     styles = {"cohere": "-", "markov": "--"}
     for ax, m in zip(axes, models, strict=True):
@@ -230,7 +208,7 @@ def _plot_overlap(points, flips, exp, path) -> str:
                    label="independent-routing range")
         for k, b in enumerate(p.report_batches):
             i = exp.grid.batch.index(b)
-            for prof in p.profiles:
+            for prof in dict.fromkeys(x.profile for x in points):
                 pts = [x for x in points if x.model == m and x.profile == prof and not x.error]
                 ax.plot([x.lag1 for x in pts], [x.speedup[i] for x in pts], linestyle=styles[prof], marker="o",
                         markersize=3, color=plots.PALETTE[k], label=f"B={b}, {prof}")
@@ -242,16 +220,16 @@ def _plot_overlap(points, flips, exp, path) -> str:
         ax.set_ylabel("speedup (x)", fontsize=8)
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize=7, loc="best")
-    return plots.save(fig, path)
+    return plots.save(fig, path, dpi=100)
 
 
-def _plot_curves(points, exp, path) -> str:
-    p = exp.params
+def _plot_curves(points, exp, p: Settings, path) -> str:
+    first = points[0].profile
     models = list(dict.fromkeys(x.model for x in points))
-    fig, axes = plots.figure(len(models), ncols=3, panel=(5.0, 3.8),
-                             title="Refined speedup vs batch at selected o(1) (profile: " + p.profiles[0] + ")")
+    fig, axes = plots.grid_figure(len(models), ncols=3, panel=(5.0, 3.8),
+                             title="Refined speedup vs batch at selected o(1) (profile: " + first + ")")
     for ax, m in zip(axes, models, strict=True):
-        pts = [x for x in points if x.model == m and x.profile == p.profiles[0] and not x.error]
+        pts = [x for x in points if x.model == m and x.profile == first and not x.error]
         idx = sorted(set(np.linspace(0, len(pts) - 1, min(6, len(pts))).round().astype(int).tolist()))
         pick = [pts[i] for i in idx]
         for k, x in enumerate(pick):
@@ -261,4 +239,4 @@ def _plot_curves(points, exp, path) -> str:
         ax.set_title(m, fontsize=9)
         ax.set_ylabel("speedup (x)", fontsize=8)
         ax.legend(fontsize=7)
-    return plots.save(fig, path)
+    return plots.save(fig, path, dpi=100)

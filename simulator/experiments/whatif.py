@@ -1,112 +1,64 @@
-"""``blackwell-whatif``: the targets on other GPUs (spec-derived what-if profiles) and formats, and an attribution
-of the change by variants that alter one thing at a time (HBM bandwidth, L2, peak FLOP/s, NVLink, HBM capacity,
-fixed costs, 4-bit experts), from the base GPU towards the target GPU and back."""
+"""``whatif`` analysis: the grid's targets on several GPUs and formats (refined speedup at the smallest batch and the
+low-batch advantage), and a one-change-at-a-time attribution: variants that copy one group of spec fields
+(:data:`simulator.sweep.HARDWARE_GROUPS`) from the base GPU towards the target GPU and back, a hypothetical
+fixed-cost scale, and 4-bit experts, each priced through the sweep's one pricing path."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 
 import numpy as np
 
-from ..cost.whatif import derive_kernels
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
-from ..specs.kernels import Collective, KernelClass, Kernels
-from . import plots
-from .outcome import Figure, Outcome, Table
-from .runs import at_gamma, best, fits, price, try_resolve
-from .schema import Experiment, Target, check_name, seq
-
-TIME_PARAMS = ("per_local_expert", "per_token", "per_parallel")
+from ..sweep import HARDWARE_GROUPS, Variant
+from ..sweep import figures as plots
+from ..validation import Interval, Param
+from .grid import deploy_target, price_target
+from .outcome import Figure, Part, Table, trend
+from .schema import Target, choice, loadable, need_in_grid, param_field, positive
 
 
 @dataclass(frozen=True)
-class Params:
-    hardware: tuple[str, ...]
-    dtypes: tuple[str, ...]
-    compare_from: int  # advantage = S(smallest batch) − max S over batches ≥ compare_from
-    ratio_draft_len: int
-    model: str
-    base: str
-    target: str
-    dtype: str
-    four_bit: str
-    fixed_cost_scale: float
+class Attribution:
+    model: str = loadable("model")
+    base: str = loadable("hardware")
+    target: str = loadable("hardware")
+    dtype: str = choice(FORMATS)
+    four_bit: str = choice(FORMATS)
+    fixed_cost_scale: float = param_field(Param(Interval(float, 0.0, 10.0)))
 
 
-def read(r, obj, path) -> Params:
-    w = r.mapping(obj, path, ("hardware", "dtypes", "compare_from", "ratio_draft_len", "attribution"),
-                  ("hardware", "dtypes", "attribution"))
-    hws = seq(r, w, "hardware", path, str)
-    for i, h in enumerate(hws):
-        check_name(r, f"{path}.hardware[{i}]", h, "hardware")
-    dts = seq(r, w, "dtypes", path, str)
-    for i, d in enumerate(dts):
-        r.string({f"dtypes[{i}]": d}, f"dtypes[{i}]", path, options=FORMATS)
-    ap = r.join(path, "attribution")
-    a = r.mapping(w["attribution"], ap, ("model", "base", "target", "dtype", "four_bit", "fixed_cost_scale"),
-                  ("model", "base", "target", "dtype", "four_bit", "fixed_cost_scale"))
-    return Params(hws, dts, r.integer(w, "compare_from", path, low=2, default=8),
-                  r.integer(w, "ratio_draft_len", path, low=1, high=64, default=3),
-                  check_name(r, f"{ap}.model", r.string(a, "model", ap), "model"),
-                  check_name(r, f"{ap}.base", r.string(a, "base", ap), "hardware"),
-                  check_name(r, f"{ap}.target", r.string(a, "target", ap), "hardware"),
-                  r.string(a, "dtype", ap, options=FORMATS), r.string(a, "four_bit", ap, options=FORMATS),
-                  r.number(a, "fixed_cost_scale", ap, low=0.0, high=10.0))
+@dataclass(frozen=True)
+class Settings:
+    attribution: Attribution
+    compare_from: int = param_field(Param(Interval(int, 2, None)), 8)  # advantage = S(B min) − max S(B ≥ this)
+    ratio_draft_len: int = positive(3)
 
 
-def check(r, exp: Experiment) -> None:
-    p = exp.params
-    if p.ratio_draft_len not in exp.grid.draft_len:
-        raise r.fail("hardware_whatif.ratio_draft_len", "is not in grid.draft_len", "add it to the grid")
-    if not any(b >= p.compare_from for b in exp.grid.batch):
-        raise r.fail("hardware_whatif.compare_from", f"is {p.compare_from}, above every batch of the grid",
+def check(r, study, s: Settings) -> None:
+    need_in_grid(r, study, "analyses.whatif.ratio_draft_len", s.ratio_draft_len, "draft_len")
+    if not any(b >= s.compare_from for b in study.grid.batch):
+        raise r.fail("analyses.whatif.compare_from", f"is {s.compare_from}, above every batch of the grid",
                      "lower it or extend grid.batch")
 
 
-def scale_fixed(k: Kernels, f: float) -> Kernels:
-    """Every fixed cost of a profile (kernel floors, per-expert/token/parallel terms, collective latencies,
-    per-step costs) multiplied by ``f``."""
-    def kc(c: KernelClass) -> KernelClass:
-        params = {n: (v * f if n in TIME_PARAMS else v) for n, v in c.params.items()}
-        return replace(c, fixed=c.fixed * f, params=MappingProxyType(params))
+def variants(base, target, p: Attribution) -> list[tuple[str, str, object, Variant]]:
+    """(group, label, hardware profile, variant): one change at a time from ``base`` towards ``target`` and from
+    ``target`` back to ``base``. HBM bandwidth changes re-derive the byte-indexed kernel curves from ``base``."""
+    def one(h, src, fields):
+        return Variant(copy_from=src, copy_fields=fields, kernel_base=base)
 
-    classes = {n: MappingProxyType({v: kc(c) for v, c in vs.items()}) for n, vs in k.classes.items()}
-    cols = {n: Collective(c.latency * f, c.latency_per_gpu * f, c.efficiency,
-                          None if c.large_latency is None else c.large_latency * f, c.large_efficiency)
-            for n, c in k.collectives.items()}
-    return replace(k, classes=MappingProxyType(classes), collectives=MappingProxyType(cols),
-                   step=MappingProxyType({n: v * f for n, v in k.step.items()}))
-
-
-def variants(base, target, p: Params) -> list[tuple[str, str, object, str]]:
-    """(group, label, hardware profile, dtype): one change at a time from ``base`` towards ``target`` and from
-    ``target`` back to ``base``. HBM bandwidth changes re-derive the byte-indexed kernel curves by the what-if rule."""
-    def bw(h, src):
-        h2 = h.with_changes(hbm_bandwidth=src.hbm_bandwidth)
-        return h2.with_changes(kernels=derive_kernels(h2, base))
-
-    changes = {
-        "HBM bandwidth": bw,
-        "L2 (size, partitions, bandwidth)": lambda h, s: h.with_changes(l2_size=s.l2_size,
-                                                                         l2_partitions=s.l2_partitions,
-                                                                         l2_bandwidth=s.l2_bandwidth),
-        "peak FLOP/s": lambda h, s: h.with_changes(peak_flops=s.peak_flops),
-        "NVLink bandwidth": lambda h, s: h.with_changes(link_bandwidth=s.link_bandwidth),
-        "HBM capacity": lambda h, s: h.with_changes(hbm_capacity=s.hbm_capacity),
-    }
     f = p.fixed_cost_scale
-    out = [("base", f"{base.name} (base)", base, p.dtype)]
-    out += [("one change", f"{base.name} + {target.name} {n}", fn(base, target), p.dtype) for n, fn in changes.items()]
-    out.append(("hypothetical", f"{base.name}, fixed costs x{f:g}",
-                base.with_changes(kernels=scale_fixed(base.kernels, f)), p.dtype))
-    out.append(("target", f"{target.name} (all spec changes)", target, p.dtype))
-    out += [("one reverted", f"{target.name} with {base.name} {n}", fn(target, base), p.dtype)
-            for n, fn in changes.items()]
-    out.append(("hypothetical", f"{target.name}, fixed costs x{f:g}",
-                target.with_changes(kernels=scale_fixed(target.kernels, f)), p.dtype))
-    out.append(("4-bit", f"{target.name} + 4-bit experts ({p.four_bit})", target, p.four_bit))
+    out = [("base", f"{base.name} (base)", base, Variant(dtype=p.dtype))]
+    out += [("one change", f"{base.name} + {target.name} {n}", base, one(base, target, fl))
+            for n, fl in HARDWARE_GROUPS.items()]
+    out.append(("hypothetical", f"{base.name}, fixed costs x{f:g}", base, Variant(fixed_cost_scale=f)))
+    out.append(("target", f"{target.name} (all spec changes)", target, Variant()))
+    out += [("one reverted", f"{target.name} with {base.name} {n}", target, one(target, base, fl))
+            for n, fl in HARDWARE_GROUPS.items()]
+    out.append(("hypothetical", f"{target.name}, fixed costs x{f:g}", target, Variant(fixed_cost_scale=f)))
+    out.append(("4-bit", f"{target.name} + 4-bit experts ({p.four_bit})", target, Variant(dtype=p.four_bit)))
     return out
 
 
@@ -119,38 +71,40 @@ class Metrics:
     s_at: dict
 
 
-def metrics(res, p: Params) -> Metrics:
-    _, s = best(res)
+def metrics(res, p: Settings) -> Metrics:
+    _, s = res.best()
     b = res.batch
     hi = b >= p.compare_from
-    j = at_gamma(res, p.ratio_draft_len)
+    j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
     return Metrics(float(s[0]), int(b[int(np.argmax(s))]), float(s[0] - s[hi].max()),
                    float(1 / res.verify_decode_ratio[j, 0]), {int(x): float(y) for x, y in zip(b, s, strict=True)})
 
 
-def _grid_rows(exp: Experiment):
-    p, g = exp.params, exp.grid
-    rows, curves, skipped = [], {}, []
-    for t in exp.targets:
-        for h in p.hardware:
-            for d in p.dtypes:
-                r, err = try_resolve(t, exp, hardware=h, dtype=d)
-                if r is not None:
-                    ok, why = fits(r, g.batch, g.draft_len, g.context)
-                    err = "" if ok else why
-                if err:
-                    skipped.append((t.model, h, d, _short_reason(err)))
-                    continue
+def _grid_rows(study, priced, p: Settings):
+    rows, skipped = [], []
+    hws = study.grid.hardware or ("h100-sxm",)
+    dts = study.grid.dtype or (None,)
+    for t in study.grid.all_targets:
+        for h in hws:
+            for d in dts:
                 m = {}
-                for mode in exp.modes:
-                    m[mode] = metrics(price(r, ok, g.draft_len, g.context, mode), p)
-                    curves[(t.model, h, d, mode)] = m[mode].s_at
-                rf, pr = m.get("refined"), m.get("prior")
-                note = "" if len(ok) == len(g.batch) else f"batches above {ok[-1]:g} dropped"
-                rows.append((t.model, h, d, r.label, pr.s_low if pr else None, rf.s_low if rf else None,
-                             rf.peak_batch if rf else None, rf.advantage if rf else None, rf.ratio if rf else None,
-                             pr.ratio if pr else None, rf.s_at.get(16) if rf else None, note))
-    return rows, curves, skipped
+                for mode in study.grid.modes:
+                    pt = priced.find(t.model, mode, "", h, d)
+                    if pt is not None:
+                        m[mode] = (metrics(pt.case.result, p), pt)
+                if not m:
+                    why = next(w for mm, hh, dd, w in priced.skipped if (mm, hh, dd) == (t.model, h, d))
+                    skipped.append((t.model, h, d, _short_reason(why)))
+                    continue
+                rf, pr = (m.get(k, (None,))[0] for k in ("refined", "prior"))
+                pt = next(iter(m.values()))[1]
+                ok = pt.case.result.batch
+                note = "" if len(ok) == len(study.grid.batch) else f"batches above {ok[-1]:g} dropped"
+                rows.append((t.model, h, d, pt.case.deployment.label, pr.s_low if pr else None,
+                             rf.s_low if rf else None, rf.peak_batch if rf else None, rf.advantage if rf else None,
+                             rf.ratio if rf else None, pr.ratio if pr else None, rf.s_at.get(16) if rf else None,
+                             note))
+    return rows, skipped
 
 
 def _short_reason(err: str) -> str:
@@ -159,20 +113,20 @@ def _short_reason(err: str) -> str:
     return tail.split("; ")[0][:140]
 
 
-def _attribution(exp: Experiment):
-    p, g = exp.params, exp.grid
-    base, target = load_hardware(p.base), load_hardware(p.target)
-    t = Target(model=p.model, hardware=p.base)
+def _attribution(study, ctx, p: Settings):
+    a = p.attribution
+    base, target = load_hardware(a.base), load_hardware(a.target)
+    t = Target(model=a.model, hardware=a.base)
     rows = []
-    for group, label, hw, dtype in variants(base, target, p):
-        r, err = try_resolve(t, exp, hardware=hw, dtype=dtype)
-        if r is None:
-            rows.append((group, label, dtype, None, None, None, None, None, err[:160]))
+    for group, label, hw, v in variants(base, target, a):
+        hw, v = v.hardware(hw), replace(v, copy_fields=(), fixed_cost_scale=None)  # deploy on the edited GPU
+        dd, err = deploy_target(study, t, hw, v.dtype or a.dtype, fallbacks=())
+        if dd is None:
+            rows.append((group, label, v.dtype or a.dtype, None, None, None, None, None, err[:160]))
             continue
-        ok, why = fits(r, g.batch, g.draft_len, g.context)
-        res = {m: metrics(price(r, ok, g.draft_len, g.context, m), p) for m in exp.modes}
+        res = {m: metrics(price_target(study, ctx, dd, m, v).result, p) for m in study.grid.modes}
         rf = res["refined"]
-        rows.append((group, label, dtype, rf.s_low, rf.advantage, rf.ratio, rf.peak_batch,
+        rows.append((group, label, v.dtype or a.dtype, rf.s_low, rf.advantage, rf.ratio, rf.peak_batch,
                      res["prior"].s_low if "prior" in res else None, ""))
     b0 = rows[0]
     out = []
@@ -182,9 +136,9 @@ def _attribution(exp: Experiment):
     return out
 
 
-def run(exp: Experiment, ctx) -> Outcome:
-    p, g = exp.params, exp.grid
-    grid_rows, curves, skipped = _grid_rows(exp)
+def run(exp, priced, ctx, p: Settings) -> Part:
+    g, a = exp.grid, p.attribution
+    grid_rows, skipped = _grid_rows(exp, priced, p)
     b0 = g.batch[0]
     grid_t = Table("grid", f"Targets × GPUs × formats (refined unless marked; S = best speedup, advantage = S(B={b0}) "
                    f"− max S over B ≥ {p.compare_from})",
@@ -194,35 +148,35 @@ def run(exp: Experiment, ctx) -> Outcome:
                    tuple(grid_rows), ("", "", "", "", "{:.2f}", "{:.2f}", "{:d}", "{:+.2f}", "{:.3f}", "{:.3f}",
                                       "{:.2f}", ""))
     skip_t = Table("not_run", "Combinations that cannot run", ("model", "GPU", "format", "why"), tuple(skipped))
-    attr = _attribution(exp)
-    attr_t = Table("attribution", f"One change at a time: {p.model}, refined (Δ against {p.base} {p.dtype})",
+    attr = _attribution(exp, ctx, p)
+    attr_t = Table("attribution", f"One change at a time: {a.model}, refined (Δ against {a.base} {a.dtype})",
                    ("group", "variant", "format", f"S(B={b0})", "advantage", "T_dec/T_ver", f"Δ S(B={b0})",
                     "Δ advantage", "Δ T_dec/T_ver", "peak B", f"prior S(B={b0})", "note"), tuple(attr),
                    ("", "", "", "{:.3f}", "{:+.3f}", "{:.3f}", "{:+.3f}", "{:+.3f}", "{:+.3f}", "{:d}", "{:.2f}", ""))
     figs = (Figure("low_batch", f"Refined speedup at B={b0} per target, GPU and format",
                    lambda path: _plot_bars(grid_rows, exp, path)),
-            Figure("attribution", f"One-change-at-a-time attribution for {p.model} (refined S at B={b0})",
+            Figure("attribution", f"One-change-at-a-time attribution for {a.model} (refined S at B={b0})",
                    lambda path: _plot_attr(attr, exp, path)))
     keys, findings = _findings(grid_rows, attr, exp)
-    settings = (f"GPUs {', '.join(p.hardware)} (Blackwell profiles are spec-derived what-ifs: the H100 kernel-curve "
+    settings = (f"GPUs {', '.join(g.hardware)} (Blackwell profiles are spec-derived what-ifs: the H100 kernel-curve "
                 "shapes rescaled by each GPU's bandwidth, H100 fixed costs kept; see docs/MODEL.md §3.8)",
-                f"formats {', '.join(p.dtypes)}; deployment by the sweep's default rule with the format forced",
+                f"formats {', '.join(g.dtype)}; deployment by the sweep's default rule with the format forced",
                 f"drafter {exp.speculation.drafter}, acceptance {exp.speculation.acceptance.label}; batch "
                 f"{list(g.batch)}, draft length {list(g.draft_len)} (best per batch), context {g.context}",
-                f"fixed-cost variant: every fixed cost x{p.fixed_cost_scale:g}, hypothetical (no source says how "
+                f"fixed-cost variant: every fixed cost x{a.fixed_cost_scale:g}, hypothetical (no source says how "
                 "Blackwell launch floors compare with Hopper's)")
-    return Outcome(exp.name, exp.title, exp.kind, exp.description, exp.question, keys, (grid_t, skip_t, attr_t),
-                   figs, findings, settings)
+    return Part(keys, (grid_t, skip_t, attr_t), figs, findings, settings)
 
 
 def _findings(grid_rows, attr, exp):
-    p = exp.params
+    p = exp.analyses["whatif"].attribution
+    hardware, dtypes = exp.grid.hardware, exp.grid.dtype
     refined = {(r[0], r[1], r[2]): r[5] for r in grid_rows if r[5] is not None}
     adv = {(r[0], r[1], r[2]): r[7] for r in grid_rows if r[7] is not None}
     base_key = (p.base, p.dtype)
     comps = []
-    for hw in p.hardware:
-        for d in p.dtypes:
+    for hw in hardware:
+        for d in dtypes:
             if (hw, d) == base_key:
                 continue
             pairs = [(refined[(m, hw, d)], refined[(m, *base_key)], adv[(m, hw, d)], adv[(m, *base_key)])
@@ -248,7 +202,7 @@ def _findings(grid_rows, attr, exp):
     s1 = (f"Does the low-batch advantage grow? Against {p.base} in {p.dtype} (targets that run there): " + "; ".join(
         f"on {hw} in {d} the refined speedup at the smallest batch is higher for {up} of {n} targets (mean change "
         f"{mean:+.2f}) and the low-batch advantage grows for {au}" for hw, d, up, au, n, mean in comps)
-        + ". " + _profile_diffs(p, grid_rows))
+        + ". " + _profile_diffs(p, grid_rows, hardware))
     def dS(group):
         return [(x[1], x[6]) for x in attr if x[0] == group and x[3] is not None]
 
@@ -290,9 +244,9 @@ FIELDS = (("hbm_bandwidth", "HBM bandwidth", 1e12, "TB/s"), ("hbm_capacity", "HB
           ("link_bandwidth", "NVLink", 1e9, "GB/s"))
 
 
-def _profile_diffs(p: Params, grid_rows) -> str:
+def _profile_diffs(p, grid_rows, hardware) -> str:
     """How the non-base GPUs of the grid differ from each other (spec fields that enter the model)."""
-    others = [h for h in p.hardware if h != p.base]
+    others = [h for h in hardware if h != p.base]
     if len(others) < 2:
         return ""
     a, b = load_hardware(others[0]), load_hardware(others[1])
@@ -308,11 +262,10 @@ def _profile_diffs(p: Params, grid_rows) -> str:
 
 
 def _plot_bars(grid_rows, exp, path) -> str:
-    p = exp.params
     models = list(dict.fromkeys(r[0] for r in grid_rows))
     vals = {(r[0], r[1], r[2]): r[5] for r in grid_rows}
-    combos = [(h, d) for h in p.hardware for d in p.dtypes if any(vals.get((m, h, d)) for m in models)]
-    fig, (ax,) = plots.figure(1, panel=(max(8.0, 1.1 * len(models)), 4.2),
+    combos = [(h, d) for h in exp.grid.hardware for d in exp.grid.dtype if any(vals.get((m, h, d)) for m in models)]
+    fig, (ax,) = plots.grid_figure(1, panel=(max(8.0, 1.1 * len(models)), 4.2),
                               title=f"Refined speedup at B={exp.grid.batch[0]} (best draft length)")
     width = 0.8 / len(combos)
     for k, (h, d) in enumerate(combos):
@@ -329,14 +282,15 @@ def _plot_bars(grid_rows, exp, path) -> str:
     ax.set_ylim(0, top * 1.22)
     ax.legend(fontsize=7, ncol=len(combos), loc="upper center")
     fig.subplots_adjust(bottom=0.25)
-    return plots.save(fig, path)
+    return plots.save(fig, path, dpi=100)
 
 
 def _plot_attr(attr, exp, path) -> str:
     rows = [x for x in attr if x[3] is not None]
-    fig, (ax,) = plots.figure(1, panel=(8.0, 0.32 * len(rows) + 1.2),
-                              title=f"{exp.params.model}: change of refined S(B={exp.grid.batch[0]}) against "
-                                    f"{exp.params.base} {exp.params.dtype}")
+    fig, (ax,) = plots.grid_figure(1, panel=(8.0, 0.32 * len(rows) + 1.2),
+                              title=f"{exp.analyses['whatif'].attribution.model}: change of refined S(B="
+                                    f"{exp.grid.batch[0]}) against {exp.analyses['whatif'].attribution.base} "
+                                    f"{exp.analyses['whatif'].attribution.dtype}")
     ys = np.arange(len(rows))[::-1]
     ax.barh(ys, [x[6] for x in rows], color=["#1b9e77" if x[6] >= 0 else "#d95f02" for x in rows])
     ax.set_yticks(ys)
@@ -345,4 +299,4 @@ def _plot_attr(attr, exp, path) -> str:
     ax.set_xlabel("Δ speedup at the smallest batch", fontsize=8)
     ax.grid(True, axis="x", alpha=0.3)
     fig.subplots_adjust(left=0.45)
-    return plots.save(fig, path)
+    return plots.save(fig, path, dpi=100)

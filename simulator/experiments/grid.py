@@ -1,0 +1,306 @@
+"""Expand a study's grid (targets × hardware × formats × variants × modes) and price it through the sweep's one
+pricing path (:func:`simulator.sweep.price`); variant specs of the YAML file become :class:`~simulator.sweep.Variant`
+objects here.
+
+Variant spec (``grid.variants[i]``; list-valued ``lag1``/``profile`` expand as a product)::
+
+    name: o1                               # label in tables (expanded variants get " <profile> o(1)=<lag1>")
+    modes: [refined]                       # default: every mode of the grid
+    only_without_overlap: false            # apply only to models that ship no routing statistics
+    overlap: {lags: [..]} | {lag1: [..], profile: [cohere, markov], shape: [..], shape_baseline: s, baseline: x,
+              popularity: uniform}         # baseline omitted: the model's independent overlap under popularity
+           | {trace: {experts, top_k, sequences, tokens, seed, persistence, context, skew, hidden, max_lag}}
+    hardware: {scale: {hbm_bandwidth: 2}, fixed_cost_scale: 0.5}
+    acceptance: {accept_length: 2.17, draft_len: 3}
+    drafter: mtp
+    mechanisms: {routing: independent}
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cost.routing import OverlapInput, model_overlap
+from ..errors import SimulatorError
+from ..overlap import layer_stats, parse_popularity, synth_trace
+from ..overlap.popularity import independent_overlap
+from ..specdec import StepCache
+from ..specs.catalog import load_hardware, load_model
+from ..specs.model import ModelSpec
+from ..sweep import Case, Layout, Variant, deploy, price
+from ..sweep.variants import SCALABLE
+from ..validation import Interval, Options, Param, param_field
+from .schema import AcceptanceSpec, Study, Target, choice, fraction, positive, read_settings
+
+PROFILES = ("cohere", "markov")
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """The seeded synthetic router (:func:`simulator.overlap.synth_trace`) whose measured statistics are used."""
+
+    experts: int = param_field(Param(Interval(int, 2, None)))
+    top_k: int = positive()
+    sequences: int = positive()
+    tokens: int = param_field(Param(Interval(int, 8, None)))
+    seed: int = param_field(Param(Interval(int, 0, None)))
+    persistence: float = param_field(Param(Interval(float, 0.0, 0.999)))
+    context: float = param_field(Param(Interval(float, 0.0, 0.999)))
+    skew: float = fraction()
+    hidden: int = positive(32)
+    max_lag: int = param_field(Param(Interval(int, 1, 8)), 4)
+
+
+@dataclass(frozen=True)
+class OverlapSpec:
+    lags: tuple[float, ...] = ()
+    lag1: tuple[float, ...] = ()
+    profile: tuple[str, ...] = ("cohere",)
+    shape: tuple[float, ...] = ()
+    shape_baseline: float | None = param_field(Param(Interval(float, 0.0, 1.0), None), None)
+    baseline: float | None = param_field(Param(Interval(float, 0.0, 1.0), None), None)
+    popularity: str | None = None
+    trace: TraceSpec | None = None
+
+
+@dataclass(frozen=True)
+class HardwareEdit:
+    scale: dict | None = None  # field -> factor (fields of sweep.variants.SCALABLE)
+    fixed_cost_scale: float | None = param_field(Param(Interval(float, 0.0, 10.0), None), None)
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    name: str
+    modes: tuple[str, ...] = ()
+    only_without_overlap: bool = False
+    overlap: OverlapSpec | None = None
+    hardware: HardwareEdit | None = None
+    acceptance: AcceptanceSpec | None = None
+    drafter: str | None = None
+    mechanisms: dict | None = None
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """One variant after list expansion: its spec, label and the (profile, lag1) it stands for."""
+
+    spec: VariantSpec
+    name: str
+    profile: str = "cohere"
+    lag1: float | None = None
+
+
+def read_variants(r, study: Study) -> tuple[Expanded, ...]:
+    out = []
+    for i, raw in enumerate(study.grid.variants):
+        p = f"grid.variants[{i}]"
+        v = read_settings(r, raw, p, VariantSpec, raw=("scale", "mechanisms"))
+        if v.hardware and v.hardware.scale is not None:
+            sc = r.mapping(v.hardware.scale, f"{p}.hardware.scale", SCALABLE)
+            for k in sc:
+                r.number(sc, k, f"{p}.hardware.scale", low=0.0)
+        if v.mechanisms is not None:
+            mk = r.mapping(v.mechanisms, f"{p}.mechanisms", ("routing", "kernel_curves", "fixed_costs", "l2"))
+            try:
+                from ..cost.deployment import Mechanisms
+
+                Mechanisms(**mk)
+            except SimulatorError as exc:
+                raise r.fail(f"{p}.mechanisms", str(exc), "use the values of docs/MODEL.md §5") from None
+        o = v.overlap
+        for k, prof in enumerate(o.profile if o else ()):
+            if prof not in PROFILES:
+                raise r.fail(f"{p}.overlap.profile[{k}]", f"is {prof!r}, not one of {list(PROFILES)}", "fix it")
+        if o and o.lag1:
+            out += [Expanded(v, f"{v.name} {prof} o(1)={x:g}", prof, x) for prof, x in itertools.product(o.profile,
+                                                                                                   o.lag1)]
+        else:
+            out.append(Expanded(v, v.name))
+    names = [e.name for e in out]
+    if len(set(names)) != len(names):
+        raise r.fail("grid.variants", "has repeated names", "name each variant once")
+    return tuple(out)
+
+
+# -- overlap profiles --------------------------------------------------------------------------------------------
+def lift(lags, baseline: float) -> np.ndarray:
+    """Lag correlation λ(d) = (o(d) − s) / (1 − s) of overlaps over the independent baseline s."""
+    return (np.asarray(lags, float) - baseline) / (1.0 - baseline)
+
+
+def model_baseline(model: ModelSpec, popularity: str) -> float:
+    """The independent overlap of ``model`` under ``popularity`` (k/E for uniform)."""
+    ffn = model.ffn
+    if popularity == "uniform":
+        return ffn.top_k / ffn.experts
+    return independent_overlap(parse_popularity(popularity, ffn.experts, ffn.top_k), ffn.top_k)
+
+
+def profile_lags(s: float, shape, shape_baseline: float, lag1: float | None, profile: str) -> tuple[float, ...]:
+    """Lag overlaps over the independent baseline ``s``: the shape's lag correlations, rescaled so that o(1) =
+    ``lag1`` when given (``cohere``); ``markov``: o(1) only (the maximum-entropy law is then a first-order Markov
+    chain per expert, λ(d) = λ(1)^d, realisable by construction)."""
+    if profile == "markov":
+        return (float(lag1),)
+    lam = lift(shape, shape_baseline)
+    if lag1 is not None:
+        lam = (lag1 - s) / (1.0 - s) * lam / lam[0]
+    return tuple(float(x) for x in s + lam * (1.0 - s))
+
+
+@functools.lru_cache(maxsize=32)
+def measured_trace(t: TraceSpec):
+    """(trace, measured statistics) of a synthetic router setting (cached: analyses reuse it)."""
+    tr = synth_trace(t.experts, t.top_k, t.sequences, t.tokens, layers=1, persistence=t.persistence, skew=t.skew,
+                     context=t.context, hidden=t.hidden, seed=t.seed)
+    return tr, layer_stats(tr, 0, max_lag=t.max_lag)
+
+
+def overlap_for(o: OverlapSpec, model: ModelSpec, profile: str, lag1: float | None) -> OverlapInput:
+    if o.trace is not None:
+        st = measured_trace(o.trace)[1]
+        return OverlapInput(tuple(float(x) for x in st.overlaps), f"skew:{float(st.skew):.4f}")
+    pop = o.popularity or model_overlap(model).popularity
+    if o.lags:
+        return OverlapInput(tuple(o.lags), pop)
+    s = o.baseline if o.baseline is not None else model_baseline(model, pop)
+    sb = o.shape_baseline if o.shape_baseline is not None else s
+    return OverlapInput(profile_lags(s, o.shape, sb, lag1, profile), pop)
+
+
+def build_variant(e: Expanded, model: ModelSpec, kernel_base=None) -> Variant | None:
+    v = e.spec
+    if v.only_without_overlap and model.overlap is not None:
+        return None
+    hw = v.hardware or HardwareEdit()
+    acc = v.acceptance
+    return Variant(name=e.name, scale=tuple((hw.scale or {}).items()), fixed_cost_scale=hw.fixed_cost_scale,
+                   overlap=overlap_for(v.overlap, model, e.profile, e.lag1) if v.overlap else None,
+                   acceptance=acc.build() if acc else None, acceptance_label=acc.label if acc else "",
+                   drafter=v.drafter, mechanisms=tuple((v.mechanisms or {}).items()), kernel_base=kernel_base)
+
+
+# -- pricing -----------------------------------------------------------------------------------------------------
+@dataclass
+class RunContext:
+    """Run-time options that are not part of a study file: the measured-data folder of ``validation`` (None: the
+    bundled one), a progress callback, and the step cache shared by every pricing call of a run."""
+
+    data: str | None = None
+    progress: Callable[[str], None] | None = None
+    cache: StepCache = field(default_factory=StepCache)
+
+    def say(self, msg: str) -> None:
+        if self.progress is not None:
+            self.progress(msg)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A priced grid point; ``dtype`` is the format asked for (None: the default rule)."""
+
+    target: Target
+    hardware: str
+    dtype: str | None
+    variant: str
+    mode: str
+    case: Case
+    note: str = ""
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.case.model
+
+
+@dataclass
+class Priced:
+    points: list[Point]
+    skipped: list[tuple[str, str, str | None, str]]  # (model, hardware, dtype, why)
+    variants: tuple[Expanded, ...] = ()
+
+    def find(self, model: str, mode: str = "refined", variant: str = "", hardware: str | None = None,
+             dtype: str | None = "*") -> Point | None:
+        for p in self.points:
+            if (p.case.model.name, p.mode, p.variant) == (model, mode, variant) and \
+                    (hardware is None or p.hardware == hardware) and (dtype == "*" or p.dtype == dtype):
+                return p
+        return None
+
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(p.case.model.name for p in self.points))
+
+
+@dataclass(frozen=True)
+class Deployed:
+    target: Target
+    model: ModelSpec
+    hw: object
+    dep: object
+    batch: tuple
+    note: str
+
+
+def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: str | None = None, batch=None,
+                  gammas=None, context: int | None = None, fallbacks=None) -> tuple[Deployed | None, str]:
+    """The target's deployment (format ``dtype``, else the target's, else the default rule; then each fallback
+    format) that fits the smallest batch; batches that do not fit are dropped with a note."""
+    g = study.grid
+    batch = tuple(batch or g.batch)
+    gammas = tuple(gammas or g.draft_len)
+    context = g.context if context is None else context
+    model = load_model(t.model)
+    hw = load_hardware(hardware or t.hardware or "h100-sxm") if not hasattr(hardware, "kernels") else hardware
+    first = ""
+    for k, d in enumerate((dtype or t.dtype, *(g.fallback_dtypes if fallbacks is None else fallbacks))):
+        try:
+            dep, ok, why = deploy(model, hw, Layout(d, t.kv_dtype, t.tp, t.ep, t.gpus), batch, max(gammas), context)
+        except SimulatorError as exc:
+            ok, why = [], str(exc)
+        if ok:
+            note = f"{d} fallback: the default deployment does not fit ({first})" if k else ""
+            if len(ok) < len(batch):
+                note = (note + "; " if note else "") + f"batches above {ok[-1]:g} dropped (KV cache does not fit)"
+            return Deployed(t, model, hw, dep, tuple(ok), note), ""
+        first = first or why
+    return None, first
+
+
+def price_target(study: Study, ctx: RunContext, dd: Deployed, mode: str, variant: Variant | None = None,
+                 gammas=None, context: int | None = None) -> Case:
+    """One deployed target through :func:`simulator.sweep.price` with the study's speculation settings."""
+    t, sp = dd.target, study.speculation
+    acc = (t.acceptance or sp.acceptance).build()
+    return price(dd.model, dd.hw, dd.dep, dd.batch, gammas or study.grid.draft_len, mode=mode, variant=variant,
+                 acceptance=acc, drafter=t.drafter or sp.drafter,
+                 context=study.grid.context if context is None else context, cache=ctx.cache)
+
+
+def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...]) -> Priced:
+    """Every target × hardware × format × variant × mode of the grid (variants: the empty one first)."""
+    g = study.grid
+    points, skipped = [], []
+    targets = g.all_targets
+    for i, t in enumerate(targets):
+        ctx.say(f"{study.name}: [{i + 1}/{len(targets)}] {t.model}")
+        for hw in g.hardware or (t.hardware or "h100-sxm",):
+            for d in g.dtype or (t.dtype,):
+                dd, why = deploy_target(study, t, hw, d)
+                if dd is None:
+                    skipped.append((t.model, hw, d, why))
+                    continue
+                for e in (None, *variants):
+                    v = None if e is None else build_variant(e, dd.model)
+                    if e is not None and v is None:
+                        continue
+                    for mode in g.modes:
+                        if e is not None and e.spec.modes and mode not in e.spec.modes:
+                            continue
+                        case = price_target(study, ctx, dd, mode, v)
+                        points.append(Point(t, hw, d, "" if e is None else e.name, mode, case, dd.note))
+    return Priced(points, skipped, variants)
