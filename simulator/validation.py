@@ -1,21 +1,32 @@
-"""Declarative parameter constraints, in the spirit of scikit-learn's ``_param_validation``.
+"""Declarative parameter constraints, in the spirit of scikit-learn's ``_param_validation``: the one constraint
+language of the simulator.
 
-Constraints are declared once, next to the function or command that owns them, and checked with
-:func:`check_params`. A violation raises :class:`~simulator.errors.ParameterError` with a message of the form
-``the 'batch' parameter of step_time must be an int in the range [1, inf). Got 0 instead.``
+Each parameter's allowed values (range, choices, integer-ness), unit and shape are declared once, as a
+:class:`Param`, next to the dataclass field (:func:`param_field`) or the function (:func:`declare`) that owns it. The
+same declaration is checked by library entry points (:func:`check_params`, :func:`check_fields`, the
+:func:`declare` decorator), by YAML readers (:meth:`simulator.specs.schema.Reader.param`) and, through the library,
+by the CLI. A violation raises :class:`~simulator.errors.ParameterError` naming the library parameter::
+
+    the 'batch' parameter of step_time must be a non-empty list of ints in the range [1, inf). Got [0] instead.
+
+The error carries ``owner``, ``param``, ``expected`` and ``value``, so the CLI can say the same with its flag
+(``--batch: must be ...; got [0]``) from one table of parameter names to flags (``simulator/cli/_common.py``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .errors import ParameterError
 
-__all__ = ["Interval", "Options", "check_params", "describe"]
+__all__ = ["Interval", "Options", "Param", "check_fields", "check_params", "declare", "describe", "param_field",
+           "parameter_error", "params_of"]
 
 
 @dataclass(frozen=True)
@@ -53,11 +64,14 @@ class Interval:
 
     def __str__(self) -> str:
         name = "an int" if self.kind is int else "a float"
+        return f"{name} in the range {self.range_text()}"
+
+    def range_text(self) -> str:
         lo = "-inf" if self.low is None else _fmt(self.low)
         hi = "inf" if self.high is None else _fmt(self.high)
         lb = "[" if self.closed in ("both", "left") and self.low is not None else "("
         rb = "]" if self.closed in ("both", "right") and self.high is not None else ")"
-        return f"{name} in the range {lb}{lo}, {hi}{rb}"
+        return f"{lb}{lo}, {hi}{rb}"
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,10 @@ class Options:
         object.__setattr__(self, "values", tuple(values))
 
     def contains(self, value: Any) -> bool:
-        return value in self.values
+        try:
+            return value in self.values
+        except (TypeError, ValueError):  # unhashable or array-valued input
+            return False
 
     def __str__(self) -> str:
         return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
@@ -85,20 +102,173 @@ def describe(constraints: Iterable) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
-def check_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, list]) -> None:
-    """Check each named parameter against its list of constraints (any one may match).
+@dataclass(frozen=True, init=False)
+class Param:
+    """The one declaration of a parameter: the constraints its value must meet (any one may match; ``None``
+    allows ``None``), its unit (shown in messages) and whether it is a list.
 
-    ``None`` in a constraint list allows ``None``. Parameters absent from ``constraints`` are not checked.
+    ``many=True``: the value is a non-empty 1-D list or array and *every* element must meet the constraints (an
+    integer constraint accepts whole floats such as ``4.0``, as batch grids are float arrays)."""
+
+    constraints: tuple
+    unit: str = ""
+    many: bool = False
+
+    def __init__(self, *constraints, unit: str = "", many: bool = False):
+        object.__setattr__(self, "constraints", tuple(constraints))
+        object.__setattr__(self, "unit", unit)
+        object.__setattr__(self, "many", many)
+
+    @property
+    def allows_none(self) -> bool:
+        return None in self.constraints
+
+    @property
+    def kind(self) -> type | None:
+        """``int`` or ``float`` for a numeric parameter (its first interval), else None."""
+        return next((c.kind for c in self.constraints if isinstance(c, Interval)), None)
+
+    def _one(self, value: Any) -> bool:
+        if value is None:
+            return self.allows_none
+        if self.many and self.kind is int and isinstance(value, numbers.Real) and not isinstance(value, bool) \
+                and math.isfinite(float(value)) and float(value).is_integer():
+            value = int(value)
+        return any(c.contains(value) for c in self.constraints if c is not None)
+
+    def contains(self, value: Any) -> bool:
+        if not self.many:
+            return self._one(value)
+        fast = self._contains_array(value)
+        if fast is not None:
+            return fast
+        items = _as_list(value)
+        return items is not None and len(items) > 0 and all(self._one(v) for v in items)
+
+    def _contains_array(self, value: Any) -> bool | None:
+        """Vectorised check of a numeric 1-D numpy array against one interval (None: use the general path)."""
+        real = [c for c in self.constraints if c is not None]
+        if type(value).__name__ != "ndarray" or len(real) != 1 or not isinstance(real[0], Interval) \
+                or value.dtype.kind not in "iuf" or value.ndim != 1:
+            return None
+        c, v = real[0], value.astype(float)
+        if v.size == 0 or not bool((v == v).all()) or not bool(abs(v).max() < float("inf")):
+            return False
+        if c.kind is int and not bool((v == v.round()).all()):
+            return False
+        lo_ok = c.low is None or bool((v >= c.low).all() if c.closed in ("both", "left") else (v > c.low).all())
+        hi_ok = c.high is None or bool((v <= c.high).all() if c.closed in ("both", "right") else (v < c.high).all())
+        return lo_ok and hi_ok
+
+    def expected(self) -> str:
+        """What a valid value is, e.g. ``an int in the range [1, inf) (requests)``."""
+        real = [c for c in self.constraints if c is not None]
+        text = describe(real)
+        if self.many:
+            text = "a non-empty list of " + text.replace("an int ", "ints ").replace("a float ", "floats ")
+        if self.allows_none:
+            text += " or None"
+        return text + (f" ({self.unit})" if self.unit else "")
+
+    def check(self, value: Any, name: str, owner: str) -> None:
+        """Raise :class:`ParameterError` unless ``value`` is allowed."""
+        if not self.contains(value):
+            raise parameter_error(owner, name, self.expected(), value)
+
+
+def _as_list(value: Any) -> list | None:
+    if isinstance(value, (str, bytes, Mapping)):
+        return None
+    try:
+        import numpy as np
+
+        arr = np.asarray(value, dtype=object)
+    except Exception:  # noqa: BLE001 - anything array-like that numpy cannot take is not a list
+        return None
+    if arr.ndim == 0:
+        return [arr.item()]
+    if arr.ndim != 1:
+        return None
+    return [v.item() if hasattr(v, "item") else v for v in arr]
+
+
+def _shown(value: Any) -> Any:
+    """The value as messages print it: arrays as lists, whole floats in lists as ints."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [int(v) if isinstance(v, float) and math.isfinite(v) and v.is_integer() else v for v in value]
+    return value
+
+
+def parameter_error(owner: str, name: str, expected: str, value: Any) -> ParameterError:
+    shown = _shown(value)
+    return ParameterError(f"the '{name}' parameter of {owner} must be {expected}. Got {shown!r} instead.",
+                          owner=owner, param=name, expected=expected, value=shown)
+
+
+def _as_param(decl) -> Param:
+    return decl if isinstance(decl, Param) else Param(*decl)
+
+
+def check_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, Param | list]) -> None:
+    """Check each named parameter against its declaration (a :class:`Param`, or a list of constraints of which
+    any one may match; ``None`` in the list allows ``None``). Parameters absent from ``params`` are not checked."""
+    for name, decl in constraints.items():
+        if name in params:
+            _as_param(decl).check(params[name], name, owner)
+
+
+# -- dataclass fields ---------------------------------------------------------------------------------------------
+def param_field(param: Param, default: Any = ..., **kw) -> Any:
+    """A dataclass field carrying its declaration: ``tp: int = param_field(Param(Interval(int, 1, 1024)), 1)``.
+    :func:`check_fields` (called from ``__post_init__``) checks every such field."""
+    meta = {**kw.pop("metadata", {}), "param": param}
+    if default is ...:
+        return field(metadata=meta, **kw)
+    return field(default=default, metadata=meta, **kw)
+
+
+def params_of(owner: Any) -> dict[str, Param]:
+    """The declarations of a dataclass (field name -> Param) or of a :func:`declare`-d function."""
+    if hasattr(owner, "__params__"):
+        return dict(owner.__params__)
+    return {f.name: f.metadata["param"] for f in fields(owner) if "param" in f.metadata}
+
+
+def check_fields(obj: Any, owner: str | None = None) -> None:
+    """Check every declared field of the dataclass instance ``obj``."""
+    name = owner or type(obj).__name__
+    for f in fields(obj):
+        p = f.metadata.get("param")
+        if p is not None:
+            p.check(getattr(obj, f.name), f.name, name)
+
+
+# -- functions ----------------------------------------------------------------------------------------------------
+def declare(**params: Param) -> Callable:
+    """Declare the constraints of a function's parameters next to it; they are checked on every call and
+    listed by :func:`params_of`::
+
+        @declare(batch=BATCH, context=CONTEXT)
+        def step_time(model, hw, dep, batch, tokens, context=0, ...): ...
     """
-    for name, allowed in constraints.items():
-        if name not in params:
-            continue
-        value = params[name]
-        if value is None and None in allowed:
-            continue
-        real = [c for c in allowed if c is not None]
-        if any(c.contains(value) for c in real):
-            continue
-        raise ParameterError(
-            f"the '{name}' parameter of {owner} must be {describe(real)}. Got {value!r} instead."
-        )
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        unknown = [n for n in params if n not in sig.parameters]
+        if unknown:  # a programming error, not input
+            raise TypeError(f"{fn.__name__} has no parameters {unknown}")
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            bound = sig.bind_partial(*args, **kwargs)
+            for name, p in params.items():
+                if name in bound.arguments:
+                    p.check(bound.arguments[name], name, fn.__name__)
+            return fn(*args, **kwargs)
+
+        checked.__params__ = dict(params)
+        return checked
+
+    return wrap

@@ -11,7 +11,7 @@ import importlib
 import sys
 
 from ..errors import SimulatorError
-from ._common import OneLineParser
+from ._common import OneLineParser, error_line
 
 # Command modules, in the order shown by --help. Each registers one top-level command.
 _COMMANDS = ("catalog", "overlap", "step", "op", "calibrate", "sweep", "explain", "experiment")
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SimulatorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {error_line(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `... | head`
         return 0

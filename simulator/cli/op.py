@@ -79,11 +79,10 @@ def run(args) -> int:
     from ..cost.opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op, op_views
     from ..errors import ParameterError
     from ..specs.catalog import load_hardware
-    from ..validation import Interval, check_params
+    from ..validation import Interval, Param, check_params
 
     hw = load_hardware(args.hardware)
     if args.op == "allreduce":
-        check_params("op allreduce", {"gpus": args.gpus}, {"gpus": [Interval(int, 1, hw.domain_size)]})
         t = collective_view("all_reduce", np.asarray(args.bytes, float), args.gpus, hw)
         print_json([{"message_bytes": b, "num_gpus": args.gpus, "time_us": float(x * 1e6)}
                     for b, x in zip(args.bytes, t, strict=True)])
@@ -105,8 +104,6 @@ def run(args) -> int:
     else:
         Deployment(dtype=args.dtype, ep=args.ep, moe_tp=args.tp)
         validate_op_dtype(hw, args.dtype)
-        check_params("op moe", {"top_k": args.top_k, "ep": args.ep},
-                     {"top_k": [Interval(int, 1, args.experts)], "ep": [Interval(int, 1, args.experts)]})
         T = np.asarray(args.tokens, float)
         unique = pairs = None
         if args.routing == "balanced":
@@ -116,16 +113,16 @@ def run(args) -> int:
             from .. import overlap as ov
 
             s = args.tokens_per_request
-            if s < 1 or np.any(T % s):
+            check_params("op moe", {"tokens_per_request": s}, {"tokens_per_request": Param(Interval(int, 1, None))})
+            if np.any(T % s):
                 raise ParameterError(f"--tokens must be multiples of --tokens-per-request {s}; got {args.tokens}")
             stats = ov.OverlapStats.from_overlaps(experts=args.experts, top_k=args.top_k,
                                                   overlaps=tuple(args.overlap), popularity=args.popularity)
             fit = ov.fit_window(stats, n_tokens=s)
             unique = ov.unique_experts(fit.p_zero, T / s) / args.ep  # mean rank
             pairs = T * args.top_k / args.ep
-        tile = hw.kernels.get("moe", args.dtype).params.get("tile_rows", 0.0)
         op = moe_op(args.hidden, args.inter, args.experts, args.top_k, T, args.dtype, args.tp, args.ep, unique,
-                    pairs, tile_rows=tile)
+                    pairs)
         inputs = [{"num_tokens": int(t), "hidden_size": args.hidden, "inter_size": args.inter,
                    "num_experts": args.experts, "topk": args.top_k, "moe_tp_size": args.tp,
                    "moe_ep_size": args.ep, "moe_dtype": args.dtype, "distribution": args.routing} for t in T]

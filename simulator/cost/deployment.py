@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..errors import InfeasibleError, ParameterError
+from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from ..validation import Interval, Options, check_params
+from ..validation import Interval, Options, Param, check_fields, param_field
 
 ROUTING = ("uniform", "independent", "overlap")
 FIXED = ("on", "per_expert", "off")
@@ -36,16 +36,19 @@ class Mechanisms:
     l2: "on" = re-reads of weights that fit the effective L2 are served from L2; "off" = every read from HBM.
     """
 
-    routing: str = "overlap"
-    kernel_curves: str = "on"
-    fixed_costs: str = "on"
-    l2: str = "on"
+    routing: str = param_field(Param(Options(ROUTING)), "overlap")
+    kernel_curves: str = param_field(Param(Options(ONOFF)), "on")
+    fixed_costs: str = param_field(Param(Options(FIXED)), "on")
+    l2: str = param_field(Param(Options(ONOFF)), "on")
 
     def __post_init__(self):
-        check_params("Mechanisms", self.__dict__, {
-            "routing": [Options(ROUTING)], "kernel_curves": [Options(ONOFF)],
-            "fixed_costs": [Options(FIXED)], "l2": [Options(ONOFF)],
-        })
+        check_fields(self)
+
+    @property
+    def fixed_costs_on(self) -> bool:
+        """Whether fixed costs are modelled at all (the one home of this rule): kernel floors, launch and
+        collective latencies, host overhead and rejection sampling are all zero when ``fixed_costs`` is off."""
+        return self.fixed_costs != "off"
 
     def with_(self, **kw) -> Mechanisms:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
@@ -59,31 +62,33 @@ PRESETS = {
 WALK = (("routing", "overlap"), ("kernel_curves", "on"), ("fixed_costs", "on"), ("l2", "on"))
 
 
-def preset(name: str) -> Mechanisms:
-    if name not in PRESETS:
-        raise ParameterError(f"the 'mode' parameter must be one of {list(PRESETS)}. Got {name!r} instead.")
-    return PRESETS[name]
+MODE = Param(Options(PRESETS))  # a mechanism preset by name
+
+
+def preset(mode: str) -> Mechanisms:
+    MODE.check(mode, "mode", "preset")
+    return PRESETS[mode]
+
+
+WAYS = Param(Interval(int, 1, 1024), unit="GPUs")  # ways of one kind of parallelism (tp, dp, ep, moe_tp)
 
 
 @dataclass(frozen=True)
 class Deployment:
     """How the target runs: formats, parallelism, CUDA graphs."""
 
-    dtype: str = "bf16"  # routed/shared expert and dense linear weights
-    kv_dtype: str = "bf16"
-    tp: int = 1  # attention tensor parallel
-    dp: int = 1  # attention data parallel
-    ep: int = 1  # expert parallel
-    moe_tp: int | None = None  # tensor parallel inside experts; default gpus / ep
+    dtype: str = param_field(Param(Options(FORMATS)), "bf16")  # routed/shared expert and dense linear weights
+    kv_dtype: str = param_field(Param(Options(KV_DTYPES)), "bf16")
+    tp: int = param_field(WAYS, 1)  # attention tensor parallel
+    dp: int = param_field(WAYS, 1)  # attention data parallel
+    ep: int = param_field(WAYS, 1)  # expert parallel
+    moe_tp: int | None = param_field(Param(*WAYS.constraints, None), None)  # inside experts; default gpus / ep
     cuda_graphs: bool = True
-    placement: str = DEFAULT_PLACEMENT  # expert -> rank: balanced (round-robin by popularity) or contiguous blocks
+    # expert -> rank: balanced (round-robin by popularity) or contiguous blocks
+    placement: str = param_field(Param(Options(PLACEMENTS)), DEFAULT_PLACEMENT)
 
     def __post_init__(self):
-        check_params("Deployment", self.__dict__, {
-            "dtype": [Options(FORMATS)], "kv_dtype": [Options(KV_DTYPES)],
-            "tp": [Interval(int, 1, 1024)], "dp": [Interval(int, 1, 1024)], "ep": [Interval(int, 1, 1024)],
-            "moe_tp": [Interval(int, 1, 1024), None], "placement": [Options(PLACEMENTS)],
-        })
+        check_fields(self)
         if self.moe_tp is None:
             object.__setattr__(self, "moe_tp", max(1, self.gpus // self.ep))
 

@@ -5,8 +5,9 @@
 
 ``combine_q(a, b) = (a^q + b^q)^(1/q)``, a smooth maximum (q → ∞ is the plain roofline max). η, μ, η_act and q come
 from the profile's kernel-efficiency curves; with ``kernel_curves`` off η = η_act = the single global efficiency and
-q = ∞. F_op comes from its fixed costs (mechanism ``fixed_costs``); ``l2_bytes`` are the weight re-reads that the
-effective L2 absorbs (mechanism ``l2``). All functions are vectorised over the batch grid.
+q = ∞. F_op comes from its fixed costs (mechanism ``fixed_costs``); ``l2_bytes`` are the weight re-reads (one per extra
+tile of ``tile_rows`` rows, :func:`reread_bytes`) that the effective L2 absorbs (mechanism ``l2``). All functions
+are vectorised over the batch grid.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..specs.dtypes import FALLBACK_COMPUTE
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import KernelClass
 from .deployment import Mechanisms
@@ -76,7 +78,7 @@ def collective_seconds(kind: str, wire_bytes, n: int, hw: HardwareProfile, mech:
     if n <= 1:
         return np.zeros_like(wire), np.zeros_like(wire)
     col = hw.kernels.collectives[kind]
-    on = mech.fixed_costs != "off"
+    on = mech.fixed_costs_on
     curves = mech.kernel_curves == "on"
     g = hw.kernels.global_efficiency
     lat = (col.latency + col.latency_per_gpu * n) if on else 0.0
@@ -100,16 +102,26 @@ def _arr(x, shape) -> np.ndarray:
     return np.broadcast_to(np.asarray(x, dtype=float), shape)
 
 
+def reread_bytes(weight: np.ndarray, rows: np.ndarray, kc: KernelClass) -> np.ndarray:
+    """Weight re-reads of a tiled kernel (docs/MODEL.md, "L2 re-reads"): a kernel class whose parameters state
+    ``tile_rows`` (the grouped GEMM's M tile) reads its weights once more per extra tile of rows,
+    ``weight · max(0, rows / tile_rows − 1)``; these re-reads are the L2 candidates."""
+    tile = kc.params.get("tile_rows", 0.0)
+    tile = tile if tile > 0 else np.inf
+    return weight * np.maximum(0.0, rows / tile - 1.0)
+
+
 def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True) -> OpCost:
     """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass)."""
     if op.cls == "collective":
         return collective_time(op, hw, mech)
     k = hw.kernels
     kc = k.get(op.cls, op.variant)
-    weight, other, act, reread, flops, rows, parallel = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (op.weight_bytes, op.other_bytes, op.act_bytes, op.reread_bytes,
-                                               op.flops, op.rows, op.parallel, op.experts)))[:7]
+    weight, other, act, flops, rows, parallel = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (op.weight_bytes, op.other_bytes, op.act_bytes, op.flops, op.rows,
+                                               op.parallel, op.experts)))[:6]
     shape = weight.shape
+    reread = reread_bytes(weight, rows, kc)
 
     if mech.l2 == "on":
         hit = l2_hit_fraction(hw, op.working_set)
@@ -130,21 +142,27 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
         q = np.inf
     mu = kc.compute(x[kc.compute.x]) if kc.compute else 1.0
 
-    peak = hw.peak(op.compute) or hw.peak("bf16")
+    peak = hw.peak(op.compute) or hw.peak(FALLBACK_COMPUTE)  # weight-only dequantisation where no such cores
     t_comp = flops / (peak * mu)
     t_mem = hbm / (hw.hbm_bandwidth * eta) + act / (hw.hbm_bandwidth * eta_act)
     if hw.l2_bandwidth > 0:
         t_mem = t_mem + l2 / hw.l2_bandwidth
     fixed = fixed_seconds(op, kc, mech, shape)
-    if not cuda_graphs and mech.fixed_costs != "off":
-        fixed = fixed + op.calls * k.step.get("launch_eager", 0.0)
+    if not cuda_graphs:
+        fixed = fixed + op.calls * step_fixed(hw, mech, "launch_eager")
     return OpCost(op.name, op.cls, fixed + smooth_max(t_comp, t_mem, q), fixed, t_comp, t_mem, hbm + act, l2,
                   flops)
 
 
+def step_fixed(hw: HardwareProfile, mech: Mechanisms, name: str) -> float:
+    """One of the profile's per-pass or per-round fixed costs (``kernels.step``: host_overhead, launch_eager,
+    rejection_sampling), or 0 when fixed costs are off."""
+    return float(hw.kernels.step.get(name, 0.0)) if mech.fixed_costs_on else 0.0
+
+
 def fixed_seconds(op: Op, kc: KernelClass, mech: Mechanisms, shape) -> np.ndarray:
     """F_op: the op's latency floor and per-unit overheads (docs/MODEL.md, "Fixed costs")."""
-    if mech.fixed_costs == "off":
+    if not mech.fixed_costs_on:
         return np.zeros(shape)
     p = kc.params
     if op.cls == "moe":

@@ -129,7 +129,7 @@ def moe_row_op(r: list[dict], dtype: str, compute: str | None = None):
     routed = np.array([balanced_routing(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep,
                                                                                                strict=True)])
     return moe_op(col(r, "hidden_size", int), col(r, "inter_size", int), E, K, T, dtype, tp, ep, routed[:, 0],
-                  routed[:, 1], compute=compute, tile_rows=MOE_TILE_ROWS)
+                  routed[:, 1], compute=compute)
 
 
 def moe_fit_mask(op) -> np.ndarray:

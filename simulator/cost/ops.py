@@ -1,7 +1,9 @@
 """*Describe*: turn (model, deployment, workload) into per-layer ops with bytes, FLOPs and op class.
 
-Nothing here knows about a GPU's speed: an :class:`Op` says how much work one kernel does on the busiest GPU
-(bytes split into compulsory bytes and weight re-reads, FLOPs, rows), arrays over the batch grid. The costing
+Nothing here knows about a GPU: an :class:`Op` says how much work one kernel does on the busiest GPU (compulsory
+bytes, FLOPs, rows, the format's nominal tensor-core path), arrays over the batch grid. What depends on the GPU's
+kernels (weight re-reads per tile of rows, the tensor-core fallback of a format the GPU lacks) is priced by
+:mod:`simulator.cost.engine`. The costing
 lives in :mod:`simulator.cost.engine`. Layers with the same attention kind and FFN kind share one op list
 (a :class:`LayerGroup` with a count).
 """
@@ -15,6 +17,7 @@ import numpy as np
 from ..specs.derived import ffn_matrices
 from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, KV_BYTES
 from ..specs.model import ModelSpec
+from ..validation import Interval, Param
 from .deployment import Deployment
 
 A = ACTIVATION_BYTES
@@ -31,8 +34,7 @@ class Op:
     weight_bytes: np.ndarray | float = 0.0  # compulsory weight bytes (each unique weight once)
     other_bytes: np.ndarray | float = 0.0  # activations, KV cache, state: compulsory HBM traffic
     act_bytes: np.ndarray | float = 0.0  # MoE per-(token, expert) activation traffic (own efficiency)
-    reread_bytes: np.ndarray | float = 0.0  # extra weight reads (L2 candidates)
-    working_set: np.ndarray | float = 0.0  # bytes that must stay in L2 for the re-reads to hit
+    working_set: np.ndarray | float = 0.0  # bytes that must stay in L2 for weight re-reads to hit (one tile's)
     flops: np.ndarray | float = 0.0
     rows: np.ndarray | float = 1.0  # GEMM rows / tokens per active expert
     parallel: np.ndarray | float = 1.0  # independent work units (output tiles; request x KV-head pairs)
@@ -63,11 +65,19 @@ class ExpertLoad:
     unique_total: np.ndarray  # unique experts over all ranks (for reporting)
 
 
+# The declarations of the workload's parameters (simulator.validation), checked by the entry points that take them
+# (cost.step.step_time, specdec.rounds.speculative, the sweep) and mapped to --batch/--tokens/--context by the CLI.
+BATCH = Param(Interval(int, 1, None), unit="requests", many=True)
+TOKENS = Param(Interval(int, 1, None), unit="new tokens per request", many=True)
+CONTEXT = Param(Interval(int, 0, None), unit="cached tokens per request")
+DEFAULT_CONTEXT = 1024  # cached tokens per request when none is given (sweep, explain, step)
+
+
 @dataclass(frozen=True)
 class Workload:
-    batch: np.ndarray  # requests (concurrent sequences), shape (n,)
-    tokens: np.ndarray  # new tokens per request in this pass (1 = decode, γ+1 = verify), shape (n,)
-    context: int  # tokens already in the KV cache per request
+    batch: np.ndarray  # requests (concurrent sequences), shape (n,): BATCH
+    tokens: np.ndarray  # new tokens per request in this pass (1 = decode, γ+1 = verify), shape (n,): TOKENS
+    context: int  # tokens already in the KV cache per request: CONTEXT
 
     @property
     def total_tokens(self) -> np.ndarray:
@@ -97,12 +107,13 @@ def _kv_len(model: ModelSpec, kind: str, wl: Workload) -> np.ndarray:
     return n
 
 
-def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str, computes: dict) -> list[Op]:
+def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) -> list[Op]:
     """Projections + attention core for one layer of kind full/sliding/chunked/linear."""
     H, a, tp = model.hidden_size, model.attention, dep.tp
     T = wl.total_tokens / dep.dp  # tokens on this GPU's attention group
     B = wl.batch / dep.dp
-    wd, cd = dep.attn_dtype, computes["attn"]
+    wd = dep.attn_dtype
+    cd = FORMATS[wd].compute
     kvb = KV_BYTES[dep.kv_dtype]
     ops: list[Op] = []
     if kind == "linear":
@@ -147,10 +158,10 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str, co
     return ops
 
 
-def ffn_ops(model: ModelSpec, dep: Deployment, wl: Workload, moe: bool, computes: dict,
-            load: ExpertLoad | None, tile_rows: float = 0.0) -> list[Op]:
+def ffn_ops(model: ModelSpec, dep: Deployment, wl: Workload, moe: bool, load: ExpertLoad | None) -> list[Op]:
     """Dense FFN, or router + routed experts (+ shared experts) for one layer."""
     H, f = model.hidden_size, model.ffn
+    computes = {"attn": FORMATS[dep.attn_dtype].compute, "moe": FORMATS[dep.dtype].compute}
     m = ffn_matrices(f.gated)
     T_attn = wl.total_tokens / dep.dp
     if not moe:
@@ -162,8 +173,7 @@ def ffn_ops(model: ModelSpec, dep: Deployment, wl: Workload, moe: bool, computes
               other_bytes=T_attn * (H + f.experts) * A,
               flops=2.0 * T_attn * H * f.experts, rows=T_attn, tokens=T_attn)]
     width = f.expert_intermediate // dep.moe_tp
-    ops.append(experts_op(H, width, m, dep.dtype, computes["moe"], load.unique, load.pairs, f.experts // dep.ep, T,
-                          tile_rows))
+    ops.append(experts_op(H, width, m, dep.dtype, computes["moe"], load.unique, load.pairs, f.experts // dep.ep, T))
     if f.shared_experts:
         inter = f.shared_experts * f.shared_intermediate // dep.tp
         ops.append(gemm("shared_up", T_attn, (m - 1) * inter, H, dep.attn_dtype, computes["attn"]))
@@ -172,21 +182,21 @@ def ffn_ops(model: ModelSpec, dep: Deployment, wl: Workload, moe: bool, computes
 
 
 def experts_op(hidden, width, matrices, dtype: str, compute: str, unique, pairs, local_experts, tokens,
-               tile_rows: float = 0.0, name: str = "experts") -> Op:
+               name: str = "experts") -> Op:
     """Routed experts on one rank: ``unique`` experts touched, ``pairs`` (token, expert) pairs.
 
-    Weights: each touched expert once, plus one re-read per extra tile of ``tile_rows`` rows (L2 candidates,
-    working set = one expert). Activations: 7·H + 9·I_local elements per pair (permute, GEMM1 out, SwiGLU,
-    GEMM2 out, finalize), of 1 byte in fp8/fp4 kernels and 2 bytes otherwise."""
+    Weights: each touched expert once (the re-reads per extra tile of rows are the kernel's, priced by
+    :func:`simulator.cost.engine.op_time`; the working set of a re-read is one expert). Activations:
+    7·H + 9·I_local elements per pair (permute, GEMM1 out, SwiGLU, GEMM2 out, finalize), of 1 byte in fp8/fp4
+    kernels and 2 bytes otherwise."""
     fmt = FORMATS[dtype]
     unique, pairs = np.asarray(unique, dtype=float), np.asarray(pairs, dtype=float)
     e_bytes = matrices * hidden * width * fmt.bytes_per_weight
     rows = pairs / np.maximum(unique, 1e-12)  # tokens per active expert
-    tile = tile_rows if tile_rows > 0 else np.inf
     act_elem = 1.0 if fmt.compute in ("fp8", "fp4") else A
     return Op(name, "moe", compute, dtype, weight_bytes=unique * e_bytes,
               act_bytes=pairs * (MOE_ACT_ELEMS[0] * hidden + MOE_ACT_ELEMS[1] * width) * act_elem,
-              reread_bytes=unique * e_bytes * np.maximum(0.0, rows / tile - 1.0), working_set=e_bytes,
+              working_set=e_bytes,
               flops=2.0 * pairs * matrices * hidden * width, rows=rows, experts=unique,
               local_experts=local_experts, pairs=pairs, tokens=tokens, calls=2)
 

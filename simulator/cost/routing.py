@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import overlap as ov
-from ..specs.model import ModelSpec
+from ..specs.model import LAGS, ModelSpec
 from .ops import ExpertLoad
 
 
@@ -26,6 +26,10 @@ class OverlapInput:
 
     lags: tuple[float, ...] = ()
     popularity: str = "uniform"
+
+    def __post_init__(self):
+        if len(self.lags):  # no lags: independent routing
+            LAGS.check(self.lags, "lags", "OverlapInput")
 
 
 def model_overlap(model: ModelSpec, override: OverlapInput | None = None) -> OverlapInput:

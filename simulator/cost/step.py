@@ -15,13 +15,14 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..specs.derived import kv_bytes_per_token, linear_state_bytes, param_counts, weight_bytes
-from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, compute_dtype
+from ..specs.dtypes import ACTIVATION_BYTES, FORMATS
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
+from ..validation import declare
 from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
-from .engine import OpCost, op_time
+from .engine import OpCost, op_time, step_fixed
 from .graph import critical_path, structure
-from .ops import LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
+from .ops import BATCH, CONTEXT, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
 from .routing import OverlapInput, expert_load, model_overlap
 
 A = ACTIVATION_BYTES
@@ -53,12 +54,9 @@ class StepResult:
         return np.array(["compute", "memory", "fixed"])[np.argmax(stack, axis=0)]
 
 
-def describe(model: ModelSpec, hw: HardwareProfile, dep: Deployment, wl: Workload, mech: Mechanisms,
+def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
              overlap: OverlapInput | None = None) -> tuple[list[LayerGroup], list[Op], dict]:
-    """Per-layer op groups and the once-per-step ops for this workload."""
-    peaks = dict(hw.peak_flops)
-    computes = {"attn": compute_dtype(FORMATS[dep.attn_dtype], peaks),
-                "moe": compute_dtype(FORMATS[dep.dtype], peaks)}
+    """Per-layer op groups and the once-per-step ops for this workload (no GPU data: ops describe work)."""
     H = model.hidden_size
     T = wl.total_tokens.astype(float)
     T_attn = T / dep.dp
@@ -77,12 +75,11 @@ def describe(model: ModelSpec, hw: HardwareProfile, dep: Deployment, wl: Workloa
             groups[key][0] += 1
             continue
         ops: list[Op] = [Op("pre_norm", "elementwise", other_bytes=2 * T_attn * H * A, tokens=T_attn, calls=2)]
-        ops += attention_ops(model, dep, wl, kind, computes)
+        ops += attention_ops(model, dep, wl, kind)
         if dep.tp > 1:
             ops.append(collective_op("attn_all_reduce", "all_reduce", T_attn * H * A, dep.tp))
         ops.append(Op("post_norm", "elementwise", other_bytes=3 * T_attn * H * A, tokens=T_attn, calls=2))
-        tile = hw.kernels.get("moe", dep.dtype).params.get("tile_rows", 0.0) if moe else 0.0
-        ffn = ffn_ops(model, dep, wl, moe, computes, load if moe else None, tile)
+        ffn = ffn_ops(model, dep, wl, moe, load if moe else None)
         if moe:
             ops += _moe_block(ffn, model, dep, T_attn)
         else:
@@ -149,6 +146,7 @@ def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_m
     return {"weights_per_gpu": w, "kv_per_gpu": kv, "usable": have}
 
 
+@declare(batch=BATCH, tokens=TOKENS, context=CONTEXT)
 def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context: int = 0,
               mech: Mechanisms | None = None, overlap: OverlapInput | None = None,
               check_fit: bool = True) -> StepResult:
@@ -160,15 +158,11 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     validate(model, hw, dep)
     batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                         np.atleast_1d(np.asarray(tokens, dtype=float)))
-    if batch.ndim != 1 or (batch < 1).any() or (tokens < 1).any() or (tokens != np.round(tokens)).any() \
-            or context < 0:
-        raise InfeasibleError(f"batch must be >= 1, tokens integers >= 1 and context >= 0; got batch="
-                              f"{batch.tolist()}, tokens={tokens.tolist()}, context={context}")
     batch, tokens = batch.copy(), tokens.copy()
     if check_fit:
         check_memory(model, hw, dep, float(batch.max()), float(tokens.max()), context)
     wl = Workload(batch, tokens, int(context))
-    groups, head, info = describe(model, hw, dep, wl, mech, overlap)
+    groups, head, info = describe(model, dep, wl, mech, overlap)
     shape = batch.shape
     total = np.zeros(shape)
     breakdown = {c: np.zeros(shape) for c in CLASSES}
@@ -196,7 +190,7 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     for c in head_costs:
         total += c.time
         account([c], 1.0, 1)
-    host = hw.kernels.step.get("host_overhead", 0.0) if mech.fixed_costs != "off" else 0.0
+    host = step_fixed(hw, mech, "host_overhead")
     total += host
     breakdown["host"] += host
     fixed_sum += host

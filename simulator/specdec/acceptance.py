@@ -22,9 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import Interval, check_params
+from ..validation import Interval, Param, check_params
 
 __all__ = [
+    "ALPHA",
     "DEFAULT_ACCEPTANCE",
     "DEFAULT_ALPHA",
     "Acceptance",
@@ -36,6 +37,7 @@ __all__ = [
 # Default per-token acceptance (docs/MODEL.md §4, "Default acceptance"): α = 0.75 gives AL(3) = 2.73, the
 # Cohere 128-expert MoE with an EAGLE head at γ = 3, and AL(7) = 3.60 (Llama-4-Maverick EAGLE-3, γ = 7, code: 3.62).
 DEFAULT_ALPHA = 0.75
+ALPHA = Param(Interval(float, 0.0, 1.0), unit="per-token acceptance")  # the declaration of a per-token α
 
 
 def accept_length(alpha, gamma) -> np.ndarray:
@@ -108,7 +110,7 @@ class Acceptance:
         if (self.alpha is None) == (self.per_position is None):
             raise ParameterError("acceptance needs exactly one of a per-token alpha or a per-position list")
         if self.alpha is not None:
-            check_params("Acceptance", {"alpha": self.alpha}, {"alpha": [Interval(float, 0.0, 1.0)]})
+            ALPHA.check(self.alpha, "alpha", "Acceptance")
         else:
             p = tuple(float(x) for x in self.per_position)
             if not p or any(not (0.0 <= x <= 1.0) for x in p):

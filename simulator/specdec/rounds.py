@@ -6,7 +6,8 @@
     tokens/s per request = AL(γ) / T_round(B, γ);   aggregate = B · AL(γ) / T_round(B, γ)
 
 T_reject is the profile's ``kernels.step.rejection_sampling``, paid once per round when γ ≥ 1 and fixed costs are
-modelled (``fixed_costs != "off"``, the engine's rule for host overhead). Every array is over the batch grid
+modelled (:attr:`Mechanisms.fixed_costs_on`, the engine's rule for host overhead, via
+:func:`simulator.cost.engine.step_fixed`). Every array is over the batch grid
 (last axis) and the draft-length grid (first axis); step times come from :func:`simulator.cost.step.step_time`,
 memoised per (model, GPU, deployment, mechanisms, overlap, tokens, context, batch grid) in a :class:`StepCache`.
 """
@@ -18,15 +19,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cost.deployment import Deployment, Mechanisms
+from ..cost.engine import step_fixed
+from ..cost.ops import BATCH, CONTEXT
 from ..cost.routing import OverlapInput
 from ..cost.step import StepResult, step_time
-from ..errors import ParameterError
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
+from ..validation import Interval, Param, declare
 from .acceptance import Acceptance
 from .drafters import Drafter, drafter_deployment, drafter_spec, parse_drafter
 
-__all__ = ["SpecResult", "StepCache", "best_gamma", "pays_up_to", "rejection_time", "round_time",
+__all__ = ["DRAFT_LENS", "SpecResult", "StepCache", "best_gamma", "pays_up_to", "rejection_time", "round_time",
            "speculative", "speedup"]
 
 
@@ -69,7 +72,7 @@ class _StepRows:
 
 def rejection_time(hw: HardwareProfile, mech: Mechanisms) -> float:
     """T_reject: rejection sampling once per round (0 when fixed costs are off)."""
-    return float(hw.kernels.step.get("rejection_sampling", 0.0)) if mech.fixed_costs != "off" else 0.0
+    return step_fixed(hw, mech, "rejection_sampling")
 
 
 def round_time(gammas, t_decode, t_verify, t_draft_step, t_reject: float) -> np.ndarray:
@@ -147,16 +150,12 @@ class SpecResult:
         return pays_up_to(self.batch, self.best()[1])
 
 
-def _check_grid(batch, gammas) -> tuple[np.ndarray, np.ndarray]:
-    b = np.atleast_1d(np.asarray(batch, dtype=float))
-    g = np.atleast_1d(np.asarray(gammas))
-    if b.ndim != 1 or b.size == 0 or np.any(b < 1) or np.any(b != np.round(b)):
-        raise ParameterError(f"--batch must be integers >= 1, e.g. 1,2,4; got {np.ravel(batch).tolist()}")
-    if g.ndim != 1 or g.size == 0 or np.any(g < 0) or np.any(g != np.round(g)) or np.any(g > 64):
-        raise ParameterError(f"--draft-len must be integers in [0, 64], e.g. 1,2,3; got {np.ravel(gammas).tolist()}")
-    return b, g.astype(int)
+# Draft lengths γ of a speculative grid (0 = plain decoding); the declaration checked by speculative() and the sweep.
+MAX_DRAFT_LEN = 64
+DRAFT_LENS = Param(Interval(int, 0, MAX_DRAFT_LEN), unit="drafted tokens per round", many=True)
 
 
+@declare(batch=BATCH, gammas=DRAFT_LENS, context=CONTEXT)
 def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas, acceptance: Acceptance,
                 drafter: Drafter | str = "eagle", context: int = 0, mech: Mechanisms | None = None,
                 overlap: OverlapInput | None = None, cache: StepCache | None = None) -> SpecResult:
@@ -164,7 +163,8 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     mech = mech or Mechanisms()
     cache = cache or StepCache()
     drafter = parse_drafter(drafter)
-    b, g = _check_grid(batch, gammas)
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    g = np.atleast_1d(np.asarray(gammas)).astype(int)
     # One engine call prices every pass length: the (s, B) grid is flattened, s = 1 (decode) and γ + 1.
     lengths = np.unique(np.concatenate([[1], g + 1]))
     nb = b.size

@@ -25,15 +25,17 @@ class WeightFormat:
         return self.bits / 8.0
 
 
+FALLBACK_COMPUTE = "bf16"  # tensor cores of weight-only dequantisation (W4A16) where a GPU lacks a format's own
+
 FORMATS: dict[str, WeightFormat] = {
     "bf16": WeightFormat("bf16", 16.0, "bf16", None, 0, "bfloat16"),
     "fp8": WeightFormat("fp8", 8.0, "fp8", None, 0, "fp8 e4m3, per-tensor scale"),
     "fp8_block": WeightFormat("fp8_block", 8.0 + 32.0 / (128 * 128), "fp8", None, 128,
                               "fp8 e4m3, fp32 scale per 128x128 block"),
     "nvfp4": WeightFormat("nvfp4", 4.0 + 8.0 / 16, "fp4", None, 16, "fp4 e2m1, fp8 scale per 16 values"),
-    "mxfp4": WeightFormat("mxfp4", 4.0 + 8.0 / 32, "fp4", "bf16", 32,
+    "mxfp4": WeightFormat("mxfp4", 4.0 + 8.0 / 32, "fp4", FALLBACK_COMPUTE, 32,
                           "fp4 e2m1, e8m0 scale per 32 values (W4A16 dequant where no fp4 tensor cores)"),
-    "int4_wo": WeightFormat("int4_wo", 4.0 + 16.0 / 128, "bf16", "bf16", 128,
+    "int4_wo": WeightFormat("int4_wo", 4.0 + 16.0 / 128, "bf16", FALLBACK_COMPUTE, 128,
                             "int4 weight-only, bf16 scale per 128-group, bf16 compute"),
 }
 WEIGHT_DTYPES = tuple(FORMATS)

@@ -27,17 +27,36 @@ from .schema import Reader
 #   parallel - independent work units: GEMM output tiles (n/128), attention (request, KV head) pairs.
 CURVE_X = ("bytes", "rows", "parallel")
 
-# Op classes, the variant keys they accept, and the extra parameters (name -> dimension) each may state.
+# The extra kernel parameters a class may state, with their dimension (simulator.specs.units): the one home of
+# which parameters are seconds (TIME_PARAMS: read from YAML in any time unit, written back by the calibration in µs).
+KERNEL_PARAMS: dict[str, str] = {
+    "per_local_expert": "time",  # s per expert resident on the rank (moe)
+    "per_token": "time",  # s per token (moe, sampling)
+    "per_parallel": "time",  # s per (request, KV head) pair (attention)
+    "activation_efficiency": "fraction",  # η_act of per-(token, expert) activation traffic (moe)
+    "tile_rows": "count",  # rows per M tile: weights are re-read once per extra tile (moe)
+    "combine_q": "count",  # exponent of the smooth max of compute and memory time
+}
+TIME_PARAMS = tuple(name for name, dim in KERNEL_PARAMS.items() if dim == "time")
+# Parameters that describe a kernel's tiling rather than its speed: the pure roofline keeps them.
+SHAPE_PARAMS = ("tile_rows",)
+
+
+def _dims(*names: str) -> dict[str, str]:
+    return {n: KERNEL_PARAMS[n] for n in names}
+
+
+# Op classes, the variant keys they accept, and the extra parameters (name -> dimension, from KERNEL_PARAMS) each
+# may state.
 OP_CLASSES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    "gemm": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"), {"combine_q": "count"}),
+    "gemm": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"), _dims("combine_q")),
     "moe": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"),
-            {"per_local_expert": "time", "per_token": "time", "activation_efficiency": "fraction",
-             "tile_rows": "count", "combine_q": "count"}),
-    "attention": (("bf16", "fp8"), {"per_parallel": "time", "combine_q": "count"}),
+            _dims("per_local_expert", "per_token", "activation_efficiency", "tile_rows", "combine_q")),
+    "attention": (("bf16", "fp8"), _dims("per_parallel", "combine_q")),
     "elementwise": (("any",), {}),
     "router": (("any",), {}),
     "embedding": (("any",), {}),
-    "sampling": (("any",), {"per_token": "time"}),
+    "sampling": (("any",), _dims("per_token")),
 }
 REQUIRED_VARIANTS = {"gemm": ("bf16",), "moe": ("bf16",), "attention": ("bf16",), "elementwise": ("any",),
                      "router": ("any",), "embedding": ("any",), "sampling": ("any",)}

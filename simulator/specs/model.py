@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ..validation import Interval, Param
 from .dtypes import WEIGHT_DTYPES
 from .schema import Provenance, Reader
 
@@ -72,6 +73,10 @@ class FFN:
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
+
+
+# Lag overlaps o(1..D): the one declaration, used by this reader, the cost engine's OverlapInput and --overlap.
+LAGS = Param(Interval(float, 0.0, 1.0), unit="fractions, e.g. 0.381 not 38.1", many=True)
 
 
 @dataclass(frozen=True)
@@ -208,11 +213,7 @@ def _read_overlap(r: Reader, obj: object, ffn: FFN) -> OverlapProfile:
     p = "routing_overlap"
     o = r.mapping(obj, p, ("source", "lags", "popularity", "note"), ("source", "lags"))
     source = r.source(o, p)
-    lags = o["lags"]
-    if not isinstance(lags, list) or not lags or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in lags):
-        raise r.fail(f"{p}.lags", f"must be a list of overlap fractions in [0, 1], got {lags!r}",
-                     "write fractions (0.381), not percentages (38.1)")
+    lags = r.param(o, "lags", p, LAGS, fix="write fractions (0.381), not percentages (38.1)")
     if not ffn.is_moe:
         raise r.fail(p, "is given for a dense model", "remove it; overlap statistics are for MoE routing")
     pop = r.string(o, "popularity", p, default="uniform")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..validation import Interval, Options, Param
 from .units import dimension_of, to_si, units_for
 
 QUANTITY_KEYS = ("value", "unit", "source", "reason", "note")
@@ -103,36 +104,66 @@ class Reader:
         return f"{path}.{key}" if path else key
 
     # -- scalars -------------------------------------------------------------------------------------------------
-    def integer(self, obj: Mapping, key: str, path: str, low: int | None = None, high: int | None = None,
-                default: Any = ..., fix: str = "") -> int:
+    # One constraint language (simulator.validation): every range and choice below is an Interval / Options / Param,
+    # and a declared library parameter is read with `param`, so YAML and library check the same declaration.
+    def param(self, obj: Mapping, key: str, path: str, decl: Param, default: Any = ..., fix: str = "") -> Any:
+        """Read ``key`` and check it against the parameter's one declaration ``decl`` (see
+        :mod:`simulator.validation`). Whole floats are read as ints for integer parameters, ints as floats for real
+        ones; a list parameter (``many``) is read as a list."""
         p = self.join(path, key)
         if key not in obj:
             if default is ...:
-                raise self.fail(p, "is missing", fix or "add it")
+                raise self.fail(p, "is missing", fix or f"add it ({decl.expected()})")
             return default
         v = obj[key]
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            if isinstance(v, float) and v.is_integer():
-                v = int(v)
-            else:
-                raise self.fail(p, f"must be an integer, got {_show(v)}", fix or "write a whole number")
-        v = int(v)
-        self._range(p, v, low, high, fix)
+        if decl.many:
+            items = v if isinstance(v, list) else [v]
+            v = [self._coerce(x, decl) for x in items]
+        else:
+            v = self._coerce(v, decl)
+        self._check(p, v, decl, fix)
         return v
+
+    @staticmethod
+    def _coerce(v: Any, decl: Param) -> Any:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            return v
+        if decl.kind is int and isinstance(v, float) and v.is_integer():
+            return int(v)
+        if decl.kind is float and isinstance(v, numbers.Integral):
+            return float(v)
+        return v
+
+    def _check(self, p: str, v: Any, decl: Param, fix: str = "") -> None:
+        if decl.contains(v):
+            return
+        hint = ""
+        opts = [o for c in decl.constraints if isinstance(c, Options) for o in c.values]
+        if opts and isinstance(v, str):
+            guess = closest(v, [str(o) for o in opts])
+            hint = f"did you mean '{guess}'? " if guess else ""
+        raise self.fail(p, f"is {_show(v)}, must be {decl.expected()}",
+                        hint + (fix or ("use one of the listed values" if opts else "check the value and its unit")))
+
+    def integer(self, obj: Mapping, key: str, path: str, low: int | None = None, high: int | None = None,
+                default: Any = ..., fix: str = "") -> int:
+        p = self.join(path, key)
+        if key in obj:
+            v = obj[key]
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) and not (
+                    isinstance(v, float) and v.is_integer()):
+                raise self.fail(p, f"must be an integer, got {_show(v)}", fix or "write a whole number")
+        return self.param(obj, key, path, Param(Interval(int, low, high)), default, fix)
 
     def number(self, obj: Mapping, key: str, path: str, low: float | None = None, high: float | None = None,
                default: Any = ..., fix: str = "", open_low: bool = False) -> float:
         p = self.join(path, key)
-        if key not in obj:
-            if default is ...:
-                raise self.fail(p, "is missing", fix or "add it")
-            return default
-        v = obj[key]
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
-            raise self.fail(p, f"must be a finite number, got {_show(v)}", fix or "write a number")
-        v = float(v)
-        self._range(p, v, low, high, fix, open_low)
-        return v
+        if key in obj:
+            v = obj[key]
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
+                raise self.fail(p, f"must be a finite number, got {_show(v)}", fix or "write a number")
+        return self.param(obj, key, path, Param(Interval(float, low, high, "right" if open_low else "both")),
+                          default, fix)
 
     def string(self, obj: Mapping, key: str, path: str, options: Iterable[str] | None = None,
                default: Any = ..., fix: str = "") -> str:
@@ -145,11 +176,7 @@ class Reader:
         if not isinstance(v, str) or not v.strip():
             raise self.fail(p, f"must be a non-empty string, got {_show(v)}", fix or "quote a text value")
         if options is not None:
-            opts = list(options)
-            if v not in opts:
-                guess = closest(v, opts)
-                hint = f"did you mean '{guess}'? " if guess else ""
-                raise self.fail(p, f"is {v!r}, not one of {opts}", hint + "use one of the listed values")
+            self._check(p, v, Param(Options(options)), fix)
         return v
 
     def boolean(self, obj: Mapping, key: str, path: str, default: Any = ...) -> bool:
@@ -162,13 +189,6 @@ class Reader:
         if not isinstance(v, bool):
             raise self.fail(p, f"must be true or false, got {_show(v)}", "write true or false")
         return v
-
-    def _range(self, p: str, v: float, low, high, fix: str, open_low: bool = False) -> None:
-        if low is not None and (v < low or (open_low and v <= low)):
-            rel = ">" if open_low else ">="
-            raise self.fail(p, f"is {v!r}, must be {rel} {low}", fix or "check the value and its unit")
-        if high is not None and v > high:
-            raise self.fail(p, f"is {v!r}, must be <= {high}", fix or "check the value and its unit")
 
     # -- sourced quantities -------------------------------------------------------------------------------------
     def quantity(self, obj: Mapping, key: str, path: str, dimension: str, low: float | None = 0.0,
@@ -199,10 +219,9 @@ class Reader:
             what = f"a {other[0]} unit" if other else "not a known unit"
             raise self.fail(self.join(p, "unit"), f"is {unit!r} ({what}), but this field is a {dimension}",
                             f"use one of {units_for(dimension)}")
-        if (low is not None and (si < low or (open_low and si <= low))) or (high is not None and si > high):
-            bound = (f"{'>' if open_low else '>='} {low:g}" if low is not None and (si < low or si <= low)
-                     else f"<= {high:g}")
-            raise self.fail(p, f"is {value!r} {unit}, must be {bound} (in SI units)",
+        allowed = Interval(float, low, high, "right" if open_low else "both")
+        if not allowed.contains(si):
+            raise self.fail(p, f"is {value!r} {unit}, must be in the range {allowed.range_text()} (in SI units)",
                             f"check the value and its unit ({unit})")
         source = self.source(q, p)
         note = q.get("note", "")

@@ -32,14 +32,48 @@ def test_gemm_pure_roofline(m, n, k, dtype):
 
 def test_l2_to_zero_gives_all_hbm():
     """Shrinking L2 to zero turns every re-read into HBM traffic: same as switching the L2 mechanism off."""
-    op = moe_op(4096, 14336, 8, 2, 2048, "bf16", tile_rows=128)  # ~512 rows per expert: re-reads
-    assert float(np.asarray(op.reread_bytes)) > 0
+    op = moe_op(4096, 14336, 8, 2, 2048, "bf16")  # ~512 rows per expert: re-reads with H100's 128-row tile
     on = op_time(op, H100, Mechanisms(l2="on"))
+    assert float(on.l2_bytes) > 0
     no_l2 = op_time(op, H100.with_changes(l2_size=0.0), Mechanisms(l2="on"))
     off = op_time(op, H100, Mechanisms(l2="off"))
     assert float(no_l2.time) == pytest.approx(float(off.time), rel=1e-12)
     assert float(on.time) < float(off.time)
     assert float(no_l2.l2_bytes) == 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(tokens=st.integers(1, 8192), tile=st.sampled_from([0.0, 64.0, 128.0, 256.0]))
+def test_weight_rereads_come_from_the_kernel_tile(tokens, tile):
+    """The op carries no tile: op_time re-reads the weights once per extra tile of the kernel's ``tile_rows`` rows,
+    weight · max(0, rows / tile − 1) (none without a tile), all of it HBM traffic with L2 off."""
+    op = moe_op(4096, 1536, 8, 2, tokens, "bf16")
+    kc = H100.kernels.get("moe", "bf16")
+    hw = _with_moe_params(H100, "bf16", {**kc.params, "tile_rows": tile})
+    weight, rows = float(op.weight_bytes), float(op.rows)
+    expected = weight * max(0.0, rows / tile - 1.0) if tile > 0 else 0.0
+    off = op_time(op, hw, Mechanisms(l2="off"))
+    plain = op_time(op, _with_moe_params(H100, "bf16", {k: v for k, v in kc.params.items() if k != "tile_rows"}),
+                    Mechanisms(l2="off"))
+    assert float(off.hbm_bytes - plain.hbm_bytes) == pytest.approx(expected, rel=1e-12, abs=1e-6)
+
+
+def _with_moe_params(hw, variant, params):
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    k = hw.kernels
+    moe = {**k.classes["moe"], variant: replace(k.classes["moe"][variant], params=MappingProxyType(params))}
+    return hw.with_changes(kernels=replace(k, classes=MappingProxyType({**k.classes, "moe": MappingProxyType(moe)})))
+
+
+def test_describing_a_step_needs_no_gpu():
+    """Ops describe work only: cost.step.describe takes no hardware profile (GPU data enters in op_time)."""
+    import inspect
+
+    from simulator.cost.step import describe
+
+    assert "hw" not in inspect.signature(describe).parameters
 
 
 def test_l2_hit_fraction_uses_one_partition():
