@@ -13,8 +13,15 @@ Analyses (:data:`ANALYSES`): headline, curve_shapes, overlap_sweep, whatif, traf
 from .grid import RunContext
 from .outcome import Figure, Outcome, Part, Table, render, write_outcome
 from .registry import ANALYSES
-from .runner import (REPORT_COMMAND, bundled_names, load_experiment, read_experiment, report_markdown,
-                     run_experiment, write_report)
+from .runner import (
+                     REPORT_COMMAND,
+                     bundled_names,
+                     load_experiment,
+                     read_experiment,
+                     report_markdown,
+                     run_experiment,
+                     write_report,
+)
 from .schema import Study
 
 __all__ = ["ANALYSES", "REPORT_COMMAND", "Figure", "Outcome", "Part", "RunContext", "Study", "Table",

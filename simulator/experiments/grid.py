@@ -34,8 +34,8 @@ from ..specs.catalog import load_hardware, load_model
 from ..specs.model import ModelSpec
 from ..sweep import Case, Layout, Variant, deploy, price
 from ..sweep.variants import SCALABLE
-from ..validation import Interval, Options, Param, param_field
-from .schema import AcceptanceSpec, Study, Target, choice, fraction, positive, read_settings
+from ..validation import Interval, Param, param_field
+from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
 
 PROFILES = ("cohere", "markov")
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import build_variant, deploy_target, price_target
-from .outcome import Figure, Part, Table, trend
+from .outcome import Figure, Part, Table
 from .schema import need_in_grid, need_modes, param_field, positive
 
 

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.step import step_time
 from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
+from ..cost.step import step_time
 from ..specs.derived import param_counts
 from ..sweep import figures as plots
+from ..validation import Interval, Param
 from .outcome import Figure, Part, Table
 from .schema import need_in_grid, need_modes, param_field, positive
-from ..validation import Interval, Param
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
 

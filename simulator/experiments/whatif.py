@@ -15,7 +15,7 @@ from ..sweep import HARDWARE_GROUPS, Variant
 from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import deploy_target, price_target
-from .outcome import Figure, Part, Table, trend
+from .outcome import Figure, Part, Table
 from .schema import Target, choice, loadable, need_in_grid, param_field, positive
 
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..specdec import best_gamma, pays_up_to
 
-SUMMARY_KEYS = ("model", "hardware", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode", "reference", "batch_min", "batch_max",
+SUMMARY_KEYS = ("model", "hardware", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode", "reference",
+                "batch_min", "batch_max",
                 "speedup_min_batch", "best_gamma_min_batch", "peak_speedup", "peak_batch", "peak_gamma",
                 "pays_from", "pays_up_to", "pays_at_max")
 
@@ -22,8 +23,8 @@ def summarize(result) -> list[dict]:
         up_to = pays_up_to(r.batch, spd)
         paying = r.batch[spd > 1.0]
         out.append({
-            "model": c.model.name, "hardware": c.hardware.name, "deployment": d.label, "dtype": d.dtype, "tp": d.tp, "dp": d.dp,
-            "ep": d.ep, "variant": c.variant, "mode": c.mode, "reference": c.is_reference,
+            "model": c.model.name, "hardware": c.hardware.name, "deployment": d.label, "dtype": d.dtype, "tp": d.tp,
+            "dp": d.dp, "ep": d.ep, "variant": c.variant, "mode": c.mode, "reference": c.is_reference,
             "batch_min": int(r.batch[0]), "batch_max": int(r.batch[-1]),
             "speedup_min_batch": float(spd[0]), "best_gamma_min_batch": int(gam[0]),
             "peak_speedup": float(spd[i]), "peak_batch": int(r.batch[i]), "peak_gamma": int(gam[i]),
