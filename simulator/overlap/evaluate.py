@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
+from ..validation import Interval, check_params
 from .fit import fit_window
 from .stats import OverlapStats
 from .traces import Trace, empirical_unique, layer_stats
@@ -29,6 +30,7 @@ from .unique import independent_unique, uniform_unique, unique_experts
 __all__ = ["PREDICTORS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]
 
 PREDICTORS = ("pairs", "pooled", "lag1", "window", "independent", "uniform")
+WINDOW_MAX_TOKENS = 12  # longest window pattern m (the trace statistics count 2^m patterns per expert)
 PAIRS_EXACT_MAX_TOKENS = 12  # pairs/pooled: exact finite-n law (ipf) up to here, the stationary chain beyond
 
 
@@ -118,10 +120,11 @@ def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, 
     if unknown:
         raise ParameterError(f"the 'predictors' parameter of evaluate_trace must name predictors in "
                              f"{list(PREDICTORS)}. Got {unknown[0]!r} instead.")
-    if ns[0] < 1 or bs[0] < 1 or ns[-1] > trace.tokens:
-        raise ParameterError(f"tokens must be in [1, {trace.tokens}] and batch sizes >= 1")
-    if not 1 <= window <= min(trace.tokens, 12):
-        raise ParameterError(f"--window must be in [1, {min(trace.tokens, 12)}]; got {window}")
+    declared = {"n_tokens": [Interval(int, 1, trace.tokens)], "batch": [Interval(int, 1, None)],
+                "window": [Interval(int, 1, min(trace.tokens, WINDOW_MAX_TOKENS))]}
+    for extreme in (0, -1):  # the smallest and largest window and batch size
+        check_params("evaluate_trace", {"n_tokens": ns[extreme], "batch": int(bs[extreme])}, declared)
+    check_params("evaluate_trace", {"window": window}, declared)
     chosen = range(trace.layers) if layers is None else [int(x) for x in np.atleast_1d(layers)]
     summaries, rows = [], []
     for layer in chosen:

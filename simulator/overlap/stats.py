@@ -142,7 +142,7 @@ class OverlapStats:
         for d, o in enumerate(ov, start=1):
             if not np.isfinite(o) or o < 0 or o > 1:
                 hint = f"; did you mean {o / 100:g}?" if 1 < o <= 100 else ""
-                raise ParameterError(f"overlap o({d})={o:g} must be a fraction in [0, 1] (--overlap/overlaps){hint}")
+                raise ParameterError(f"overlap o({d})={o:g} must be a fraction in [0, 1] (overlaps){hint}")
         pairs = None
         win = None
         if self.window is not None:

@@ -88,7 +88,7 @@ def validate_routing(array, num_experts: int | None = None, where: str = "trace"
     if top > e:
         pos = tuple(int(i) for i in np.argwhere(arr >= e)[0])
         raise ParameterError(f"{where}: expert id {int(arr[pos])} at [seq {pos[0]}, token {pos[1]}, layer {pos[2]}] "
-                             f"is outside [0, {e}); pass the model's expert count (--experts) if it is larger")
+                             f"is outside [0, {e}); give the model's expert count (num_experts) if it is larger")
     if k > e:
         raise ParameterError(f"{where}: each token lists k={k} experts but there are only E={e}")
     ordered = np.sort(arr, axis=-1)
