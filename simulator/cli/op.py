@@ -10,7 +10,7 @@ from ._common import csv_list, print_json
 def register(sub) -> None:
     p = sub.add_parser(
         "op", help="price one op (moe, gemm, attention, allreduce) like a measured CSV row",
-        description=("Price single ops with the same inputs as the rows of measured-h100/*.csv and print, per "
+        description=("Price single ops with the same inputs as the rows of measured/h100-sxm/*.csv and print, per "
                      "input, the simulated time and the pure roofline time (JSON list)."),
         epilog=("examples:\n"
                 "  python -m simulator op moe --hardware h100-sxm --hidden 4096 --inter 1536 --experts 128 "

@@ -1,5 +1,5 @@
 """Single-op views that mirror the measured CSV columns (``python -m simulator op ...``), so predictions can be
-compared with ``measured-h100/`` row by row. Each builder returns one :class:`~simulator.cost.ops.Op` whose array
+compared with ``measured/h100-sxm/`` row by row. Each builder returns one :class:`~simulator.cost.ops.Op` whose array
 fields run over the rows; :func:`op_views` prices it two ways (LLMCompass style): the pure roofline and the
 simulated cost (calibrated kernels, L2-cold as in a real forward pass); the measured view is the CSV row itself.
 """
