@@ -17,7 +17,7 @@ from types import MappingProxyType
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ParameterError
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import Collective, Curve, KernelClass
 from .engine import collective_seconds, op_time
@@ -245,8 +245,9 @@ def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-
         raise ConfigError(str(data), "gpu", f"holds rows of {len(gpus)} GPUs ({', '.join(gpus)})",
                           "the 'data' parameter must name a folder of one GPU's measurements")
     if gpus[0] != hw.name and not force:
-        raise ConfigError(str(data), "gpu", f"is {gpus[0]!r}, but the profile 'hw' is {hw.name!r}",
-                          f"calibrate the {gpus[0]} profile on its own measurements, or force it")
+        expected = f"the {gpus[0]} profile (the GPU measured in {data.name}/) unless forced"
+        raise ParameterError(f"the 'hw' parameter of calibrate must be {expected}. Got {hw.name!r} instead.",
+                             owner="calibrate", param="hw", expected=expected, value=hw.name)
     moe, attn, coll = tables["moe"], tables["decode_attention"], tables["collectives"]
     fits = []
     gemm_fits = {}

@@ -12,7 +12,7 @@ import pytest
 
 from simulator.cost.calibrate import calibrate
 from simulator.cost.calibrate_io import _paths, fitted_values, report_markdown, write_profile
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, ParameterError
 from simulator.specs.catalog import load_hardware
 from simulator.specs.hardware import read_hardware
 from simulator.specs.kernels import TIME_PARAMS
@@ -153,8 +153,9 @@ def test_write_refuses_a_stale_fitted_value(cal, tmp_path):
 
 
 def test_calibrating_another_profile_on_these_measurements_is_refused():
-    with pytest.raises(ConfigError, match="'hw' is 'b200'"):
+    with pytest.raises(ParameterError, match="'hw' parameter of calibrate must be the h100-sxm profile") as e:
         calibrate(load_hardware("b200"))
+    assert (e.value.param, e.value.value) == ("hw", "b200")
 
 
 def _percentages(text: str) -> list[float]:

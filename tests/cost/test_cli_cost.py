@@ -87,3 +87,9 @@ def test_calibrate_write_refuses_a_profile_of_another_gpu(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
     assert "not the calibrated GPU 'h100-sxm'" in r.stderr and "Traceback" not in r.stderr
     assert prof.read_text(encoding="utf-8") == before
+
+
+def test_calibrate_refuses_another_gpus_spec_sheet_on_these_measurements():
+    r = run("calibrate", "--quiet", "--hardware", "b200")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("error: --hardware: must be the h100-sxm profile"), r.stderr
