@@ -2,7 +2,8 @@
 
 For several persistence / skew settings of the synthetic router (E = 128, k = 8, 256 sequences x 256 tokens), the
 empirical mean number of unique experts over windows of n = 2, 4, 8 tokens in B = 1, 4, 16 random sequences is
-compared with each method's prediction from the trace's own statistics. Writes
+compared with each predictor's value from the trace's own statistics (overlap.evaluate: a predictor is a choice of
+statistics, fitted by maximum entropy, or a baseline). Writes
 benchmarks/results/overlap_accuracy.md (tables of relative errors, and the overlaps each knob setting produces).
 Run:  python benchmarks/overlap_accuracy.py
 """
@@ -27,8 +28,8 @@ SETTINGS = [  # (persistence ρ, skew Σπ²/k or None for uniform, context shar
     (0.95, 0.118, 0.0),
     (0.8, 0.118, 0.3),
 ]
-METHODS = ("ipf", "ipf-pooled", "markov", "window", "window-4", "independent", "uniform")
-LABELS = {"ipf": "ipf (pairwise, all lags)", "ipf-pooled": "ipf-pooled", "markov": "markov (ipf lag 1)",
+PREDICTORS = ("pairs", "pooled", "lag1", "window", "window-4", "independent", "uniform")
+LABELS = {"pairs": "pairs (per expert, all lags)", "pooled": "pooled (lift)", "lag1": "lag1 (per expert, lag 1)",
           "window": "window m=3", "window-4": "window m=4", "independent": "independent", "uniform": "uniform"}
 KNOB_PERSISTENCE = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99)
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "overlap_accuracy.md")
@@ -45,10 +46,10 @@ def run() -> tuple:
     for rho, skew, ctx in SETTINGS:
         trace = synth_trace(E, K, SEQUENCES, TOKENS, persistence=rho, skew=skew, context=ctx, seed=SEED)
         rep3 = evaluate_trace(trace, WINDOWS, BATCHES, window=3, samples=SAMPLES, seed=SEED)
-        rep4 = evaluate_trace(trace, WINDOWS, BATCHES, window=4, samples=SAMPLES, seed=SEED, methods=("window",))
+        rep4 = evaluate_trace(trace, WINDOWS, BATCHES, window=4, samples=SAMPLES, seed=SEED, predictors=("window",))
         stats = layer_stats(trace, 0, max_lag=4)
         for r3, r4 in zip(rep3.rows, rep4.rows, strict=True):
-            errs = {m: r3.rel_error(m) for m in rep3.methods}
+            errs = {m: r3.rel_error(m) for m in rep3.predictors}
             errs["window-4"] = r4.rel_error("window")
             results.append(((rho, skew, ctx), stats, r3.n_tokens, r3.batch, r3.empirical, errs))
         if ctx == 0 and rho in (0.5, 0.95):
@@ -77,27 +78,28 @@ def render(results, knobs, spread, seconds: float) -> str:
              f"with one random n-token window each. Entries are relative errors prediction/empirical − 1, the "
              f"statistics are the trace's own (per expert, counted circularly). Generated in {seconds:.0f} s.", "",
              "## Mean |relative error| by window size (over all settings and batch sizes)", "",
-             "| n | " + " | ".join(LABELS[m] for m in METHODS) + " |",
-             "|---:|" + "---:|" * len(METHODS)]
+             "| n | " + " | ".join(LABELS[m] for m in PREDICTORS) + " |",
+             "|---:|" + "---:|" * len(PREDICTORS)]
     for n in WINDOWS:
         sub = [r for r in results if r[2] == n]
         lines.append(f"| {n} | " + " | ".join(f"{100 * np.mean([abs(r[5][m]) for r in sub]):.1f}%"
-                                                for m in METHODS) + " |")
+                                                for m in PREDICTORS) + " |")
     lines += ["", "## Mean |relative error| at batch 1 by window size", "",
-              "| n | " + " | ".join(LABELS[m] for m in METHODS) + " |", "|---:|" + "---:|" * len(METHODS)]
+              "| n | " + " | ".join(LABELS[m] for m in PREDICTORS) + " |", "|---:|" + "---:|" * len(PREDICTORS)]
     for n in WINDOWS:
         sub = [r for r in results if r[2] == n and r[3] == 1]
         lines.append(f"| {n} | " + " | ".join(f"{100 * np.mean([abs(r[5][m]) for r in sub]):.1f}%"
-                                                for m in METHODS) + " |")
+                                                for m in PREDICTORS) + " |")
     lines += ["", "## Every setting", "",
-              "| setting | o(1..4) | n | B | empirical | " + " | ".join(LABELS[m] for m in METHODS) + " |",
-              "|---|---|---:|---:|---:|" + "---:|" * len(METHODS)]
+              "| setting | o(1..4) | n | B | empirical | " + " | ".join(LABELS[m] for m in PREDICTORS) + " |",
+              "|---|---|---:|---:|---:|" + "---:|" * len(PREDICTORS)]
     for setting, stats, n, b, emp, errs in results:
         ov = ", ".join(f"{o:.3f}" for o in stats.overlaps)
         lines.append(f"| {_setting_name(*setting)} | {ov} | {n} | {b} | {emp:.2f} | "
-                     + " | ".join(pct(errs[m]) for m in METHODS) + " |")
+                     + " | ".join(pct(errs[m]) for m in PREDICTORS) + " |")
     lines += ["", "## Spread: standard deviation of the unique-expert count", "",
-              "Predicted = ipf fit with experts treated as independent Bernoullis; empirical = over the same draws.",
+              "Predicted = the pairs statistics fitted by ipf, experts treated as independent Bernoullis; "
+              "empirical = over the same draws.",
               "", "| setting | n | B | empirical std | predicted std | ratio |", "|---|---:|---:|---:|---:|---:|"]
     for setting, n, b, emp_std, std in spread:
         ratio = f"{std / emp_std:.2f}" if emp_std > 0 else "—"

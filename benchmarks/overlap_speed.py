@@ -13,7 +13,7 @@ import statistics
 import time
 
 from simulator.overlap import OverlapStats, clear_cache, fit_window
-from simulator.overlap.junction import junction_tree
+from simulator.overlap.maxent import junction_tree
 
 PUBLISHED = (0.381, 0.329, 0.301, 0.299)
 PERSISTENT = (0.751, 0.661, 0.597, 0.544)  # synthetic router, ρ = 0.95, skew 0.118 (docs/MODEL.md §2.10)
