@@ -10,11 +10,11 @@ from ._common import add_json_flag, print_json
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "list", help="list bundled hardware profiles, models and experiments",
-        description="List the bundled hardware profiles, model specs and experiments.",
+        "list", help="list bundled hardware profiles, models, routing profiles and experiments",
+        description="List the bundled hardware profiles, model specs, named routing profiles and experiments.",
         epilog="example: python -m simulator list models --json",
     )
-    p.add_argument("kind", nargs="?", choices=("all", "hardware", "models", "experiments"), default="all")
+    p.add_argument("kind", nargs="?", choices=("all", *catalog.KINDS), default="all")
     add_json_flag(p)
     p.set_defaults(func=cmd_list)
 
@@ -53,12 +53,20 @@ def _model_row(m) -> dict:
     }
 
 
+def _routing_row(r) -> dict:
+    return {"name": r.name, "display_name": r.display_name, "experts": r.experts, "top_k": r.top_k,
+            "lags": list(r.lags), "popularity": r.popularity, "source": r.source, "citation": r.citation,
+            "note": r.note, "origin": r.origin}
+
+
 def cmd_list(args) -> int:
     out: dict[str, list] = {}
     if args.kind in ("all", "hardware"):
         out["hardware"] = [_hw_row(h) for h in catalog.list_hardware()]
     if args.kind in ("all", "models"):
         out["models"] = [_model_row(m) for m in catalog.list_models()]
+    if args.kind in ("all", "routing"):
+        out["routing"] = [_routing_row(r) for r in catalog.list_routing_profiles()]
     if args.kind in ("all", "experiments"):
         out["experiments"] = [{"name": n} for n in catalog.bundled_files("experiments")]
     if args.json:
@@ -80,6 +88,12 @@ def cmd_list(args) -> int:
             print(f"  {r['name']:<24} {r['role']:<8} {r['total_params'] / 1e9:8.1f} {r['active_params'] / 1e9:8.2f}"
                   f" {r['experts']:>4} {r['top_k']:>3} {r['shared_experts']:>2}  {r['attention']:<4}  "
                   f"{r['native_dtype']}")
+    if "routing" in out:
+        print(f"routing profiles ({len(out['routing'])})")
+        for r in out["routing"]:
+            lags = ", ".join(f"{x:g}" for x in r["lags"])
+            print(f"  {r['name']:<24} E={r['experts']} k={r['top_k']}  o(1..{len(r['lags'])}) = {lags}, "
+                  f"{r['popularity']}  [{r['source']}] {r['citation']}")
     if "experiments" in out:
         print(f"experiments ({len(out['experiments'])})")
         for r in out["experiments"]:

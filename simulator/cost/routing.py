@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import overlap as ov
-from ..specs.model import LAGS, ModelSpec
+from ..specs.model import ModelSpec
+from ..specs.routing_profile import LAGS
 from .ops import ExpertLoad
 
 

@@ -1,6 +1,6 @@
-"""The bundled catalog (hardware/, models/, experiments/, measured/) and name-or-path resolution.
+"""The bundled catalog (hardware/, models/, routing/, experiments/, measured/) and name-or-path resolution.
 
-In a wheel the YAML files are the data packages ``simulator._data.{hardware,models,experiments,measured}``; in a
+In a wheel the YAML files are the data packages ``simulator._data.{hardware,models,routing,experiments,measured}``; in a
 source checkout or an editable install they are read from the repository root next to the package.
 """
 
@@ -13,10 +13,12 @@ from pathlib import Path
 from ..errors import ConfigError
 from .hardware import HardwareProfile, read_hardware
 from .model import ModelSpec, read_model
+from .routing_profile import RoutingProfile, read_routing_profile
 from .schema import closest
+from .whatif import derive_kernels
 from .yamlio import load_yaml_file, load_yaml_text
 
-KINDS = ("hardware", "models", "experiments")
+KINDS = ("hardware", "models", "routing", "experiments")
 MEASURED = "measured"  # measured per-op tables, one folder per GPU (measured/<gpu>/*.csv, README.md, LICENSE)
 
 
@@ -65,7 +67,8 @@ def _load(kind: str, name_or_path: str) -> tuple[object, str]:
         names = list(files)
         guess = closest(name_or_path, names)
         hint = f"did you mean '{guess}'? " if guess else ""
-        noun = {"hardware": "hardware profile", "models": "model", "experiments": "experiment"}[kind]
+        noun = {"hardware": "hardware profile", "models": "model", "routing": "routing profile",
+                "experiments": "experiment"}[kind]
         raise ConfigError("", "", f"unknown {noun} {name_or_path!r}",
                           f"{hint}run `python -m simulator list {kind}` or pass a path to a YAML file")
     f = files[name_or_path]
@@ -83,17 +86,35 @@ def load_hardware(name_or_path: str, resolve: bool = True) -> HardwareProfile:
     by the what-if rule (docs/MODEL.md) from the named base profile."""
     hw = _raw_hardware(str(name_or_path))
     if resolve and not hw.kernels.resolved:
-        from ..cost.whatif import derive_kernels  # the rule is cost physics; imported lazily
-
         base = load_hardware(hw.kernels.derive_from, resolve=True)
         hw = hw.with_changes(kernels=derive_kernels(hw, base))
     return hw
 
 
 @functools.lru_cache(maxsize=256)
+def load_routing_profile(name_or_path: str) -> RoutingProfile:
+    """A named routing profile (``routing/<name>.yaml``) by bundled name or path."""
+    obj, where = _load("routing", str(name_or_path))
+    return read_routing_profile(obj, where)
+
+
+@functools.lru_cache(maxsize=256)
 def load_model(name_or_path: str) -> ModelSpec:
+    """A model spec by bundled name or path; a ``routing_overlap.profile`` it names is resolved as a bundled routing
+    profile, or as a path (relative paths from the model file's folder)."""
     obj, where = _load("models", str(name_or_path))
-    return read_model(obj, where)
+    folder = Path(where).parent if Path(str(name_or_path)).is_file() else None
+
+    def profile(ref: str) -> RoutingProfile:
+        if folder is not None and _looks_like_path(ref) and not Path(ref).is_absolute():
+            ref = str(folder / ref)
+        return load_routing_profile(ref)
+
+    return read_model(obj, where, profile)
+
+
+def list_routing_profiles() -> list[RoutingProfile]:
+    return [load_routing_profile(n) for n in bundled_files("routing")]
 
 
 def list_hardware() -> list[HardwareProfile]:

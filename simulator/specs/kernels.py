@@ -2,7 +2,7 @@
 
 A profile either states them (H100 SXM: fitted to ``measured-h100/`` by ``python -m simulator calibrate``) or
 says ``derive_from: <profile>``: the what-if rule of docs/MODEL.md then takes the curve *shapes* and fixed costs of
-that profile and rescales them by the target's own spec-sheet numbers (see :mod:`simulator.cost.whatif`).
+that profile and rescales them by the target's own spec-sheet numbers (see :mod:`simulator.specs.whatif`).
 
 Each op class has *variants* keyed by the format its kernel runs on (weight format for gemm/moe, KV dtype for
 attention, ``any`` for format-independent classes). Curves are piecewise linear in log(x), clamped outside::

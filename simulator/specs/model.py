@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ..validation import Interval, Param
+from ..errors import ConfigError
 from .dtypes import WEIGHT_DTYPES
+from .routing_profile import RoutingProfile, read_lags, read_popularity
 from .schema import Provenance, Reader
 
 SCHEMA = "model/v1"
@@ -75,18 +76,17 @@ class FFN:
         return self.experts > 0
 
 
-# Lag overlaps o(1..D): the one declaration, used by this reader, the cost engine's OverlapInput and --overlap.
-LAGS = Param(Interval(float, 0.0, 1.0), unit="fractions, e.g. 0.381 not 38.1", many=True)
-
-
 @dataclass(frozen=True)
 class OverlapProfile:
-    """Routing-overlap statistics shipped with a model (BRIEF §2.2), with provenance."""
+    """Routing-overlap statistics of a model (BRIEF §2.2), with provenance: given inline in the model YAML, or a
+    named routing profile (``routing/<profile>.yaml``) that it references."""
 
     lags: tuple[float, ...]  # o(d), d = 1..D, as fractions
     popularity: str  # "uniform", "zipf:S", "skew:X"
-    source: str
+    source: str  # citation key (of the model's sources table, or of the profile's)
     note: str = ""
+    profile: str = ""  # name of the referenced routing profile ("" when given inline)
+    citation: str = ""  # the text of the source
 
 
 @dataclass(frozen=True)
@@ -209,20 +209,39 @@ def _read_ffn(r: Reader, obj: object, layers: int) -> FFN:
                r.string(f, "router", p, options=ROUTERS, default="softmax"))
 
 
-def _read_overlap(r: Reader, obj: object, ffn: FFN) -> OverlapProfile:
+def _read_overlap(r: Reader, obj: object, ffn: FFN, resolve: Callable[[str], RoutingProfile] | None) -> OverlapProfile:
     p = "routing_overlap"
-    o = r.mapping(obj, p, ("source", "lags", "popularity", "note"), ("source", "lags"))
-    source = r.source(o, p)
-    lags = r.param(o, "lags", p, LAGS, fix="write fractions (0.381), not percentages (38.1)")
+    o = r.mapping(obj, p, ("profile", "source", "lags", "popularity", "note"))
     if not ffn.is_moe:
         raise r.fail(p, "is given for a dense model", "remove it; overlap statistics are for MoE routing")
-    pop = r.string(o, "popularity", p, default="uniform")
-    if not (pop == "uniform" or pop.startswith(("zipf:", "skew:"))):
-        raise r.fail(f"{p}.popularity", f"is {pop!r}", "use uniform, zipf:S or skew:X")
-    return OverlapProfile(tuple(float(x) for x in lags), pop, source, str(o.get("note", "")))
+    note = r.string(o, "note", p, default="")
+    if "profile" in o:
+        inline = [k for k in ("source", "lags", "popularity") if k in o]
+        if inline:
+            raise r.fail(f"{p}.{inline[0]}", "is given together with profile",
+                         "either name a routing profile or give source/lags/popularity inline, not both")
+        name = r.string(o, "profile", p)
+        if resolve is None:
+            raise r.fail(f"{p}.profile", f"names routing profile {name!r}, which needs the catalog",
+                         "load the model with simulator.specs.load_model")
+        try:
+            prof = resolve(name)
+        except ConfigError as exc:
+            raise r.fail(f"{p}.profile", f"is {name!r}: {exc}", "") from None
+        if (prof.experts, prof.top_k) != (ffn.experts, ffn.top_k):
+            raise r.fail(f"{p}.profile", f"{name!r} was measured on {prof.experts} experts top-{prof.top_k}, but this "
+                         f"model routes {ffn.experts} experts top-{ffn.top_k}",
+                         "overlap statistics depend on E and k: give statistics of this model inline or none")
+        return OverlapProfile(prof.lags, prof.popularity, prof.source, note or prof.note, prof.name, prof.citation)
+    r.mapping(o, p, o.keys(), ("source", "lags"))
+    source = r.source(o, p)
+    return OverlapProfile(read_lags(r, o, p), read_popularity(r, o, p), source, note, "",
+                          r.sources.get(source, "assumed"))
 
 
-def read_model(obj: object, where: str) -> ModelSpec:
+def read_model(obj: object, where: str, routing_profile: Callable[[str], RoutingProfile] | None = None) -> ModelSpec:
+    """A model spec from its YAML mapping. ``routing_profile`` resolves a named routing profile
+    (``routing_overlap: {profile: NAME}``); the catalog passes its loader."""
     r = Reader(where)
     top = r.mapping(obj, "", TOP_KEYS, ("schema", "name", "role", "sources", "architecture", "attention", "ffn"))
     r.string(top, "schema", "", options=(SCHEMA,))
@@ -246,7 +265,7 @@ def read_model(obj: object, where: str) -> ModelSpec:
                                   r.quantity(o, "active_params", op, "parameters", open_low=True),
                                   r.boolean(o, "counts_input_embedding", op, default=True),
                                   r.boolean(o, "counts_lm_head", op, default=True), str(o.get("note", "")))
-    overlap = _read_overlap(r, top["routing_overlap"], ffn) if "routing_overlap" in top else None
+    overlap = _read_overlap(r, top["routing_overlap"], ffn, routing_profile) if "routing_overlap" in top else None
     return ModelSpec(
         name=name,
         display_name=r.string(top, "display_name", "", default=name),

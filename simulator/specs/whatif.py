@@ -10,14 +10,17 @@ rescales them by the target's own spec-sheet numbers; nothing is fitted to measu
 - fixed costs (launch floors, host overhead, collective latency) are kept: they are set by the driver, the host
   and the kernel's serial prologue, not by bandwidth or FLOP/s;
 - the single global efficiency and collective bandwidth efficiencies are kept.
+
+It is arithmetic on spec-sheet numbers and kernel parameters (no cost model), so it lives with the specs: the catalog
+applies it when it loads a ``derive_from`` profile, and the sweep's hardware edits re-apply it.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from ..specs.hardware import HardwareProfile
-from ..specs.kernels import Curve, KernelClass, Kernels
+from .hardware import HardwareProfile
+from .kernels import Curve, KernelClass, Kernels
 
 
 def _rescale(curve: Curve | None, bw_ratio: float) -> Curve | None:

@@ -13,13 +13,11 @@ from types import MappingProxyType
 
 from ..cost.deployment import Mechanisms
 from ..cost.routing import OverlapInput
-from ..cost.whatif import derive_kernels
 from ..specdec import Acceptance
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import OP_CLASSES, Collective, KernelClass, Kernels
+from ..specs.kernels import TIME_PARAMS, Collective, KernelClass, Kernels
+from ..specs.whatif import derive_kernels
 
-# Kernel parameters that are times (seconds): the ones OP_CLASSES declares with dimension "time".
-TIME_PARAMS = frozenset(n for _, extra in OP_CLASSES.values() for n, dim in extra.items() if dim == "time")
 # Named groups of spec fields a one-change-at-a-time what-if copies together.
 HARDWARE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "HBM bandwidth": ("hbm_bandwidth",), "L2 (size, partitions, bandwidth)": ("l2_size", "l2_partitions",

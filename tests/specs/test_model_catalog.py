@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from simulator.specs import load_model
-from simulator.specs.catalog import bundled_files
+from simulator.specs.catalog import bundled_files, load_routing_profile
 from simulator.specs.derived import active_params_official_convention, kv_bytes_per_token, param_counts
 from simulator.specs.model import Attention
 
@@ -138,8 +138,11 @@ def test_overlap_profiles_are_fractions_on_matching_routing(name):
     o = m.overlap
     assert all(0 < x < 1 for x in o.lags)
     assert all(a >= b for a, b in zip(o.lags, o.lags[1:], strict=False)), "overlap should not grow with lag"
-    if "Cohere" in m.sources[o.source]:  # the Cohere 128-expert top-8 statistics only transfer to 128/8 routing
-        assert (m.ffn.experts, m.ffn.top_k) == (128, 8), name
+    assert o.citation.strip(), f"{name}: routing_overlap has no citation"
+    if o.profile:  # a named profile's statistics only transfer to a model of the same E and k
+        prof = load_routing_profile(o.profile)
+        assert (m.ffn.experts, m.ffn.top_k) == (prof.experts, prof.top_k), name
+        assert (o.lags, o.popularity, o.citation) == (prof.lags, prof.popularity, prof.citation)
 
 
 def test_models_md_citations_exist():

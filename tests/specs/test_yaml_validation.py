@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from simulator.errors import ConfigError, SimulatorError
 from simulator.specs.hardware import read_hardware
+from simulator.specs.catalog import load_routing_profile
 from simulator.specs.model import read_model
+from simulator.specs.routing_profile import read_routing_profile
 from simulator.specs.yamlio import load_yaml_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +38,7 @@ def _model_error(mutate) -> str:
     obj = copy.deepcopy(MODEL)
     mutate(obj)
     with pytest.raises(ConfigError) as err:
-        read_model(obj, "bad.yaml")
+        read_model(obj, "bad.yaml", load_routing_profile)
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("bad.yaml: ")
     return msg
@@ -44,7 +46,7 @@ def _model_error(mutate) -> str:
 
 def test_valid_files_load():
     assert read_hardware(copy.deepcopy(HW), "h").hbm_bandwidth == pytest.approx(3.35e12)
-    assert read_model(copy.deepcopy(MODEL), "m").ffn.experts == 128
+    assert read_model(copy.deepcopy(MODEL), "m", load_routing_profile).ffn.experts == 128
 
 
 def test_unknown_key_lists_every_offender_and_closest_key():
@@ -124,9 +126,43 @@ def test_assumed_with_reason_accepted():
     assert hw.provenance["memory.hbm_bandwidth"].source == "assumed"
 
 
+INLINE = {"source": "B1", "lags": [0.4, 0.3], "popularity": "zipf:0.5", "note": "own measurement"}
+
+
 def test_percentages_for_overlap_rejected():
-    msg = _model_error(lambda o: o["routing_overlap"].update(lags=[38.1, 32.9]))
-    assert "routing_overlap.lags" in msg and "fractions" in msg
+    msg = _model_error(lambda o: o.update(routing_overlap={**INLINE, "lags": [38.1, 32.9]}))
+    assert "routing_overlap.lags" in msg and "fractions" in msg and "38.1" in msg
+    prof = yaml.safe_load((ROOT / "routing/cohere-128x8.yaml").read_text())
+    with pytest.raises(ConfigError, match=r"field 'lags' is \[38.1\].*fractions"):
+        read_routing_profile({**prof, "lags": [38.1]}, "p.yaml")
+    with pytest.raises(ConfigError, match="top_k"):
+        read_routing_profile({**prof, "top_k": 129}, "p.yaml")
+
+
+def test_model_references_a_named_routing_profile():
+    """The model YAML names the profile; the reader fills in its numbers and citation (same as the profile file)."""
+    m = read_model(copy.deepcopy(MODEL), "m", load_routing_profile)
+    prof = yaml.safe_load((ROOT / "routing/cohere-128x8.yaml").read_text())
+    assert MODEL["routing_overlap"]["profile"] == "cohere-128x8" and "lags" not in MODEL["routing_overlap"]
+    assert m.overlap.lags == tuple(prof["lags"]) and m.overlap.popularity == prof["popularity"]
+    assert m.overlap.profile == "cohere-128x8" and m.overlap.citation == prof["sources"][prof["source"]]
+
+
+def test_model_may_give_its_own_statistics_inline():
+    obj = copy.deepcopy(MODEL)
+    obj["routing_overlap"] = dict(INLINE)
+    m = read_model(obj, "m")  # no profile to resolve: no catalog needed
+    assert (m.overlap.lags, m.overlap.popularity, m.overlap.profile) == ((0.4, 0.3), "zipf:0.5", "")
+    assert m.overlap.citation == MODEL["sources"]["B1"]
+
+
+def test_bad_routing_profile_references_are_one_line_errors():
+    msg = _model_error(lambda o: o["routing_overlap"].update(profile="cohere-128x9"))
+    assert "routing_overlap.profile" in msg and "did you mean 'cohere-128x8'" in msg
+    msg = _model_error(lambda o: o["routing_overlap"].update(lags=[0.4]))
+    assert "routing_overlap.lags" in msg and "together with profile" in msg
+    msg = _model_error(lambda o: o["ffn"].update(experts=160))
+    assert "routing_overlap.profile" in msg and "128 experts top-8" in msg and "160 experts top-8" in msg
 
 
 def test_duplicate_yaml_key_rejected():
