@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulator.errors import ConfigError, SimulatorError
-from simulator.specs.hardware import read_hardware
 from simulator.specs.catalog import load_routing_profile
+from simulator.specs.hardware import read_hardware
 from simulator.specs.model import read_model
 from simulator.specs.routing_profile import read_routing_profile
 from simulator.specs.yamlio import load_yaml_text
