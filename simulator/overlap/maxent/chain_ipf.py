@@ -1,4 +1,5 @@
-"""Exact finite-n maximum-entropy fit by IPF on the junction tree of the constraint graph: linear in n.
+"""Exact finite-n maximum-entropy fit by IPF on the junction tree of the constraint graph (fit method ``ipf``):
+linear in n. The state of one fit is a ``_CliqueChain``; the stopping and facial-reduction rules are ``convergence``'s.
 
 When every constraint spans at most w consecutive tokens, the maximum-entropy law of x ∈ {0,1}^n is a Gibbs law
 on the chain of cliques C_t = {t, …, t+w−1}, t = 0..K−1 (K = n−w+1), with one potential per position:
