@@ -92,9 +92,8 @@ def rank_placement(experts: int, ranks: int, kind: str = DEFAULT_PLACEMENT) -> n
     when R divides E)."""
     check_params("rank_placement", {"experts": experts, "ranks": ranks},
                  {"experts": [Interval(int, 1, None)], "ranks": [Interval(int, 1, None)]})
-    if ranks > experts:
-        raise ParameterError(f"the 'ranks' parameter of rank_placement must be at most the number of experts "
-                             f"({experts}). Got {ranks} instead.")
+    if ranks > experts:  # at most one rank per expert
+        check_params("rank_placement", {"ranks": ranks}, {"ranks": [Interval(int, 1, experts)]})
     e = np.arange(experts)
     if kind == "balanced":
         return e % ranks
