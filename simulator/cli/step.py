@@ -96,7 +96,7 @@ def run(args) -> int:
     if args.json:
         print_json(records)
         return 0
-    print(f"{model.display_name} on {dep.gpus}x {hw.name}, {dep.dtype}, tp={dep.tp} dp={dep.dp} ep={dep.ep}, "
+    print(f"{model.display_name} on {dep.gpus}x {hw.name}, {dep.label}, "
           f"s={args.tokens}, context={args.context}; mechanisms {mech.routing}/{mech.kernel_curves}/"
           f"{mech.fixed_costs}/{mech.l2}")
     print(f"  {'batch':>6} {'time us':>10} {'bound':>8} {'U/rank':>7}  breakdown (us)")

@@ -56,10 +56,10 @@ class Mechanisms:
 
 PRESETS = {
     "prior": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="per_expert", l2="off"),
-    "refined": Mechanisms(routing="overlap", kernel_curves="on", fixed_costs="on", l2="on"),
+    "refined": Mechanisms(),  # the field defaults above are the refined model
 }
 # The walk from prior to refined used by `explain` (one mechanism per step, in this order).
-WALK = (("routing", "overlap"), ("kernel_curves", "on"), ("fixed_costs", "on"), ("l2", "on"))
+WALK = tuple((f, getattr(PRESETS["refined"], f)) for f in ("routing", "kernel_curves", "fixed_costs", "l2"))
 
 
 MODE = Param(Options(PRESETS))  # a mechanism preset by name

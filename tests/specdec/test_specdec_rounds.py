@@ -161,5 +161,7 @@ def test_best_gamma_and_pays_up_to():
 @pytest.mark.parametrize("batch,gammas", [([0, 1], [1]), ([1.5], [1]), ([1], [-1]), ([1], [])])
 def test_bad_grids(batch, gammas):
     m = load_model("olmoe-1b-7b")
-    with pytest.raises(ParameterError):
+    with pytest.raises(ParameterError) as exc:
         speculative(m, H100, _dep(m), batch, gammas, ACC)
+    assert exc.value.param == ("batch" if batch != [1] else "gammas") and exc.value.owner == "speculative"
+    assert "--" not in str(exc.value)  # library errors name library parameters, never CLI flags

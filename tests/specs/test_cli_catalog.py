@@ -43,3 +43,41 @@ def test_help_has_examples():
                 "sweep", "explain", "overlap", "overlap predict", "overlap fit", "overlap synth", "experiment"):
         r = run(*cmd.split(), "--help")
         assert r.returncode == 0 and "example" in r.stdout.lower(), cmd
+
+
+def test_list_routing_profiles_and_show_model_citation():
+    d = json.loads(run("list", "routing", "--json").stdout)
+    cohere = next(r for r in d["routing"] if r["name"] == "cohere-128x8")
+    assert cohere["lags"] == [0.381, 0.329, 0.301, 0.299] and "Cohere" in cohere["citation"]
+    r = run("show", "model", "qwen3-235b-a22b")
+    assert r.returncode == 0 and "profile=cohere-128x8" in r.stdout and "0.381" in r.stdout and "Cohere" in r.stdout
+
+
+def _error(*args, cwd=ROOT) -> str:
+    r = run(*args, cwd=cwd)
+    assert r.returncode == 2 and not r.stdout, (args, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.stderr, r.stderr
+    return lines[0]
+
+
+def test_bad_flags_are_one_line_errors_naming_the_flag():
+    """Library errors name library parameters; the CLI says the same with its flag (cli/_common.FLAGS)."""
+    step = ("step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--tokens", "1")
+    assert _error(*step, "--batch", "0") == ("error: --batch: must be a non-empty list of ints in the range "
+                                             "[1, inf) (requests); got [0]")
+    assert _error(*step, "--batch", "1", "--context", "-1").startswith("error: --context: must be an int")
+    assert _error(*step, "--batch", "1", "--tp", "0").startswith("error: --tp: must be an int in the range [1, 1024]")
+    assert "--overlap: must be" in _error(*step, "--batch", "1", "--overlap", "38.1")
+    moe = ("op", "moe", "--hardware", "h100-sxm", "--hidden", "4096", "--inter", "1536", "--experts", "128",
+           "--top-k", "8", "--dtype", "fp8_block")
+    assert _error(*moe, "--tokens", "-4").startswith("error: --tokens: must be a non-empty list of ints")
+    assert "--top-k: must be at most the number of experts (128); got 129" in _error(
+        *moe[:-4], "--top-k", "129", "--dtype", "fp8_block", "--tokens", "1")
+
+
+def test_bad_routing_profile_name_in_a_user_model(tmp_path):
+    text = (ROOT / "models/qwen3-235b-a22b.yaml").read_text().replace("profile: cohere-128x8", "profile: cohere-12x8")
+    (tmp_path / "m.yaml").write_text(text)
+    line = _error("show", "model", "m.yaml", cwd=tmp_path)
+    assert "routing_overlap.profile" in line and "did you mean 'cohere-128x8'" in line

@@ -205,7 +205,9 @@ def _collect(obj, prefix=()):
 
 
 _collect(HW)
-_collect_model = []
+_hw_paths, _paths = _paths, []
+_collect(MODEL)
+_model_paths = _paths
 
 _values = st.one_of(
     st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True),
@@ -230,16 +232,28 @@ def _apply(obj, path, action, value):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(_paths), st.sampled_from(["delete", "replace", "rename"]), _values),
+@given(st.lists(st.tuples(st.sampled_from(_hw_paths), st.sampled_from(["delete", "replace", "rename"]), _values),
                 min_size=1, max_size=3))
 def test_random_mutations_never_traceback(mutations):
-    obj = copy.deepcopy(HW)
+    _mutated_reads_cleanly(HW, mutations, read_hardware)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(_model_paths), st.sampled_from(["delete", "replace", "rename"]), _values),
+                min_size=1, max_size=3))
+def test_random_model_mutations_never_traceback(mutations):
+    """The same for a model spec, whose routing_overlap names a routing profile the reader resolves."""
+    _mutated_reads_cleanly(MODEL, mutations, lambda o, w: read_model(o, w, load_routing_profile))
+
+
+def _mutated_reads_cleanly(doc, mutations, read):
+    obj = copy.deepcopy(doc)
     for path, action, value in mutations:
         try:
             _apply(obj, path, action, value)
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation removed or retyped the parent
     try:
-        read_hardware(obj, "mutated.yaml")
+        read(obj, "mutated.yaml")
     except SimulatorError as exc:
         assert "\n" not in str(exc)
