@@ -1,6 +1,6 @@
 """Kernel-efficiency curves and fixed costs of a hardware profile (the ``kernels:`` section).
 
-A profile either states them (H100 SXM: fitted to ``measured-h100/`` by ``python -m simulator calibrate``) or
+A profile either states them (H100 SXM: fitted to ``measured/h100-sxm/`` by ``python -m simulator calibrate``) or
 says ``derive_from: <profile>``: the what-if rule of docs/MODEL.md then takes the curve *shapes* and fixed costs of
 that profile and rescales them by the target's own spec-sheet numbers (see :mod:`simulator.specs.whatif`).
 
