@@ -20,6 +20,7 @@ FLAGS = {
     "fixed_costs": "--fixed-costs", "l2": "--l2", "alpha": "--acceptance", "overlaps": "--overlap", "lags": "--overlap",
     "popularity": "--popularity", "top_k": "--top-k", "experts": "--experts", "hidden": "--hidden",
     "inter": "--inter", "tokens_per_request": "--tokens-per-request", "placement": "--placement",
+    "drafter": "--drafter",
     "hw": "--hardware",
 }
 

@@ -26,6 +26,7 @@ from ..cost.deployment import Deployment, validate
 from ..errors import InfeasibleError, ParameterError
 from ..specs.catalog import load_model
 from ..specs.model import FFN, ModelSpec
+from ..validation import parameter_error
 
 __all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
            "parse_drafter", "EAGLE_FFN_RATIO"]
@@ -61,6 +62,9 @@ class Drafter:
         return self.kind
 
 
+DRAFTER_FORMS = "one of eagle, mtp, model:NAME (e.g. model:qwen3-0.6b) or ratio:C (e.g. ratio:0.05)"
+
+
 def parse_drafter(text: str | Drafter) -> Drafter:
     """``eagle`` | ``mtp`` | ``model:NAME`` (a bundled model or a YAML path) | ``ratio:C``."""
     if isinstance(text, Drafter):
@@ -77,11 +81,10 @@ def parse_drafter(text: str | Drafter) -> Drafter:
         except ValueError:
             c = float("nan")
         if not (math.isfinite(c) and c >= 0):
-            raise ParameterError(f"--drafter ratio:{arg}: C must be a number >= 0 (draft step / target decode "
-                                 f"step), e.g. ratio:0.05")
+            raise parameter_error("parse_drafter", "drafter", "ratio:C with C a number >= 0 (draft step / target "
+                                  "decode step), e.g. ratio:0.05", s)
         return Drafter("ratio", ratio=c)
-    raise ParameterError(f"--drafter {s!r} is not understood; use eagle, mtp, model:NAME (e.g. model:qwen3-0.6b) "
-                         f"or ratio:C (e.g. ratio:0.05)")
+    raise parameter_error("parse_drafter", "drafter", DRAFTER_FORMS, s)
 
 
 def _single_layer(target: ModelSpec, suffix: str, ffn: FFN) -> ModelSpec:
