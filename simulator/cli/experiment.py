@@ -35,24 +35,36 @@ def register(sub) -> None:
                    "(figures into FILE's folder/figures/); per-experiment folders are then written only with --out")
     p.add_argument("--data", metavar="DIR", help="measured per-op CSV folder for the validation analysis "
                    "(default: the bundled measured/h100-sxm tables)")
-    p.add_argument("--check", action="store_true", help="only validate the experiment file(s)")
+    p.add_argument("--check", action="store_true", help="only validate the experiment file(s): read them, deploy "
+                   "every target and case, build every variant and read the measured tables, without pricing")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=cmd_experiment)
 
 
 def cmd_experiment(args) -> int:
-    from ..experiments import RunContext, bundled_names, load_experiment, run_experiment, write_outcome, write_report
+    from ..experiments import (
+        RunContext,
+        bundled_names,
+        check_experiment,
+        load_experiment,
+        run_experiment,
+        write_outcome,
+        write_report,
+    )
 
     if bool(args.experiment) == bool(args.all):
         raise ParameterError("give experiments (NAME or PATH) or --all, not both and not neither "
                              "(see python -m simulator list experiments)")
     names = bundled_names() if args.all else list(args.experiment)
     exps = [load_experiment(n) for n in names]
+    ctx = RunContext(data=args.data, progress=None if args.quiet else lambda m: progress(m, False))
     if args.check:
         for e in exps:
-            print(f"ok  {e.name} ({', '.join(e.analyses)}): {e.where}")
+            lines = check_experiment(e, ctx)
+            print(f"ok  {e.name} ({', '.join(e.analyses)}): {e.where}: {len(lines)} deployments and inputs checked")
+            for line in lines if len(exps) == 1 else ():
+                print(f"    {line}")
         return 0
-    ctx = RunContext(data=args.data, progress=None if args.quiet else lambda m: progress(m, False))
     outcomes = []
     for e in exps:
         start = time.perf_counter()

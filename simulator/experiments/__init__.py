@@ -16,6 +16,7 @@ from .registry import ANALYSES
 from .runner import (
                      REPORT_COMMAND,
                      bundled_names,
+                     check_experiment,
                      load_experiment,
                      read_experiment,
                      report_markdown,
@@ -25,5 +26,5 @@ from .runner import (
 from .schema import Study
 
 __all__ = ["ANALYSES", "REPORT_COMMAND", "Figure", "Outcome", "Part", "RunContext", "Study", "Table",
-           "bundled_names", "load_experiment", "read_experiment", "render", "report_markdown", "run_experiment",
-           "write_outcome", "write_report"]
+           "bundled_names", "check_experiment", "load_experiment", "read_experiment", "render", "report_markdown",
+           "run_experiment", "write_outcome", "write_report"]

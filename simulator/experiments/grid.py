@@ -281,10 +281,11 @@ def price_target(study: Study, ctx: RunContext, dd: Deployed, mode: str, variant
                  context=study.grid.context if context is None else context, cache=ctx.cache)
 
 
-def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...]) -> Priced:
-    """Every target × hardware × format × variant × mode of the grid (variants: the empty one first)."""
+def deploy_grid(study: Study, ctx: RunContext) -> tuple[list[tuple[str, str | None, Deployed]], list]:
+    """Every target × hardware × format of the grid deployed, not priced: ([(hardware, dtype, Deployed)], skipped
+    as (model, hardware, dtype, why))."""
     g = study.grid
-    points, skipped = [], []
+    out, skipped = [], []
     targets = g.all_targets
     for i, t in enumerate(targets):
         ctx.say(f"{study.name}: [{i + 1}/{len(targets)}] {t.model}")
@@ -293,14 +294,23 @@ def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...]) ->
                 dd, why = deploy_target(study, t, hw, d)
                 if dd is None:
                     skipped.append((t.model, hw, d, why))
+                else:
+                    out.append((hw, d, dd))
+    return out, skipped
+
+
+def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...]) -> Priced:
+    """Every deployed target × hardware × format × variant × mode of the grid (variants: the empty one first)."""
+    deployed, skipped = deploy_grid(study, ctx)
+    points = []
+    for hw, d, dd in deployed:
+        for e in (None, *variants):
+            v = None if e is None else build_variant(e, dd.model)
+            if e is not None and v is None:
+                continue
+            for mode in study.grid.modes:
+                if e is not None and e.spec.modes and mode not in e.spec.modes:
                     continue
-                for e in (None, *variants):
-                    v = None if e is None else build_variant(e, dd.model)
-                    if e is not None and v is None:
-                        continue
-                    for mode in g.modes:
-                        if e is not None and e.spec.modes and mode not in e.spec.modes:
-                            continue
-                        case = price_target(study, ctx, dd, mode, v)
-                        points.append(Point(t, hw, d, "" if e is None else e.name, mode, case, dd.note))
+                case = price_target(study, ctx, dd, mode, v)
+                points.append(Point(dd.target, hw, d, "" if e is None else e.name, mode, case, dd.note))
     return Priced(points, skipped, variants)

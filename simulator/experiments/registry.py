@@ -16,19 +16,22 @@ class Analysis:
     check: Callable
     run: Callable
     summary: str
+    every_target: bool = False  # the analysis needs every grid target deployed (else --check fails)
+    ready: Callable | None = None  # ready(study, ctx) -> [lines]: what --check resolves beyond the grid
 
 
 ANALYSES: dict[str, Analysis] = {
     "headline": Analysis(headline.Settings, headline.check, headline.run,
-                         "T_decode/T_verify of one deployment, prior vs refined, against published numbers"),
+                         "T_decode/T_verify of one deployment, prior vs refined, against published numbers", True),
     "curve_shapes": Analysis(shapes.Settings, shapes.check, shapes.run,
                              "speedup vs batch per target, prior vs refined, with curve-shape classes"),
     "overlap_sweep": Analysis(overlap_sweep.Settings, overlap_sweep.check, overlap_sweep.run,
-                              "refined speedup as the adjacent-token routing overlap varies; where the shape flips"),
+                              "refined speedup as the adjacent-token routing overlap varies; where the shape flips",
+                              True),
     "whatif": Analysis(whatif.Settings, whatif.check, whatif.run,
                        "targets on other GPUs and formats, with one-change-at-a-time attribution"),
     "traffic": Analysis(traffic.Settings, traffic.check, traffic.run,
-                        "routing statistics of synthetic traffic, IPF accuracy, and the speedup they give"),
+                        "routing statistics of synthetic traffic, IPF accuracy, and the speedup they give", True),
     "validation": Analysis(validation.Settings, validation.check, validation.run,
-                           "predictions vs measured per-op latencies and published numbers"),
+                           "predictions vs measured per-op latencies and published numbers", ready=validation.ready),
 }

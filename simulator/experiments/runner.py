@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..specs.schema import Reader
-from .grid import RunContext, price_grid, read_variants
+from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
 from .outcome import Outcome, figure_file, render
 from .registry import ANALYSES
 from .schema import Study, read_study
@@ -56,6 +56,34 @@ def run_experiment(exp: str | Study, ctx: RunContext | None = None) -> Outcome:
     return Outcome(study.name, study.title, "+".join(study.analyses), study.description, study.question,
                    *(tuple(x for p in parts for x in getattr(p, f)) for f in ("key_numbers", "tables", "figures",
                                                                               "findings", "settings")))
+
+
+def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:
+    """What ``experiment --check`` resolves without pricing: every grid target × hardware × format deployed, every
+    variant built for each deployed model, and what each analysis needs beyond the grid (validation: its cases
+    deploy and the measured tables read). Returns one line per deployment; raises a one-line ConfigError when the
+    study cannot run."""
+    ctx = ctx or RunContext()
+    r = Reader(study.where)
+    deployed, skipped = deploy_grid(study, ctx)
+    if study.grid.all_targets and not deployed:
+        raise r.fail("grid", f"has no target that deploys ({skipped[0][3]})"[:300], "change the targets or formats")
+    for name, a in ANALYSES.items():
+        if name in study.analyses and a.every_target and skipped:
+            m, hw, d, why = skipped[0]
+            raise r.fail("grid", f"target {m} on {hw} ({d or 'default format'}) does not deploy ({why})"[:300],
+                         f"analysis {name} needs every target: change its deployment or the grid")
+    for _, _, dd in deployed:
+        for e in study.variants:
+            build_variant(e, dd.model)
+    lines = [f"{dd.model.name} on {hw}: {dd.dep.label}" + (f" ({dd.note})" if dd.note else "")
+             for hw, _, dd in deployed]
+    lines += [f"{m} on {hw} ({d or 'default format'}): not deployable, reported by the study" for m, hw, d, _ in
+              skipped]
+    for name, settings in study.analyses.items():
+        if ANALYSES[name].ready is not None:
+            lines += ANALYSES[name].ready(study, ctx, settings)
+    return lines
 
 
 def report_markdown(outcomes: list[Outcome]) -> str:

@@ -37,8 +37,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..cost.deployment import PRESETS
+from ..cost.deployment import MODE, WAYS
+from ..cost.ops import BATCH, CONTEXT
 from ..errors import SimulatorError
+from ..specdec.acceptance import ALPHA
+from ..specdec.rounds import DRAFT_LENS, MAX_DRAFT_LEN
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.schema import Reader
 from ..sweep.runner import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DRAFT_LEN, DEFAULT_DRAFTER, DEFAULT_MODES
@@ -48,7 +51,8 @@ SCHEMA = "study/v2"
 TOP_KEYS = ("schema", "name", "title", "description", "question", "grid", "speculation", "analyses")
 FRACTION = Param(Interval(float, 0.0, 1.0))
 POSITIVE = Param(Interval(int, 1, None))
-DRAFT = Param(Interval(int, 1, 64))
+# A study speculates: its draft lengths are ≥ 1 (specdec's DRAFT_LENS also allows 0, no speculation).
+DRAFT = Param(Interval(int, 1, MAX_DRAFT_LEN), unit=DRAFT_LENS.unit)
 
 
 def fraction(default: Any = ...):
@@ -72,7 +76,7 @@ def loadable(kind: str, default: Any = ...):
 class AcceptanceSpec:
     """Per-token acceptance ``alpha``, or a mean acceptance length ``accept_length`` measured at ``draft_len``."""
 
-    alpha: float | None = param_field(Param(Interval(float, 0.0, 1.0), None), None)
+    alpha: float | None = param_field(Param(*ALPHA.constraints, None), None)
     accept_length: float | None = param_field(Param(Interval(float, 1.0, 65.0), None), None)
     draft_len: int = param_field(DRAFT, 3)
     source: str = ""
@@ -97,9 +101,9 @@ class Target:
     hardware: str | None = loadable("hardware", None)
     dtype: str | None = param_field(Param(Options(FORMATS), None), None)
     kv_dtype: str = choice(KV_DTYPES, "bf16")
-    tp: int | None = param_field(Param(Interval(int, 1, 1024), None), None)
-    ep: int | None = param_field(Param(Interval(int, 1, 1024), None), None)
-    gpus: int | None = param_field(Param(Interval(int, 1, 1024), None), None)
+    tp: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
+    ep: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
+    gpus: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
     drafter: str | None = loadable("drafter", None)
     acceptance: AcceptanceSpec | None = None
     note: str = ""
@@ -108,13 +112,13 @@ class Target:
 @dataclass(frozen=True)
 class Grid:
     targets: tuple[Target, ...] = ()
-    model: tuple[str, ...] = ()
-    hardware: tuple[str, ...] = ()
+    model: tuple[str, ...] = loadable("model", ())
+    hardware: tuple[str, ...] = loadable("hardware", ())
     dtype: tuple[str, ...] = ()
     fallback_dtypes: tuple[str, ...] = ()
     batch: tuple[int, ...] = DEFAULT_BATCH
     draft_len: tuple[int, ...] = DEFAULT_DRAFT_LEN
-    context: int = param_field(Param(Interval(int, 0, 1 << 22)), DEFAULT_CONTEXT)
+    context: int = param_field(CONTEXT, DEFAULT_CONTEXT)
     modes: tuple[str, ...] = DEFAULT_MODES
     variants: tuple[Any, ...] = ()  # raw variant mappings, read by grid.read_variant
 
@@ -143,8 +147,10 @@ class Study:
 
 
 # -- the generic reader of a settings dataclass ------------------------------------------------------------------
-LIST_CHECKS = {"batch": Param(Interval(int, 1, 1 << 16)), "draft_len": DRAFT, "modes": Param(Options(PRESETS)),
-               "dtype": Param(Options(FORMATS)), "fallback_dtypes": Param(Options(FORMATS))}
+# List-valued grid axes checked against their one declaration (each as a whole list).
+LIST_CHECKS = {"batch": BATCH, "draft_len": Param(*DRAFT.constraints, unit=DRAFT.unit, many=True),
+               "modes": Param(*MODE.constraints, many=True), "dtype": Param(Options(FORMATS), many=True),
+               "fallback_dtypes": Param(Options(FORMATS), many=True)}
 
 
 def read_settings(r: Reader, obj: Any, path: str, cls: type, raw: tuple[str, ...] = ("variants",)) -> Any:
@@ -172,13 +178,12 @@ def _value(r: Reader, v: Any, p: str, tp: Any, f, key: str) -> Any:
         if not isinstance(v, list) or not v:
             raise r.fail(p, f"must be a non-empty list, got {v!r}"[:160], "write it as [a, b, c]")
         item = args[0]
-        vals = tuple(_value(r, x, f"{p}[{i}]", item, None, key) for i, x in enumerate(v))
+        vals = tuple(_value(r, x, f"{p}[{i}]", item, f, key) for i, x in enumerate(v))
         if not dataclasses.is_dataclass(item) and len(set(vals)) != len(vals):
             raise r.fail(p, f"has repeated values {v!r}"[:160], "list each value once")
         if key in LIST_CHECKS:
             parent, _, name = p.rpartition(".")
-            for i, x in enumerate(vals):
-                r.param({f"{name}[{i}]": x}, f"{name}[{i}]", parent, LIST_CHECKS[key])
+            r.param({name: list(vals)}, name, parent, LIST_CHECKS[key])
         return tuple(sorted(vals)) if key in ("batch", "draft_len") else vals
     if dataclasses.is_dataclass(tp):
         if tp is AcceptanceSpec:
@@ -229,8 +234,8 @@ def read_acceptance(r: Reader, obj: Any, path: str) -> AcceptanceSpec:
                      "write {alpha: 0.75} or {accept_length: 2.73, draft_len: 3}")
     src = r.string(a, "source", path, default="")
     if "alpha" in a:
-        return AcceptanceSpec(alpha=r.number(a, "alpha", path, low=0.0, high=1.0), source=src)
-    g = r.integer(a, "draft_len", path, low=1, high=64, default=3)
+        return AcceptanceSpec(alpha=r.param(a, "alpha", path, ALPHA), source=src)
+    g = r.param(a, "draft_len", path, DRAFT, default=3)
     return AcceptanceSpec(accept_length=r.number(a, "accept_length", path, low=1.0, high=g + 1.0), draft_len=g,
                           source=src)
 

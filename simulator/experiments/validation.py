@@ -6,10 +6,12 @@ each a metric with its published expectation), each with its error. Nothing here
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from ..cost.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, VLLM, validate_ops
+from ..cost.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
+from ..errors import ConfigError
 from ..overlap import evaluate_trace, synth_trace
 from ..specs.catalog import load_model, measured_dir
 from ..sweep import figures as plots
@@ -93,8 +95,6 @@ def check(r, study, s: Settings) -> None:
             raise r.fail(f"{p}.batch", f"is {c.batch}, not in grid.batch", "add it to the grid")
     if len({c.id for c in s.checks}) != len(s.checks):
         raise r.fail("analyses.validation.checks", "has repeated ids", "give each check its own id")
-    if s.per_op:
-        measured_dir(s.hardware)  # raises a one-line error when the bundled tables are missing
 
 
 def _within(v: float, c: Check) -> tuple[bool, float]:
@@ -116,7 +116,8 @@ def _expect_text(c: Check) -> str:
     return f"{c.low:g}–{c.high:g}"
 
 
-def _model_value(c: Check, t: Target, exp, ctx) -> tuple[float | None, str, str]:
+def _deploy_case(c: Check, t: Target, exp):
+    """(Deployed or None, why, acceptance, draft lengths, context) of one case of a check."""
     g = exp.grid
     ctxt = g.context if c.context is None else c.context
     acc = t.acceptance or exp.speculation.acceptance
@@ -124,6 +125,41 @@ def _model_value(c: Check, t: Target, exp, ctx) -> tuple[float | None, str, str]
                                                                  (c.draft_len,))
     batch = g.batch if c.batch is None or c.metric in ("peak_batch", "peak_speedup") else (c.batch,)
     dd, why = deploy_target(exp, t, batch=batch, gammas=gam, context=ctxt, fallbacks=())
+    return dd, why, acc, gam, ctxt
+
+
+def ready(exp, ctx, p: Settings) -> list[str]:
+    """``--check``: every case deploys, and the measured tables have the bundled tables' columns."""
+    lines = []
+    for i, c in enumerate(p.checks):
+        for j, t in enumerate(c.cases):
+            dd, why, *_ = _deploy_case(c, t, exp)
+            if dd is None:
+                raise ConfigError(exp.where, f"analyses.validation.checks[{i}].cases[{j}]",
+                                  f"{t.model} does not deploy ({why})"[:300], "change its hardware or format")
+            lines.append(f"validation {c.id}: {dd.model.name} on {dd.hw.name}: {dd.dep.label}")
+    if p.per_op:
+        bundled = measured_dir(p.hardware)
+        data = Path(ctx.data) if ctx.data else bundled
+        for t in TABLES:
+            want, have = _header(bundled / f"{t}.csv"), _header(data / f"{t}.csv")
+            if have is None or not want <= have:
+                what = "does not exist" if have is None else f"lacks columns {sorted(want - have)}"
+                raise ConfigError(str(data / f"{t}.csv"), "", what, "the measured data folder needs the bundled "
+                                  f"tables' columns (see {bundled.name}/README.md)")
+        lines.append(f"validation: measured tables in {data}")
+    return lines
+
+
+def _header(path: Path) -> set[str] | None:
+    if not path.is_file():
+        return None
+    with path.open(encoding="utf-8") as f:
+        return set(f.readline().strip().split(","))
+
+
+def _model_value(c: Check, t: Target, exp, ctx) -> tuple[float | None, str, str]:
+    dd, why, acc, gam, ctxt = _deploy_case(c, t, exp)
     if dd is None:
         return None, t.model, why
     case = price_target(exp, ctx, dd, c.mode, gammas=gam, context=ctxt)

@@ -1,29 +1,52 @@
-"""Helpers for the experiment tests: the bundled files as dictionaries, reduced copies, the measured data."""
+"""Helpers for the study tests: bundled study files as dictionaries, a small new study, and writing YAML."""
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 
 import yaml
 
 from simulator.specs.catalog import bundled_files
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "reference" / "measured-h100"
-
 
 def bundled_yaml(name: str) -> dict:
     return yaml.safe_load(bundled_files("experiments")[name].read_text(encoding="utf-8"))
 
 
-def write_reduced(folder: Path, name: str, **changes) -> Path:
-    """A copy of a bundled experiment with top-level sections replaced (dict values are merged into dict
-    sections); returns its path."""
-    doc = bundled_yaml(name)
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(doc.get(key), dict):
-            doc[key] = {**doc[key], **value}
-        else:
-            doc[key] = value
-    path = folder / f"{name}-reduced.yaml"
+def write_yaml(folder: Path, doc: dict, name: str = "study.yaml") -> Path:
+    path = folder / name
     path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+SMALL = {
+    "schema": "study/v2",
+    "name": "small",
+    "title": "small: two models, batch 1 and 4",
+    "description": "A study written for the tests: two models, batch [1, 4], draft length [1, 3].",
+    "grid": {"model": ["qwen3-30b-a3b", "mixtral-8x7b"], "batch": [1, 4], "draft_len": [1, 3], "context": 512},
+    "speculation": {"drafter": "eagle", "acceptance": {"alpha": 0.7}},
+    "analyses": {"curve_shapes": {"tolerance": 0.01, "low_batch_max": 2, "ratio_draft_len": 3}},
+}
+
+
+def small_study(**grid) -> dict:
+    doc = copy.deepcopy(SMALL)
+    doc["grid"].update(grid)
+    return doc
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_outcomes() -> dict:
+    """Every bundled study run once per test session (no figures drawn): name -> Outcome."""
+    from simulator.experiments import bundled_names, run_experiment
+
+    return {n: run_experiment(n) for n in bundled_names()}
+
+
+def table(outcome, name: str) -> list[dict]:
+    """A table of an outcome as a list of {column: value}."""
+    t = next(t for t in outcome.tables if t.name == name)
+    return [dict(zip(t.columns, r, strict=True)) for r in t.rows]

@@ -1,120 +1,223 @@
-"""Reduced runs of the experiments write their CSV tables, figures and summary; key numbers are sane."""
+"""Studies run: a new study written as YAML runs through the CLI and gives the sweep's numbers; every analysis's
+numbers agree with an independent computation or with another table; findings prose follows the numbers."""
 
 from __future__ import annotations
 
 import csv
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
-from experiments_helpers import DATA, write_reduced
+from experiments_helpers import bundled_outcomes, small_study, table, write_yaml
 
 from simulator.cli import main
-from simulator.experiments import load_experiment, run_experiment
+from simulator.cost.deployment import Deployment, preset
+from simulator.cost.step import step_time
+from simulator.experiments import headline, traffic
+from simulator.experiments.outcome import Table
 from simulator.experiments.shapes import INTERIOR, LOW, RISING, classify
+from simulator.specs.catalog import load_hardware, load_model
+from simulator.sweep import run_sweep
 
 
-def _outputs(out, name, tables, figures):
-    for t in tables:
-        with (out / f"{t}.csv").open(encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-        assert len(rows) >= 2, t
-    for fig in figures:
-        png = out / f"{name}-{fig}.png"
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    text = (out / "summary.md").read_text(encoding="utf-8")
-    assert "What the model predicts" in text
-    return text
+def _csv(path) -> list[dict]:
+    with path.open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
 
 
-def test_headline_cli_writes_outputs(tmp_path, capsys):
-    path = write_reduced(tmp_path, "paper-headline", grid={"draft_len": [2, 3]},
-                         headline={"overlap_bracket": {"lag1": [0.2, 0.45], "shape": [0.381, 0.329, 0.301, 0.299],
-                                                       "baseline": 0.118, "popularity": "skew:0.118"}})
+# -- a new study, written as a file, run by the CLI ---------------------------------------------------------------
+def test_new_study_runs_through_the_cli_with_the_sweep_numbers(tmp_path, capsys):
+    path = write_yaml(tmp_path, small_study())
     out = tmp_path / "out"
     assert main(["experiment", str(path), "--out", str(out), "--quiet"]) == 0
-    text = _outputs(out, "paper-headline", ("study_comparison", "walk", "breakdown", "ratios", "overlap_bracket"),
-                    ("waterfall", "ratio"))
-    assert "No parameter was fitted" in text
-    assert "paper-headline" in capsys.readouterr().out
+    assert "small: " in capsys.readouterr().out
+    assert (out / "small-speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    curves = _csv(out / "curves.csv")
+    # the same grid through run_sweep (the sweep command's path): same best speedups per model, mode, batch
+    ref = run_sweep(["qwen3-30b-a3b", "mixtral-8x7b"], batch=[1, 4], draft_len=[1, 3], acceptance=0.7,
+                    context=512, modes=("prior", "refined"))
+    got = {(r["model"], r["variant"], int(r["batch"])): float(r["speedup"]) for r in curves}
+    want = {}
+    for c in ref.cases:
+        for b, s in zip(c.result.batch, c.best()[1], strict=True):
+            want[(c.model.name, c.mode, int(b))] = float(s)
+    assert len(want) == 8
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, rel=1e-5), k
+    # shapes follow from the curves: classify the CSV's refined curve again
+    shapes = {r["model"]: r for r in _csv(out / "shapes.csv")}
+    assert set(shapes) == {"qwen3-30b-a3b", "mixtral-8x7b"}
+    for m, row in shapes.items():
+        s = classify([1, 4], [want[(m, "refined", 1)], want[(m, "refined", 4)]], 0.01)
+        assert row["refined shape"].startswith(s.label) and int(row["refined peak B"]) == s.peak_batch
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "Of 2 deployable targets" in summary
 
 
-def test_headline_numbers_near_the_study():
-    o = run_experiment("paper-headline")
-    comp = next(t for t in o.tables if t.name == "study_comparison")
-    pred = {r[0]: r[1] for r in comp.rows}
-    assert abs(pred["prior"] - 0.52) < 0.05
-    assert pred["prior"] < pred["refined"] <= 1.0
+def test_report_is_deterministic(tmp_path):
+    path = write_yaml(tmp_path, small_study(batch=[1, 8], draft_len=[3]))
+    trees = []
+    for run in ("one", "two"):
+        report = tmp_path / run / "R.md"
+        assert main(["experiment", str(path), "--report", str(report), "--quiet"]) == 0
+        trees.append({p.relative_to(tmp_path / run).as_posix(): p.read_bytes()
+                      for p in sorted((tmp_path / run).rglob("*")) if p.is_file()})
+    assert trees[0] == trees[1]
+    assert set(trees[0]) == {"R.md", "figures/small-speedup.png"}
 
 
-def test_curves_reduced(tmp_path):
-    path = write_reduced(tmp_path, "paper-curves",
-                         targets=[{"model": "mixtral-8x7b"}, {"model": "qwen3-235b-a22b"}, {"model": "glm-4.5"},
-                                  {"model": "kimi-k2"}],
-                         grid={"batch": [1, 4, 16, 64, 256], "draft_len": [1, 3]}, curves={"ratio_draft_len": 3})
-    out = tmp_path / "curves"
-    assert main(["experiment", str(path), "--out", str(out), "--quiet"]) == 0
-    _outputs(out, "paper-curves", ("shapes", "curves"), ("speedup",))
-    with (out / "shapes.csv").open(encoding="utf-8") as f:
-        rows = {r["model"]: r for r in csv.DictReader(f)}
-    assert rows["qwen3-235b-a22b"]["refined low-batch"] == "true"
-    assert "int4_wo" in rows["kimi-k2"]["deployment"]  # fp8 does not fit 8x80 GB: fallback format
-    assert "coarse" in rows["mixtral-8x7b"]["reason"]
+# -- headline ------------------------------------------------------------------------------------------------------
+def test_headline_ratios_equal_step_times():
+    """T_decode/T_verify of the study comparison = step_time of 1 token / step_time of γ+1 tokens, per mode."""
+    o = bundled_outcomes()["paper-headline"]
+    model, hw = load_model("qwen3-235b-a22b"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="fp8_block", tp=8, ep=8)
+    for row in table(o, "study_comparison"):
+        st = step_time(model, hw, dep, [1, 1], [1, 4], 2048, preset(row["mode"]))
+        assert row["predicted T_decode/T_verify"] == pytest.approx(st.time[0] / st.time[1], rel=1e-9)
+        assert row["error (pred - study)"] == pytest.approx(row["predicted T_decode/T_verify"] - row["study"])
+    ratios = {r["mode"]: r["T_decode/T_verify"] for r in table(o, "ratios") if r["draft length"] == 3}
+    walk = table(o, "walk")
+    assert walk[0]["T_decode/T_verify"] == pytest.approx(ratios["prior"])  # the walk starts at the prior …
+    assert walk[-1]["T_decode/T_verify"] == pytest.approx(ratios["refined"])  # … and ends at the refined model
+    assert sum(r["change"] for r in walk[1:]) == pytest.approx(ratios["refined"] - ratios["prior"])
 
 
-def test_sensitivity_and_traffic_reduced(tmp_path):
-    p1 = write_reduced(tmp_path, "overlap-sensitivity", targets=[{"model": "qwen3-235b-a22b"}],
-                       grid={"batch": [1, 16], "draft_len": [3]},
-                       overlap_sensitivity={"lag1": [0.1, 0.45], "profiles": ["markov"], "resolution": 0.05})
-    o = run_experiment(load_experiment(str(p1)))
-    flips = next(t for t in o.tables if t.name == "flips")
-    assert all(0.1 <= r[2] <= 0.45 for r in flips.rows)
-    p2 = write_reduced(tmp_path, "agent-traffic", grid={"batch": [1, 16], "draft_len": [3]},
-                       traffic={"router": {"experts": 128, "top_k": 8, "sequences": 8, "tokens": 64, "hidden": 16,
-                                           "seed": 3},
-                                "evaluate": {"n_tokens": [2], "batch": [1], "samples": 100, "window": 2}})
-    out = tmp_path / "agent"
-    assert main(["experiment", str(p2), "--out", str(out), "--quiet"]) == 0
-    _outputs(out, "agent-traffic", ("statistics", "speedup", "difference", "ipf_accuracy"), ("lags", "speedup"))
+def test_headline_findings_are_filled_from_the_numbers():
+    o = bundled_outcomes()["paper-headline"]
+    pred = {r["mode"]: r for r in table(o, "study_comparison")}
+    text = " ".join(o.findings)
+    for r in pred.values():
+        assert f"{100 * r['predicted T_decode/T_verify']:.1f}%" in text
+        side = "above" if r["error (pred - study)"] > 0 else "below"
+        assert f"{r['error (pred - study)']:+.3f}, {side} the study" in text
+    bracket = [r["refined T_decode/T_verify"] for r in table(o, "overlap_bracket")]
+    assert f"from {min(bracket):.3f} to {max(bracket):.3f}" in text
+    inside = min(bracket) <= 0.89 <= max(bracket)
+    assert ("lies inside that range" in text) == inside and ("lies outside that range" in text) == (not inside)
 
 
-def test_blackwell_reduced():
-    from experiments_helpers import bundled_yaml
-
-    from simulator.experiments import read_experiment
-
-    doc = bundled_yaml("blackwell-whatif")
-    doc["targets"] = [{"model": "qwen3-30b-a3b"}]
-    doc["grid"] = {"batch": [1, 16], "draft_len": [3], "context": 512}
-    doc["hardware_whatif"]["compare_from"] = 16
-    doc["hardware_whatif"]["attribution"]["model"] = "qwen3-30b-a3b"
-    o = run_experiment(read_experiment(doc, "test"))
-    attr = next(t for t in o.tables if t.name == "attribution")
-    base = attr.rows[0]
-    assert base[0] == "base" and base[6] == 0.0
-    assert any(r[0] == "4-bit" for r in attr.rows)
+def _headline_findings(prior: float, refined: float, bracket: dict, routing: float):
+    steps = [SimpleNamespace(name=n, decode_verify_ratio=v) for n, v in
+             (("prior", prior), ("+ routing=overlap", prior + routing), ("+ l2=on", prior + routing + 0.01))]
+    brk = Table("breakdown", "", ("op class",) + ("x",) * 6,
+                (("moe", 0, 0, 0, 1.0, 2.0, 1.0), ("total", 0, 0, 0, 1.0, 2.0, 1.0)))
+    return " ".join(headline.findings({"prior": prior, "refined": refined}, {"prior": 0.52, "refined": 0.89}, 3,
+                                      SimpleNamespace(steps=steps), brk, bracket, 1.0, 2.0))
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="measured-h100 data not present")
-def test_validation_reduced(tmp_path):
-    path = write_reduced(tmp_path, "validation", grid={"batch": [1, 16, 32], "draft_len": [3]})
-    out = tmp_path / "val"
-    assert main(["experiment", str(path), "--out", str(out), "--data", str(DATA), "--quiet"]) == 0
-    _outputs(out, "validation", ("per_op", "published"), ("scatter",))
-    with (out / "per_op.csv").open(encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r["op"] == "moe" and r["format"] == "fp8_block"
-                and r["row set"] == "calibration rows"]
-    assert float(rows[0]["MAPE"]) < 0.05  # docs/CALIBRATION.md: 1.6%
+def test_headline_prose_flips_with_the_numbers():
+    inside = _headline_findings(0.55, 0.85, {0.2: 0.84, 0.45: 0.95}, 0.2)
+    assert "lies inside that range" in inside and "outside" not in inside
+    above = _headline_findings(0.55, 0.85, {0.2: 0.80, 0.45: 0.85}, 0.2)
+    assert "lies outside that range (above it)" in above and "inside" not in above
+    below = _headline_findings(0.55, 0.85, {0.2: 0.92, 0.45: 0.95}, 0.2)
+    assert "lies outside that range (below it)" in below
+    assert "+0.030, above the study" in inside and "-0.040, below the study" in inside
+    low = _headline_findings(0.49, 0.93, {0.2: 0.84, 0.45: 0.95}, -0.2)
+    assert "-0.030, below the study" in low and "+0.040, above the study" in low
+    assert "which raises the ratio" in inside and "which lowers the ratio" in low
 
 
-def test_validation_missing_data(tmp_path, capsys):
-    path = write_reduced(tmp_path, "validation", grid={"batch": [1, 16, 32], "draft_len": [3]})
-    assert main(["experiment", str(path), "--data", str(tmp_path / "nowhere"), "--quiet"]) == 2
-    assert "does not exist" in capsys.readouterr().err
+def test_traffic_prose_flips_with_the_numbers():
+    def text(oa, ob, route, both):
+        meas = [("prose", None, (oa,), 0.06, None), ("code", None, (ob,), 0.06, None)]
+        diff = [("code − prose", "routing only", route, 0.0), ("code − prose", "with acceptance", both, 0.0)]
+        mae = {"prose": {"pairs": 0.01, "pooled": 0.02}}
+        return " ".join(traffic.findings(meas, diff, mae, (0.38,)))
+
+    assert "share 50% of their experts against 30% for prose" in text(0.3, 0.5, 0.1, 0.5)
+    assert "more overlap" in text(0.3, 0.5, 0.1, 0.5) and "less overlap" in text(0.5, 0.3, 0.1, 0.5)
+    assert "routing effect (0.10) is smaller than the acceptance effect (0.40)" in text(0.3, 0.5, 0.1, 0.5)
+    assert "routing effect (0.40) is larger than the acceptance effect (0.10)" in text(0.3, 0.5, 0.4, 0.5)
 
 
+# -- curve shapes, overlap sweep, what-if, traffic, validation (bundled runs) --------------------------------------
 def test_classify_shapes():
     b = [1, 2, 4, 8]
     assert classify(b, [2.0, 1.9, 1.8, 1.7]).label == LOW
     s = classify(b, [1.2, 1.1, 2.0, 1.5])
     assert s.label == INTERIOR and s.dip and s.peak_batch == 4 and not s.unimodal
     assert classify(b, [1.0, 1.5, 1.8, 2.0]).label == RISING
-    assert classify(b, [1.0, 1.5, 1.8, 1.6]).concave
+    assert classify(b, [1.0, 1.5, 1.8, 1.6]).concave and not classify(b, [1.0, 1.1, 1.8, 1.9]).concave
+
+
+def test_curve_shapes_follow_the_curves_table():
+    o = bundled_outcomes()["paper-curves"]
+    curves = table(o, "curves")
+    shapes = [r for r in table(o, "shapes") if r["deployment"] != "not deployable"]
+    assert len(shapes) >= 16
+    for r in shapes:
+        for mode in ("prior", "refined"):
+            pts = [(c["batch"], c["speedup"]) for c in curves if c["model"] == r["model"] and c["variant"] == mode]
+            s = classify([b for b, _ in pts], [v for _, v in pts], 0.01)
+            assert r[f"{mode} shape"] == s.description and r[f"{mode} peak B"] == s.peak_batch
+        assert r["refined low-batch"] == (r["refined peak B"] <= 2 or r["refined shape"].startswith(LOW))
+
+
+def test_overlap_flips_lie_where_the_peak_batch_changes():
+    o = bundled_outcomes()["overlap-sensitivity"]
+    sens = table(o, "sensitivity")
+    flips = table(o, "flips")
+    assert flips
+    for f in flips:
+        pts = sorted((r["o(1)"], r["peak batch"]) for r in sens if (r["model"], r["profile"]) == (f["model"],
+                                                                                              f["profile"]))
+        below = [pb for x, pb in pts if x < f["o(1) at flip"]]
+        above = [pb for x, pb in pts if x > f["o(1) at flip"]]
+        assert below[-1] != 1 and above[0] == 1  # the peak moves to the smallest batch across the flip
+        assert (below[-1] == 1) != (above[0] == 1)
+
+
+def test_whatif_attribution_is_measured_against_the_grid():
+    o = bundled_outcomes()["blackwell-whatif"]
+    grid = {(r["model"], r["GPU"], r["format"]): r for r in table(o, "grid")}
+    attr = table(o, "attribution")
+    base = grid[("qwen3-235b-a22b", "h100-sxm", "fp8_block")]["refined S(B=1)"]
+    target = grid[("qwen3-235b-a22b", "b200", "fp8_block")]["refined S(B=1)"]
+    rows = {r["group"]: r for r in attr}
+    assert rows["base"]["S(B=1)"] == pytest.approx(base)  # the attribution's own pricing agrees with the grid
+    assert rows["target"]["S(B=1)"] == pytest.approx(target)
+    assert rows["target"]["Δ S(B=1)"] == pytest.approx(target - base)
+    assert abs(target - base) > 0.01
+    hbm = next(r for r in attr if r["variant"].endswith("HBM bandwidth") and r["group"] == "one change")
+    assert hbm["Δ S(B=1)"] == pytest.approx(hbm["S(B=1)"] - base) and abs(hbm["Δ S(B=1)"]) > 0.01
+
+
+def test_traffic_difference_is_the_difference_of_speedups():
+    o = bundled_outcomes()["agent-traffic"]
+    sp = {r["variant"]: r for r in table(o, "speedup")}
+    diff = table(o, "difference")
+    assert diff[0]["ΔS(B=1)"] == pytest.approx(sp["code"]["S(B=1)"] - sp["prose"]["S(B=1)"])
+    assert diff[1]["ΔS(B=16)"] == pytest.approx(sp["code + published acceptance"]["S(B=16)"]
+                                               - sp["prose + published acceptance"]["S(B=16)"])
+    stats = {r["type"]: r for r in table(o, "statistics")}
+    assert stats["code"]["o(1)"] > stats["prose"]["o(1)"] > stats["prose"]["independent overlap"]
+
+
+def test_validation_per_op_and_published_checks():
+    o = bundled_outcomes()["validation"]
+    per_op = [r for r in table(o, "per_op") if r["format"] == "all formats" and r["row set"] == "calibration rows"]
+    mape = {r["op"]: r["MAPE"] for r in per_op}
+    assert mape["moe"] < 0.05 and mape["gemm"] < 0.10  # docs/CALIBRATION.md
+    pub = table(o, "published")
+    assert len(pub) >= 20
+    for r in pub:
+        if r["predicted"] is None:
+            continue
+        lo, _, hi = r["published"].partition("–")
+        if hi:  # a range: inside it exactly when the error is zero
+            assert r["within"] == (float(lo) <= r["predicted"] <= float(hi)) == (r["error"] == 0.0)
+    assert sum(1 for r in pub if r["within"]) == int(dict(o.key_numbers)["published checks within their range"]
+                                                        .split(" of ")[0])
+
+
+def test_bundled_studies_share_the_step_cache_numbers():
+    """A study's point equals the same point priced alone (the shared step cache changes nothing)."""
+    o = bundled_outcomes()["paper-curves"]
+    curves = {(r["model"], r["variant"], r["batch"]): r["speedup"] for r in table(o, "curves")}
+    ref = run_sweep(["glm-4.5-air"], batch=[1, 2, 4, 8, 16, 32, 64, 128, 256], draft_len=list(range(1, 9)),
+                    acceptance=0.75, context=1024, modes=("refined",))
+    c = ref.cases[0]
+    got = np.array([curves[("glm-4.5-air", "refined", int(b))] for b in c.result.batch])
+    assert np.allclose(got, c.best()[1], rtol=1e-12)

@@ -1,111 +1,117 @@
-"""Every bundled experiment validates; invalid experiment files give one-line errors and exit status 2."""
+"""Study files (study/v2): every bundled study reads and checks; invalid files give one-line errors naming the
+file and the field, and exit status 2; ``--check`` resolves deployments and inputs, so a study it calls ok runs."""
 
 from __future__ import annotations
 
 import pytest
-import yaml
-from experiments_helpers import bundled_yaml
+from experiments_helpers import bundled_yaml, small_study, write_yaml
 
 from simulator.cli import main
 from simulator.errors import ConfigError
-from simulator.experiments import KINDS, load_experiment
+from simulator.experiments import ANALYSES, check_experiment, load_experiment
 from simulator.specs.catalog import bundled_files
 
 NAMES = list(bundled_files("experiments"))
 
 
-def test_six_experiments_are_bundled():
+def test_six_studies_are_bundled():
     assert {"paper-headline", "paper-curves", "overlap-sensitivity", "blackwell-whatif", "agent-traffic",
             "validation"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_bundled_experiment_validates(name):
-    exp = load_experiment(name)
-    assert exp.name == name
-    assert exp.kind in KINDS
-    assert exp.title and exp.description
+def test_bundled_study_reads(name):
+    study = load_experiment(name)
+    assert study.name == name and study.title and study.description
+    assert study.analyses and set(study.analyses) <= set(ANALYSES)
 
 
-def test_check_flag_validates_all(capsys):
-    assert main(["experiment", "--all", "--check"]) == 0
+def test_check_flag_checks_all(capsys):
+    assert main(["experiment", "--all", "--check", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert all(f"ok  {n}" in out for n in NAMES)
+    assert all(f"ok  {n} " in out for n in NAMES)
 
 
-def _write(tmp_path, doc) -> str:
-    p = tmp_path / "bad.yaml"
-    p.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    return str(p)
-
-
-def _error(tmp_path, capsys, doc) -> str:
-    path = _write(tmp_path, doc)
-    with pytest.raises(ConfigError):
-        load_experiment(path)
-    assert main(["experiment", path, "--check"]) == 2
+def _error(tmp_path, capsys, doc, *args, where="bad.yaml") -> str:
+    """The one-line error of ``doc``: from the library (ConfigError) and from the CLI (exit 2)."""
+    path = write_yaml(tmp_path, doc, "bad.yaml")
+    if not args:
+        with pytest.raises(ConfigError):
+            load_experiment(str(path))
+    assert main(["experiment", str(path), "--check", "--quiet", *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ")
+    assert where in err  # names the file
     return err
 
 
-def test_unknown_key_names_closest(tmp_path, capsys):
-    doc = bundled_yaml("paper-headline")
+def test_unknown_top_key_names_the_closest(tmp_path, capsys):
+    doc = small_study()
     doc["gird"] = doc.pop("grid")
     err = _error(tmp_path, capsys, doc)
     assert "'gird'" in err and "did you mean 'grid'" in err
 
 
-def test_unknown_nested_key(tmp_path, capsys):
+def test_unknown_analysis_setting_names_the_closest(tmp_path, capsys):
     doc = bundled_yaml("overlap-sensitivity")
-    doc["overlap_sensitivity"]["profils"] = ["cohere"]
+    doc["analyses"]["overlap_sweep"]["resolutoin"] = 0.01
     err = _error(tmp_path, capsys, doc)
-    assert "profils" in err and "profiles" in err
+    assert "resolutoin" in err and "did you mean 'resolution'" in err
+
+
+def test_unknown_analysis_names_the_closest(tmp_path, capsys):
+    doc = small_study()
+    doc["analyses"] = {"curve_shape": doc["analyses"]["curve_shapes"]}
+    err = _error(tmp_path, capsys, doc)
+    assert "curve_shape" in err and "did you mean 'curve_shapes'" in err
+
+
+def test_unknown_variant_key(tmp_path, capsys):
+    doc = small_study(variants=[{"name": "v", "overlap": {"lagz": [0.3]}}])
+    err = _error(tmp_path, capsys, doc)
+    assert "grid.variants[0].overlap" in err and "'lags'" in err
 
 
 def test_missing_field(tmp_path, capsys):
-    doc = bundled_yaml("paper-curves")
-    del doc["curves"]["tolerance"]
+    doc = small_study()
+    del doc["analyses"]["curve_shapes"]["tolerance"]
     err = _error(tmp_path, capsys, doc)
-    assert "tolerance" in err and "missing" in err
+    assert "analyses.curve_shapes.tolerance" in err and "missing" in err
 
 
-def test_missing_kind_section(tmp_path, capsys):
-    doc = bundled_yaml("paper-headline")
-    del doc["headline"]
-    assert "headline" in _error(tmp_path, capsys, doc)
+def test_missing_top_field(tmp_path, capsys):
+    doc = small_study()
+    del doc["analyses"]
+    assert "analyses" in _error(tmp_path, capsys, doc)
 
 
 def test_wrong_type(tmp_path, capsys):
-    doc = bundled_yaml("paper-headline")
-    doc["grid"]["context"] = "long"
+    doc = small_study(context="long")
     err = _error(tmp_path, capsys, doc)
-    assert "grid.context" in err and "integer" in err
+    assert "grid.context" in err and "'long'" in err
 
 
-def test_wrong_list_item_type(tmp_path, capsys):
-    doc = bundled_yaml("paper-curves")
-    doc["grid"]["batch"] = [1, "two", 4]
-    assert "grid.batch[1]" in _error(tmp_path, capsys, doc)
+def test_wrong_list_item(tmp_path, capsys):
+    err = _error(tmp_path, capsys, small_study(batch=[1, "two", 4]))
+    assert "grid.batch[1]" in err
+    err = _error(tmp_path, capsys, small_study(batch=[1, 0]))
+    assert "grid.batch" in err and "[1, 0]" in err and "requests" in err  # the batch declaration (unit)
 
 
-def test_unknown_kind_and_model(tmp_path, capsys):
-    doc = bundled_yaml("paper-headline")
-    doc["kind"] = "headlines"
-    assert "headline" in _error(tmp_path, capsys, doc)
-    doc = bundled_yaml("paper-headline")
-    doc["targets"][0]["model"] = "qwen3-235b"
-    err = _error(tmp_path, capsys, doc)
-    assert "targets[0].model" in err
-
-
-def test_bad_mode_and_range(tmp_path, capsys):
-    doc = bundled_yaml("paper-curves")
-    doc["modes"] = ["prior", "refind"]
-    assert "refined" in _error(tmp_path, capsys, doc)
-    doc = bundled_yaml("paper-curves")
+def test_unknown_model_mode_and_range(tmp_path, capsys):
+    assert "grid.model[1]" in _error(tmp_path, capsys, small_study(model=["qwen3-30b-a3b", "qwen3-235b"]))
+    err = _error(tmp_path, capsys, small_study(modes=["prior", "refind"]))
+    assert "grid.modes" in err and "refined" in err
+    doc = small_study()
     doc["speculation"]["acceptance"] = {"alpha": 1.5}
-    assert "alpha" in _error(tmp_path, capsys, doc)
+    assert "speculation.acceptance.alpha" in _error(tmp_path, capsys, doc)
+
+
+def test_analysis_cross_field_check(tmp_path, capsys):
+    doc = small_study()
+    doc["analyses"]["curve_shapes"]["ratio_draft_len"] = 2
+    err = _error(tmp_path, capsys, doc)
+    assert "ratio_draft_len" in err and "grid.draft_len" in err
 
 
 def test_unknown_bundled_name(capsys):
@@ -117,3 +123,49 @@ def test_unknown_bundled_name(capsys):
 def test_arguments(capsys):
     assert main(["experiment"]) == 2
     assert main(["experiment", "paper-headline", "--all", "--check"]) == 2
+
+
+# -- --check resolves what the run needs ---------------------------------------------------------------------------
+def test_check_fails_when_a_needed_target_does_not_deploy(tmp_path, capsys):
+    doc = bundled_yaml("overlap-sensitivity")
+    doc["grid"]["model"] = ["qwen3-30b-a3b", "kimi-k2"]  # 1T parameters in fp8: no fit on 8×80 GB
+    load_experiment(str(write_yaml(tmp_path, doc, "bad.yaml")))  # the file itself reads
+    err = _error(tmp_path, capsys, doc, "--quiet")
+    assert "kimi-k2" in err and "overlap_sweep needs every target" in err
+
+
+def test_check_reports_but_accepts_skips_a_study_reports(tmp_path):
+    study = load_experiment(str(write_yaml(tmp_path, small_study(model=["qwen3-30b-a3b", "kimi-k2"]))))
+    lines = check_experiment(study)
+    assert any("qwen3-30b-a3b" in x and "tp" in x for x in lines)
+    assert any("kimi-k2" in x and "not deployable" in x for x in lines)
+
+
+def test_check_fails_when_no_target_deploys(tmp_path, capsys):
+    assert "no target that deploys" in _error(tmp_path, capsys, small_study(model=["kimi-k2"]), "--quiet")
+
+
+def test_check_fails_when_a_validation_case_does_not_deploy(tmp_path, capsys):
+    doc = bundled_yaml("validation")
+    doc["analyses"]["validation"]["checks"][0]["cases"].append({"model": "kimi-k2"})
+    err = _error(tmp_path, capsys, doc, "--quiet")
+    assert "checks[0].cases[8]" in err and "kimi-k2" in err
+
+
+def test_check_reads_the_measured_tables(tmp_path, capsys):
+    from simulator.specs.catalog import measured_dir
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for f in measured_dir("h100-sxm").glob("*.csv"):
+        (data / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
+    doc = bundled_yaml("validation")
+    path = write_yaml(tmp_path, doc, "bad.yaml")
+    assert main(["experiment", str(path), "--check", "--quiet", "--data", str(data)]) == 0
+    capsys.readouterr()
+    text = (data / "gemm.csv").read_text(encoding="utf-8").replace("latency_us", "latency_ms", 1)
+    (data / "gemm.csv").write_text(text, encoding="utf-8")
+    err = _error(tmp_path, capsys, doc, "--data", str(data), where="gemm.csv")
+    assert "lacks columns ['latency_us']" in err
+    (data / "moe.csv").unlink()
+    assert "does not exist" in _error(tmp_path, capsys, doc, "--data", str(data), where="moe.csv")

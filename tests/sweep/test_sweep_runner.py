@@ -14,8 +14,18 @@ from simulator.cost.step import check_memory
 from simulator.errors import InfeasibleError, ParameterError
 from simulator.specdec import Acceptance, speculative
 from simulator.specs import load_hardware, load_model
-from simulator.sweep import (COLUMN_NAMES, Layout, default_deployment, default_targets, format_table, plot_all,
-                             run_sweep, summarize, write_csv, write_json)
+from simulator.sweep import (
+    COLUMN_NAMES,
+    Layout,
+    default_deployment,
+    default_targets,
+    format_table,
+    plot_all,
+    run_sweep,
+    summarize,
+    write_csv,
+    write_json,
+)
 
 H100 = load_hardware("h100-sxm")
 REQUIRED = ("model", "hardware", "dtype", "tp", "ep", "batch", "draft_len", "acceptance", "accept_length", "mode",
@@ -72,7 +82,7 @@ def test_csv_and_json(small, tmp_path):
     assert len(rows) - 1 == len(small)
     col = rows[0].index("speedup")
     assert [float(r[col]) for r in rows[1:]] == pytest.approx(small.columns["speedup"].tolist(), rel=1e-6)
-    doc = json.loads((tmp_path / "x" / "sweep.json").read_text()) if write_json(small, 
+    doc = json.loads((tmp_path / "x" / "sweep.json").read_text()) if write_json(small,
         tmp_path / "x" / "sweep.json") else None
     assert len(doc["rows"]) == len(small) and doc["meta"]["columns"] == list(COLUMN_NAMES)
     assert len(doc["summary"]) == len(small.cases)
