@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from ..cost.deployment import Deployment, validate
 from ..cost.step import check_memory
-from ..errors import InfeasibleError, ParameterError
+from ..errors import InfeasibleError
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
+from ..validation import parameter_error
 
 DEFAULT_GPUS = 8
 DTYPE_FALLBACK = ("fp8_block", "fp8", "bf16")
@@ -52,7 +53,8 @@ def default_dtype(model: ModelSpec, hw: HardwareProfile) -> tuple[str, ...]:
 def node_gpus(hw: HardwareProfile, gpus: int | None) -> int:
     if gpus is not None:
         if gpus < 1 or (hw.domain_size > 0 and gpus > hw.domain_size):
-            raise ParameterError(f"--gpus {gpus}: must be in [1, {hw.domain_size}] (the {hw.name} scale-up domain)")
+            raise parameter_error("default_deployment", "gpus",
+                                  f"in [1, {hw.domain_size}] (the {hw.name} scale-up domain)", gpus)
         return gpus
     return min(DEFAULT_GPUS, hw.domain_size) if hw.domain_size > 0 else DEFAULT_GPUS
 
@@ -62,11 +64,11 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
     lay = layout or Layout()
     gpus = node_gpus(hw, lay.gpus)
     if lay.tp is not None and gpus % lay.tp:
-        raise ParameterError(f"--tp {lay.tp} does not divide the {gpus} GPUs of the deployment; pick a divisor "
-                             f"(the rest run as data-parallel attention groups) or set --gpus")
+        raise parameter_error("default_deployment", "tp", f"a divisor of the deployment's {gpus} GPUs (the rest run "
+                              "as data-parallel attention groups), or change 'gpus'", lay.tp)
     if lay.ep is not None and gpus % lay.ep:
-        raise ParameterError(f"--ep {lay.ep} does not divide the {gpus} GPUs of the deployment; pick a divisor or "
-                             f"set --gpus")
+        raise parameter_error("default_deployment", "ep", f"a divisor of the deployment's {gpus} GPUs, or change "
+                              "'gpus'", lay.ep)
     dtypes = (lay.dtype,) if lay.dtype else default_dtype(model, hw)
     tps = (lay.tp,) if lay.tp else tuple(t for t in range(gpus, 0, -1) if gpus % t == 0)
     e = model.ffn.experts

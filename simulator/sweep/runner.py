@@ -15,9 +15,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..cost.deployment import Deployment, Mechanisms, preset
+from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..cost.routing import OverlapInput, model_overlap
-from ..errors import InfeasibleError, ParameterError, SimulatorError
+from ..errors import InfeasibleError, SimulatorError
 from ..specdec import DEFAULT_ACCEPTANCE, Acceptance, Drafter, StepCache, parse_drafter, speculative
+from ..specdec.rounds import DRAFT_LENS
 from ..specs.catalog import bundled_files, load_hardware, load_model
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
@@ -29,7 +31,6 @@ from .variants import Variant
 DEFAULT_HARDWARE = ("h100-sxm",)
 DEFAULT_BATCH = tuple(2**i for i in range(9))  # 1 … 256
 DEFAULT_DRAFT_LEN = tuple(range(1, 9))  # 1 … 8
-DEFAULT_CONTEXT = 1024
 DEFAULT_MODES = ("prior", "refined")
 DEFAULT_DRAFTER = "eagle"
 
@@ -76,12 +77,10 @@ def overlap_input(model: ModelSpec, lags=None, popularity: str | None = None) ->
                         popularity if popularity is not None else base.popularity)
 
 
-def grid_values(values, name: str, low: int) -> np.ndarray:
-    arr = np.asarray(sorted(set(int(v) for v in values)), dtype=int) if len(values) else np.zeros(0, int)
-    if arr.size == 0 or arr[0] < low:
-        raise ParameterError(f"the '{name}' parameter must be a non-empty list of integers >= {low}. "
-                             f"Got {list(values)} instead.")
-    return arr
+def grid_values(values, name: str) -> np.ndarray:
+    """A batch or draft-length grid checked against its one declaration (BATCH, DRAFT_LENS), sorted, unique."""
+    (BATCH if name == "batch" else DRAFT_LENS).check(list(values), name, "run_sweep")
+    return np.asarray(sorted(set(int(v) for v in values)), dtype=int)
 
 
 def price(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas, *, mode: str = "refined",
@@ -120,10 +119,9 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     ``result.skipped``); ``overlap`` is a list of lag overlaps o(1..D) replacing the models' own statistics;
     ``variants`` (default: one empty variant) are priced for every model × GPU."""
     t0 = time.perf_counter()
-    b = grid_values(batch, "batch", 1)
-    g = grid_values(draft_len, "draft_len", 0)
-    if context < 0:
-        raise ParameterError(f"the 'context' parameter must be >= 0 tokens. Got {context} instead.")
+    b = grid_values(batch, "batch")
+    g = grid_values(draft_len, "draft_len")
+    CONTEXT.check(context, "context", "run_sweep")
     modes = list(dict.fromkeys(modes))
     for m in modes:
         preset(m)

@@ -149,7 +149,7 @@ def test_default_deployment_rule():
     assert (d.tp, d.dp, d.ep) == (4, 2, 8)
     d = default_deployment(q, H100, Layout(tp=4, ep=4, dtype="bf16"))
     assert (d.tp, d.dp, d.ep, d.moe_tp, d.dtype) == (4, 2, 4, 2, "bf16")
-    with pytest.raises(ParameterError, match="--tp 3"):
+    with pytest.raises(ParameterError, match="'tp' parameter of default_deployment"):
         default_deployment(q, H100, Layout(tp=3))
 
 
