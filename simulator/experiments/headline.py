@@ -14,7 +14,7 @@ from ..cost.step import CLASSES, step_time
 from ..sweep import explain, plot_waterfall
 from ..sweep import figures as plots
 from .outcome import Figure, Part, Table, fmt_pct, trend
-from .schema import fraction, need_in_grid, need_modes, positive
+from .schema import fraction, on_grid, positive, variant_name
 
 # Why each mechanism of the walk moves the ratio (docs/MODEL.md §5), used for the largest one.
 WHY = {"routing": "verification touches fewer new experts when adjacent tokens share experts",
@@ -26,7 +26,7 @@ WHY = {"routing": "verification touches fewer new experts when adjacent tokens s
 
 @dataclass(frozen=True)
 class Published:
-    draft_len: int = positive()
+    draft_len: int = on_grid("draft_len")
     prior: float = fraction()
     refined: float = fraction()
     source: str = ""
@@ -35,17 +35,14 @@ class Published:
 @dataclass(frozen=True)
 class Settings:
     study: Published
-    batch: int = positive(1)
+    batch: int = on_grid("batch", 1)
     explain_draft_len: int = positive(3)
-    bracket: str = ""  # name of the grid's overlap variants (expanded over lag1) that bracket the refined ratio
+    bracket: str = variant_name("")  # the grid's overlap variants (expanded over lag1) that bracket the refined ratio
 
 
 def check(r, study, s: Settings) -> None:
     if len(study.grid.all_targets) != 1:
         raise r.fail("grid", "has more than one target; the headline analysis reads exactly one", "keep one")
-    need_in_grid(r, study, "analyses.headline.study.draft_len", s.study.draft_len, "draft_len")
-    need_in_grid(r, study, "analyses.headline.batch", s.batch, "batch")
-    need_modes(r, study, "analyses.headline", ("prior", "refined"))
 
 
 def run(study, priced, ctx, s: Settings) -> Part:
@@ -200,19 +197,20 @@ def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, u
 
 
 def _plot_ratio(res, s: Settings, bi: int, path) -> str:
-    fig, (ax,) = plots.grid_figure(1, panel=(6.0, 4.0), title="T_decode / T_verify vs draft length "
-                                   f"(batch {s.batch}); study at draft length {s.study.draft_len}")
-    for md, c in res.items():
-        ax.plot(c.result.gammas, 1 / c.result.verify_decode_ratio[:, bi], label=f"{md} (model)", **plots.style(md))
-    for md, v in (("prior", s.study.prior), ("refined", s.study.refined)):
-        ax.plot([s.study.draft_len], [v], "X", color=plots.style(md)["color"], markersize=11, label=f"{md} (study)")
-    ax.set_xlabel("draft length γ (verify pass of γ+1 tokens)", fontsize=8)
-    ax.set_ylabel("T_decode / T_verify", fontsize=8)
-    ax.set_ylim(0, 1.05)
-    ax.set_xticks(list(res["prior"].result.gammas))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
-    return plots.save(fig, path, dpi=100)
+    series = [(f"{md} (model)", c.result.gammas, 1 / c.result.verify_decode_ratio[:, bi], plots.style(md))
+              for md, c in res.items()]
+    series += [(f"{md} (study)", [s.study.draft_len], [v], {"linestyle": "", "marker": "X", "markersize": 11,
+                                                            "color": plots.style(md)["color"]})
+               for md, v in (("prior", s.study.prior), ("refined", s.study.refined))]
+
+    def axes(ax, _):
+        ax.set_ylim(0, 1.05)
+        ax.set_xticks(list(res["prior"].result.gammas))
+
+    return plots.line_figure(path, {"": series}, f"T_decode / T_verify vs draft length (batch {s.batch}); study at "
+                             f"draft length {s.study.draft_len}", panel=(6.0, 4.0),
+                             xlabel="draft length γ (verify pass of γ+1 tokens)", ylabel="T_decode / T_verify",
+                             decorate=axes)
 
 
 __all__ = ["WALK", "Settings", "check", "findings", "run"]

@@ -13,25 +13,17 @@ from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import build_variant, deploy_target, price_target
 from .outcome import Figure, Part, Table
-from .schema import need_in_grid, need_modes, param_field, positive
+from .schema import on_grid, param_field, variant_name
 
 
 @dataclass(frozen=True)
 class Settings:
-    variant: str  # the grid's overlap variant (with lag1 and profile lists)
-    report_batches: tuple[int, ...]
-    ratio_draft_len: int = positive(3)
+    variant: str = variant_name()  # the grid's overlap variant (with lag1 and profile lists)
+    report_batches: tuple[int, ...] = on_grid("batch")
+    ratio_draft_len: int = on_grid("draft_len", 3)
     resolution: float = param_field(Param(Interval(float, 1e-4, 0.1)), 0.002)
     study_range: tuple[float, ...] = (0.20, 0.45)
     independent_range: tuple[float, ...] = (0.04, 0.12)
-
-
-def check(r, study, s: Settings) -> None:
-    need_in_grid(r, study, "analyses.overlap_sweep.report_batches", s.report_batches, "batch")
-    need_in_grid(r, study, "analyses.overlap_sweep.ratio_draft_len", s.ratio_draft_len, "draft_len")
-    need_modes(r, study, "analyses.overlap_sweep", ("refined",))
-    if not any(e.get("name") == s.variant for e in study.grid.variants if isinstance(e, dict)):
-        raise r.fail("analyses.overlap_sweep.variant", f"is {s.variant!r}, not a grid variant", "name one")
 
 
 @dataclass(frozen=True)
@@ -198,45 +190,32 @@ def _settings(exp, p: Settings, bases, e) -> tuple[str, ...]:
 
 
 def _plot_overlap(points, flips, exp, p: Settings, path) -> str:
-    models = list(dict.fromkeys(x.model for x in points))
-    fig, axes = plots.grid_figure(len(models), ncols=3, panel=(5.0, 3.8),
-                             title="Refined speedup vs adjacent-token overlap o(1)")
     styles = {"cohere": "-", "markov": "--"}
-    for ax, m in zip(axes, models, strict=True):
+    profs = list(dict.fromkeys(x.profile for x in points))
+    panels = {m: [(f"B={b}, {prof}", *zip(*[(x.lag1, x.speedup[exp.grid.batch.index(b)]) for x in points
+                                            if (x.model, x.profile) == (m, prof) and not x.error], strict=True),
+                   {"linestyle": styles[prof], "color": plots.PALETTE[k]})
+                  for k, b in enumerate(p.report_batches) for prof in profs]
+              for m in dict.fromkeys(x.model for x in points)}
+
+    def bands(ax, m):
         ax.axvspan(*p.study_range[:2], color="0.85", label="study's measured range")
         ax.axvspan(*p.independent_range[:2], facecolor="none", hatch="//", edgecolor="0.6",
                    label="independent-routing range")
-        for k, b in enumerate(p.report_batches):
-            i = exp.grid.batch.index(b)
-            for prof in dict.fromkeys(x.profile for x in points):
-                pts = [x for x in points if x.model == m and x.profile == prof and not x.error]
-                ax.plot([x.lag1 for x in pts], [x.speedup[i] for x in pts], linestyle=styles[prof], marker="o",
-                        markersize=3, color=plots.PALETTE[k], label=f"B={b}, {prof}")
-        for mm, prof, o, _, _ in flips:
-            if mm == m:
-                ax.axvline(o, color="0.3", linestyle=styles[prof], linewidth=0.8)
-        ax.set_title(m, fontsize=9)
-        ax.set_xlabel("lag-1 overlap o(1)", fontsize=8)
-        ax.set_ylabel("speedup (x)", fontsize=8)
-        ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=7, loc="best")
-    return plots.save(fig, path, dpi=100)
+        for o in (f[2] for f in flips if f[0] == m):
+            ax.axvline(o, color="0.3", linestyle=styles[next(f[1] for f in flips if f[2] == o)], linewidth=0.8)
+
+    return plots.line_figure(path, panels, "Refined speedup vs adjacent-token overlap o(1)",
+                             xlabel="lag-1 overlap o(1)", decorate=bands)
 
 
 def _plot_curves(points, exp, p: Settings, path) -> str:
     first = points[0].profile
-    models = list(dict.fromkeys(x.model for x in points))
-    fig, axes = plots.grid_figure(len(models), ncols=3, panel=(5.0, 3.8),
-                             title="Refined speedup vs batch at selected o(1) (profile: " + first + ")")
-    for ax, m in zip(axes, models, strict=True):
+    panels = {}
+    for m in dict.fromkeys(x.model for x in points):
         pts = [x for x in points if x.model == m and x.profile == first and not x.error]
         idx = sorted(set(np.linspace(0, len(pts) - 1, min(6, len(pts))).round().astype(int).tolist()))
-        pick = [pts[i] for i in idx]
-        for k, x in enumerate(pick):
-            ax.plot(x.batch, x.speedup, marker="o", markersize=3, color=plots.PALETTE[k % len(plots.PALETTE)],
-                    label=f"o(1)={x.lag1:.3f}")
-        plots.log2_batch(ax, exp.grid.batch)
-        ax.set_title(m, fontsize=9)
-        ax.set_ylabel("speedup (x)", fontsize=8)
-        ax.legend(fontsize=7)
-    return plots.save(fig, path, dpi=100)
+        panels[m] = [(f"o(1)={pts[i].lag1:.3f}", pts[i].batch, pts[i].speedup,
+                      {"color": plots.PALETTE[k % len(plots.PALETTE)]}) for k, i in enumerate(idx)]
+    return plots.line_figure(path, panels, f"Refined speedup vs batch at selected o(1) (profile: {first})",
+                             log2=True, legend="each")

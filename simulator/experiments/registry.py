@@ -13,25 +13,26 @@ from . import headline, overlap_sweep, shapes, traffic, validation, whatif
 @dataclass(frozen=True)
 class Analysis:
     settings: type
-    check: Callable
     run: Callable
     summary: str
+    modes: tuple[str, ...] = ()  # modes the grid must price
+    check: Callable | None = None  # check(reader, study, settings): rules beyond those declared on the settings
     every_target: bool = False  # the analysis needs every grid target deployed (else --check fails)
-    ready: Callable | None = None  # ready(study, ctx) -> [lines]: what --check resolves beyond the grid
+    ready: Callable | None = None  # ready(study, ctx, settings) -> [lines]: what --check resolves beyond the grid
 
 
+BOTH = ("prior", "refined")
 ANALYSES: dict[str, Analysis] = {
-    "headline": Analysis(headline.Settings, headline.check, headline.run,
-                         "T_decode/T_verify of one deployment, prior vs refined, against published numbers", True),
-    "curve_shapes": Analysis(shapes.Settings, shapes.check, shapes.run,
-                             "speedup vs batch per target, prior vs refined, with curve-shape classes"),
-    "overlap_sweep": Analysis(overlap_sweep.Settings, overlap_sweep.check, overlap_sweep.run,
-                              "refined speedup as the adjacent-token routing overlap varies; where the shape flips",
-                              True),
-    "whatif": Analysis(whatif.Settings, whatif.check, whatif.run,
-                       "targets on other GPUs and formats, with one-change-at-a-time attribution"),
-    "traffic": Analysis(traffic.Settings, traffic.check, traffic.run,
-                        "routing statistics of synthetic traffic, IPF accuracy, and the speedup they give", True),
-    "validation": Analysis(validation.Settings, validation.check, validation.run,
-                           "predictions vs measured per-op latencies and published numbers", ready=validation.ready),
+    "headline": Analysis(headline.Settings, headline.run, "T_decode/T_verify of one deployment, prior vs refined, "
+                         "against published numbers", BOTH, headline.check, every_target=True),
+    "curve_shapes": Analysis(shapes.Settings, shapes.run, "speedup vs batch per target, prior vs refined, with "
+                             "curve-shape classes", BOTH),
+    "overlap_sweep": Analysis(overlap_sweep.Settings, overlap_sweep.run, "refined speedup as the adjacent-token "
+                              "routing overlap varies; where the shape flips", ("refined",), every_target=True),
+    "whatif": Analysis(whatif.Settings, whatif.run, "targets on other GPUs and formats, with one-change-at-a-time "
+                       "attribution", ("refined",), whatif.check),
+    "traffic": Analysis(traffic.Settings, traffic.run, "routing statistics of synthetic traffic, IPF accuracy, and "
+                        "the speedup they give", ("refined",), every_target=True),
+    "validation": Analysis(validation.Settings, validation.run, "predictions vs measured per-op latencies and "
+                           "published numbers", (), validation.check, ready=validation.ready),
 }

@@ -67,6 +67,16 @@ def choice(values, default: Any = ...):
     return param_field(Param(Options(tuple(values))), default)
 
 
+def on_grid(axis: str, default: Any = ...):
+    """A settings value (or list) that must be on the grid's ``axis`` (batch or draft_len)."""
+    return param_field(POSITIVE, default, metadata={"grid": axis})
+
+
+def variant_name(default: Any = ...):
+    """A settings value (or list) naming variants of ``grid.variants``."""
+    return field(metadata={"variant": True}) if default is ... else field(default=default, metadata={"variant": True})
+
+
 def loadable(kind: str, default: Any = ...):
     """A model, hardware or drafter name that must load (checked by the reader)."""
     return field(metadata={"load": kind}) if default is ... else field(default=default, metadata={"load": kind})
@@ -258,22 +268,25 @@ def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
                   read_settings(r, top.get("speculation"), "speculation", Speculation),
                   MappingProxyType(chosen), where)
     for k, settings in chosen.items():
-        analyses[k].check(r, study, settings)
+        check_settings(r, study, f"analyses.{k}", settings, analyses[k].modes)
+        if analyses[k].check is not None:
+            analyses[k].check(r, study, settings)
     return study
 
 
-def no_check(r: Reader, study: Study, settings: Any) -> None:
-    """The cross-field check of an analysis that needs none."""
-
-
-def need_in_grid(r: Reader, study: Study, path: str, values, axis: str) -> None:
-    """Fail unless every value of ``values`` is on the grid's ``axis`` (batch or draft_len)."""
-    have = getattr(study.grid, axis)
-    missing = [v for v in ([values] if isinstance(values, int) else values) if v not in have]
-    if missing:
-        raise r.fail(path, f"has {missing}, not in grid.{axis} {list(have)}", f"add them to grid.{axis}")
-
-
-def need_modes(r: Reader, study: Study, path: str, modes) -> None:
+def check_settings(r: Reader, study: Study, path: str, s: Any, modes: tuple[str, ...] = ()) -> None:
+    """The cross-field rules declared on a settings dataclass: ``on_grid`` values are on the grid's axis,
+    ``variant_name`` values name grid variants, and the grid prices the analysis's ``modes``."""
     if not set(modes) <= set(study.grid.modes):
         raise r.fail("grid.modes", f"is {list(study.grid.modes)}; {path} needs {list(modes)}", "list them")
+    names = {v.get("name") for v in study.grid.variants if isinstance(v, Mapping)}
+    for f in dataclasses.fields(s):
+        v, p, axis = getattr(s, f.name), f"{path}.{f.name}", f.metadata.get("grid")
+        vals = v if isinstance(v, tuple) else (v,)
+        if dataclasses.is_dataclass(v):
+            check_settings(r, study, p, v)
+        elif axis and (missing := [x for x in vals if x not in getattr(study.grid, axis)]):
+            raise r.fail(p, f"has {missing}, not in grid.{axis} {list(getattr(study.grid, axis))}",
+                         f"add them to grid.{axis}")
+        elif f.metadata.get("variant") and (missing := [x for x in vals if x and x not in names]):
+            raise r.fail(p, f"names {missing}, not in grid.variants", "name a grid variant")

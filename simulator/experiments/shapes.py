@@ -29,7 +29,7 @@ from ..specs.derived import param_counts
 from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .outcome import Figure, Part, Table
-from .schema import need_in_grid, need_modes, param_field, positive
+from .schema import on_grid, param_field, positive, variant_name
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
 
@@ -91,13 +91,8 @@ TRANSFER = "refined (transferred overlap)"
 class Settings:
     tolerance: float = param_field(Param(Interval(float, 0.0, 0.5)))
     low_batch_max: int = positive()
-    ratio_draft_len: int = positive(3)
-    transfer: str = ""  # name of the grid variant giving models without routing statistics a transferred profile
-
-
-def check(r, study, s: Settings) -> None:
-    need_modes(r, study, "analyses.curve_shapes", ("prior", "refined"))
-    need_in_grid(r, study, "analyses.curve_shapes.ratio_draft_len", s.ratio_draft_len, "draft_len")
+    ratio_draft_len: int = on_grid("draft_len", 3)
+    transfer: str = variant_name("")  # the grid variant giving models without routing statistics a transferred profile
 
 
 @dataclass(frozen=True)
@@ -301,25 +296,10 @@ def _settings(rows: list[Row], exp, p: Settings, priced) -> tuple[str, ...]:
 
 
 def _plot(rows: list[Row], exp, path) -> str:
-    fig, axes = plots.grid_figure(len(rows), ncols=4, panel=(3.6, 2.7),
-                             title=f"Speedup vs batch (best draft length per batch); drafter "
-                                   f"{exp.speculation.drafter}, {exp.speculation.acceptance.label}, context "
-                                   f"{exp.grid.context}")
-    for ax, x in zip(axes, rows, strict=True):
-        for v, res in x.results.items():
-            if v == TRANSFER and x.model.overlap is not None:
-                continue
-            ax.plot(res.batch, best(res)[1], label=v, markersize=3, **plots.style(v, 0))
-        ax.axhline(1.0, color="0.5", linewidth=0.7, linestyle=":")
-        plots.log2_batch(ax, x.batch)
-        ax.set_title(f"{x.model.name} ({x.label})", fontsize=8)
-        ax.set_ylabel("speedup (x)", fontsize=7)
-    plots.legend_top(fig, axes[0] if rows[0].model.overlap is None else _with_transfer(axes, rows))
-    return plots.save(fig, path, dpi=100)
-
-
-def _with_transfer(axes, rows):
-    for ax, x in zip(axes, rows, strict=True):
-        if x.model.overlap is None:
-            return ax
-    return axes[0]
+    panels = {f"{x.model.name} ({x.label})": [(v, r.batch, best(r)[1], plots.style(v, 0)) for v, r in x.results.items()
+                                             if v != TRANSFER or x.model.overlap is None] for x in rows}
+    sp = exp.speculation
+    return plots.line_figure(path, panels, f"Speedup vs batch (best draft length per batch); drafter {sp.drafter}, "
+                             f"{sp.acceptance.label}, context {exp.grid.context}", ncols=4, panel=(3.6, 2.7),
+                             log2=True, legend="top", decorate=lambda ax, _: ax.axhline(1.0, color="0.5",
+                                                                                         linewidth=0.7, linestyle=":"))

@@ -13,30 +13,20 @@ from ..overlap import PREDICTORS, evaluate_trace
 from ..sweep import figures as plots
 from .grid import measured_trace
 from .outcome import Figure, Part, Table, trend
-from .schema import need_in_grid, need_modes, positive
+from .schema import on_grid, positive, variant_name
 
 
 @dataclass(frozen=True)
 class Settings:
-    types: tuple[str, ...]  # grid variants (routing only) with a trace overlap, first two compared
-    with_acceptance: tuple[str, ...]  # the same types with their published acceptance (same order)
-    reference: str  # grid variant with the published lag overlaps
-    n_tokens: tuple[int, ...]
-    eval_batch: tuple[int, ...]
-    report_batches: tuple[int, ...]
+    types: tuple[str, ...] = variant_name()  # grid variants (routing only) with a trace overlap, first two compared
+    with_acceptance: tuple[str, ...] = variant_name()  # the same types with their published acceptance (same order)
+    reference: str = variant_name()  # grid variant with the published lag overlaps
+    n_tokens: tuple[int, ...] = positive()
+    eval_batch: tuple[int, ...] = positive()
+    report_batches: tuple[int, ...] = on_grid("batch")
     samples: int = positive(1000)
     window: int = positive(3)
-    ratio_draft_len: int = positive(3)
-
-
-def check(r, study, s: Settings) -> None:
-    need_in_grid(r, study, "analyses.traffic.report_batches", s.report_batches, "batch")
-    need_in_grid(r, study, "analyses.traffic.ratio_draft_len", s.ratio_draft_len, "draft_len")
-    need_modes(r, study, "analyses.traffic", ("refined",))
-    names = {v.get("name") for v in study.grid.variants if isinstance(v, dict)}
-    for k in (*s.types, *s.with_acceptance, s.reference):
-        if k not in names:
-            raise r.fail("analyses.traffic", f"names variant {k!r}, not in grid.variants", "name a grid variant")
+    ratio_draft_len: int = on_grid("draft_len", 3)
 
 
 def run(study, priced, ctx, p: Settings) -> Part:
@@ -129,26 +119,20 @@ def findings(meas, diff, mae, ref_lags) -> tuple[str, ...]:
 
 
 def _plot_lags(meas, ref_name, ref_lags, path) -> str:
-    fig, (ax,) = plots.grid_figure(1, panel=(6.0, 4.0), title="Lag overlap o(d) by traffic type")
-    for k, (n, _, o, ind, _) in enumerate(meas):
-        c = plots.PALETTE[k]
-        ax.plot(np.arange(1, len(o) + 1), o, marker="o", color=c, label=n)
-        ax.axhline(ind, color=c, linestyle=":", linewidth=0.8)
-    ax.plot(np.arange(1, len(ref_lags) + 1), ref_lags, marker="s", color="black", label=ref_name)
-    ax.set_xlabel("lag d (tokens)", fontsize=8)
-    ax.set_ylabel("o(d) = E|S_t ∩ S_t+d| / k", fontsize=8)
-    ax.set_ylim(0, 1)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    return plots.save(fig, path, dpi=100)
+    series = [(n, np.arange(1, len(o) + 1), o, {"color": plots.PALETTE[k]}) for k, (n, _, o, _, _) in enumerate(meas)]
+    series.append((ref_name, np.arange(1, len(ref_lags) + 1), ref_lags, {"marker": "s", "color": "black"}))
+
+    def baselines(ax, _):
+        for k, (_, _, _, ind, _) in enumerate(meas):
+            ax.axhline(ind, color=plots.PALETTE[k], linestyle=":", linewidth=0.8)
+        ax.set_ylim(0, 1)
+
+    return plots.line_figure(path, {"": series}, "Lag overlap o(d) by traffic type", panel=(6.0, 4.0),
+                             xlabel="lag d (tokens)", ylabel="o(d) = E|S_t ∩ S_t+d| / k", decorate=baselines)
 
 
 def _plot_speedup(runs, g, path) -> str:
-    fig, (ax,) = plots.grid_figure(1, panel=(6.5, 4.2), title="Refined speedup vs batch by traffic variant")
-    for k, (n, c) in enumerate(runs.items()):
-        ax.plot(c.result.batch, c.best()[1], color=plots.PALETTE[k % len(plots.PALETTE)], marker="o", markersize=3,
-                label=n)
-    plots.log2_batch(ax, g.batch)
-    ax.set_ylabel("speedup (x)", fontsize=8)
-    ax.legend(fontsize=7)
-    return plots.save(fig, path, dpi=100)
+    series = [(n, c.result.batch, c.best()[1], {"color": plots.PALETTE[k % len(plots.PALETTE)]})
+              for k, (n, c) in enumerate(runs.items())]
+    return plots.line_figure(path, {"": series}, "Refined speedup vs batch by traffic variant", panel=(6.5, 4.2),
+                             log2=True)

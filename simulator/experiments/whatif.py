@@ -16,7 +16,7 @@ from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import deploy_target, price_target
 from .outcome import Figure, Part, Table
-from .schema import Target, choice, loadable, need_in_grid, param_field, positive
+from .schema import Target, choice, loadable, on_grid, param_field
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,10 @@ class Attribution:
 class Settings:
     attribution: Attribution
     compare_from: int = param_field(Param(Interval(int, 2, None)), 8)  # advantage = S(B min) − max S(B ≥ this)
-    ratio_draft_len: int = positive(3)
+    ratio_draft_len: int = on_grid("draft_len", 3)
 
 
 def check(r, study, s: Settings) -> None:
-    need_in_grid(r, study, "analyses.whatif.ratio_draft_len", s.ratio_draft_len, "draft_len")
     if not any(b >= s.compare_from for b in study.grid.batch):
         raise r.fail("analyses.whatif.compare_from", f"is {s.compare_from}, above every batch of the grid",
                      "lower it or extend grid.batch")

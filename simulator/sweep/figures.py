@@ -192,3 +192,31 @@ def plot_all(result, outdir, gamma_ref: int = 3) -> list[str]:
     out = Path(outdir)
     return [plot_speedup(result, out / FILES["speedup"]), plot_best_gamma(result, out / FILES["best_gamma"]),
             plot_ratio(result, out / FILES["ratio"], gamma_ref)]
+
+
+def line_figure(path, panels, title: str, *, ncols: int = 3, panel=(5.0, 3.8), xlabel: str = "",
+                ylabel: str = "speedup (x)", log2: bool = False, legend: str = "first", decorate=None,
+                dpi: int = 100) -> str:
+    """Study line plots in one place. ``panels``: {panel title: [(label, x, y, style kwargs)]}; ``log2``: x is a
+    batch axis (log2, ticks at the panel's batches); ``legend``: "first" panel, "each" panel or "top" of the figure;
+    ``decorate(ax, title)`` adds bands, reference lines or markers."""
+    fig, axes = grid_figure(len(panels), ncols=ncols, panel=panel, title=title)
+    for ax, (name, series) in zip(axes, panels.items(), strict=True):
+        for label, x, y, st in series:
+            ax.plot(x, y, label=label, **{"marker": "o", "markersize": 3, **st})
+        if decorate is not None:
+            decorate(ax, name)
+        if log2:
+            log2_batch(ax, sorted({float(v) for _, x, _, _ in series for v in x}))
+        else:
+            ax.set_xlabel(xlabel, fontsize=8)
+            ax.grid(True, alpha=0.3)
+        ax.set_title(name, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        if legend == "each":
+            ax.legend(fontsize=7)
+    if legend == "top":
+        legend_top(fig, max(axes, key=lambda a: len(a.get_legend_handles_labels()[1])))
+    elif legend == "first":
+        axes[0].legend(fontsize=7, loc="best")
+    return save(fig, path, dpi=dpi)
