@@ -54,6 +54,7 @@ class TraceSpec:
     skew: float = fraction()
     hidden: int = positive(32)
     max_lag: int = param_field(Param(Interval(int, 1, 8)), 4)
+    label: str = ""  # names the trace in tables (validation checks)
 
 
 @dataclass(frozen=True)
@@ -134,12 +135,14 @@ def lift(lags, baseline: float) -> np.ndarray:
     return (np.asarray(lags, float) - baseline) / (1.0 - baseline)
 
 
-def model_baseline(model: ModelSpec, popularity: str) -> float:
-    """The independent overlap of ``model`` under ``popularity`` (k/E for uniform)."""
+def baseline(o: OverlapSpec, model: ModelSpec) -> float:
+    """The independent overlap s a profile is built on: ``o.baseline``, else the model's independent overlap Σπ²/k
+    under the popularity (k/E for uniform)."""
+    if o.baseline is not None:
+        return o.baseline
     ffn = model.ffn
-    if popularity == "uniform":
-        return ffn.top_k / ffn.experts
-    return independent_overlap(parse_popularity(popularity, ffn.experts, ffn.top_k), ffn.top_k)
+    pop = parse_popularity(o.popularity or model_overlap(model).popularity, ffn.experts, ffn.top_k)
+    return independent_overlap(pop, ffn.top_k)
 
 
 def profile_lags(s: float, shape, shape_baseline: float, lag1: float | None, profile: str) -> tuple[float, ...]:
@@ -150,7 +153,7 @@ def profile_lags(s: float, shape, shape_baseline: float, lag1: float | None, pro
         return (float(lag1),)
     lam = lift(shape, shape_baseline)
     if lag1 is not None:
-        lam = (lag1 - s) / (1.0 - s) * lam / lam[0]
+        lam = lift(lag1, s) * lam / lam[0]
     return tuple(float(x) for x in s + lam * (1.0 - s))
 
 
@@ -169,7 +172,7 @@ def overlap_for(o: OverlapSpec, model: ModelSpec, profile: str, lag1: float | No
     pop = o.popularity or model_overlap(model).popularity
     if o.lags:
         return OverlapInput(tuple(o.lags), pop)
-    s = o.baseline if o.baseline is not None else model_baseline(model, pop)
+    s = baseline(o, model)
     sb = o.shape_baseline if o.shape_baseline is not None else s
     return OverlapInput(profile_lags(s, o.shape, sb, lag1, profile), pop)
 
@@ -212,10 +215,6 @@ class Point:
     mode: str
     case: Case
     note: str = ""
-
-    @property
-    def model(self) -> ModelSpec:
-        return self.case.model
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 CSV_FLOAT = "{:.6g}"
@@ -80,7 +80,6 @@ class Outcome:
     figures: tuple[Figure, ...]
     findings: tuple[str, ...]  # Markdown paragraphs: what the model predicts and how sure it is
     settings: tuple[str, ...] = ()  # Markdown bullet lines: models, drafter, acceptance, generator settings
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def _csv_cell(v):
@@ -127,8 +126,6 @@ def render(o: Outcome, figure_dir: str, heading: str = "#", csv_dir: str | None 
         lines += [f"![{f.caption}]({figure_dir}/{figure_file(o, f)})", "", f"*{f.caption}*", ""]
     if csv_dir is not None and o.tables:
         lines += [f"Tables as CSV: {', '.join(f'`{csv_dir}/{t.name}.csv`' for t in o.tables)}.", ""]
-    if o.notes:
-        lines += [f"{h2} Notes", "", *[f"- {n}" for n in o.notes], ""]
     return "\n".join(lines)
 
 
@@ -164,6 +161,3 @@ def trend(a: float, b: float, up: str, down: str, same: str, tol: float = 0.0) -
 def fmt_pct(x: float, digits: int = 1) -> str:
     return f"{100 * x:.{digits}f}%"
 
-
-def fmt_list(xs: Sequence, fmt: str = "{:g}") -> str:
-    return ", ".join(fmt.format(x) for x in xs)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..sweep import figures as plots
 from ..validation import Interval, Param
-from .grid import build_variant, deploy_target, price_target
+from .grid import baseline, build_variant, deploy_target, price_target
 from .outcome import Figure, Part, Table
 from .schema import on_grid, param_field, variant_name
 
@@ -82,7 +82,7 @@ def run(study, priced, ctx, p: Settings) -> Part:
     exps = [e for e in priced.variants if e.spec.name == p.variant]
     for t in study.grid.all_targets:
         dd, _ = deploy_target(study, t)
-        bases[dd.model.name] = (_baseline(exps[0], dd.model), dd)
+        bases[dd.model.name] = (baseline(exps[0].spec.overlap, dd.model), dd)
         for prof in dict.fromkeys(e.profile for e in exps):
             pts = []
             for e in (x for x in exps if x.profile == prof):
@@ -112,13 +112,6 @@ def run(study, priced, ctx, p: Settings) -> Part:
     keys += tuple((f"{m}: independent baseline (popularity {pop})", f"{bases[m][0]:.4f}") for m in bases)
     return Part(keys, (table, flip_t), figs, findings(points, flips, study, p, bases), _settings(study, p, bases,
                                                                                               exps[0]))
-
-
-def _baseline(e, model) -> float:
-    from .grid import model_baseline
-
-    o = e.spec.overlap
-    return o.baseline if o.baseline is not None else model_baseline(model, o.popularity or "uniform")
 
 
 def findings(points, flips, exp, p: Settings, bases) -> tuple[str, ...]:

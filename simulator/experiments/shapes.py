@@ -28,6 +28,7 @@ from ..cost.step import step_time
 from ..specs.derived import param_counts
 from ..sweep import figures as plots
 from ..validation import Interval, Param
+from .grid import lift
 from .outcome import Figure, Part, Table
 from .schema import on_grid, param_field, positive, variant_name
 
@@ -286,7 +287,7 @@ def _settings(rows: list[Row], exp, p: Settings, priced) -> tuple[str, ...]:
            f"{exp.grid.context} tokens",
            f"classification tolerance {p.tolerance:.0%}; 'low batch' = peak at B ≤ {p.low_batch_max}",
            *([f"transferred overlap (grid variant '{p.transfer}'): lag correlations λ(d) = (o(d) − s)/(1 − s) = "
-              + ", ".join(f"{(o - tv.shape_baseline) / (1 - tv.shape_baseline):.3f}" for o in tv.shape)
+              + ", ".join(f"{x:.3f}" for x in lift(tv.shape, tv.shape_baseline))
               + f" applied with {tv.popularity} popularity to models that ship no routing statistics"] if tv else []),
            "routing statistics shipped: " + (", ".join(
                f"{x.model.name} (o(1) {model_overlap(x.model).lags[0]:.3f})" for x in rows

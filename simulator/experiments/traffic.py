@@ -11,7 +11,7 @@ import numpy as np
 
 from ..overlap import PREDICTORS, evaluate_trace
 from ..sweep import figures as plots
-from .grid import measured_trace
+from .grid import lift, measured_trace
 from .outcome import Figure, Part, Table, trend
 from .schema import on_grid, positive, variant_name
 
@@ -45,7 +45,7 @@ def run(study, priced, ctx, p: Settings) -> Part:
     stats_t = Table("statistics", "Measured routing statistics of each traffic type",
                     ("type", "persistence", "context", "skew (target)", "independent overlap",
                      *(f"o({d})" for d in range(1, max_lag + 1)), "lag-1 correlation λ(1)"),
-                    tuple((n, t.persistence, t.context, t.skew, ind, *o, (o[0] - ind) / (1 - ind))
+                    tuple((n, t.persistence, t.context, t.skew, ind, *o, float(lift(o[0], ind)))
                           for n, t, o, ind, _ in meas)
                     + ((p.reference, None, None, None, None, *ref_lags[:max_lag], None),),
                     ("", "{:.2f}", "{:.2f}", "{:.3f}", "{:.3f}", *["{:.3f}"] * max_lag, "{:.3f}"))

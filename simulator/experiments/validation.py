@@ -12,10 +12,10 @@ import numpy as np
 
 from ..cost.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
 from ..errors import ConfigError
-from ..overlap import evaluate_trace, synth_trace
+from ..overlap import evaluate_trace
 from ..specs.catalog import load_model, measured_dir
 from ..sweep import figures as plots
-from .grid import deploy_target, price_target
+from .grid import TraceSpec, deploy_target, measured_trace, price_target
 from .outcome import Figure, Part, Table
 from .schema import Target, choice, loadable
 
@@ -31,19 +31,6 @@ class Expect:
 
 
 @dataclass(frozen=True)
-class TraceCase:
-    label: str
-    persistence: float
-    context: float
-    skew: float
-    experts: int
-    top_k: int
-    sequences: int
-    tokens: int
-    seed: int
-
-
-@dataclass(frozen=True)
 class Check:
     id: str
     claim: str
@@ -56,7 +43,7 @@ class Check:
     draft_len_from_acceptance: bool = False  # each case's acceptance draft length
     context: int | None = None
     cases: tuple[Target, ...] = ()
-    traces: tuple[TraceCase, ...] = ()
+    traces: tuple[TraceSpec, ...] = ()
     n_tokens: tuple[int, ...] = (4,)
     eval_batch: tuple[int, ...] = (1,)
     note: str = ""
@@ -176,10 +163,8 @@ def _model_value(c: Check, t: Target, exp, ctx) -> tuple[float | None, str, str]
     return case.decode_verify(gam[0], 0), label, ""
 
 
-def _trace_value(c: Check, t: TraceCase) -> tuple[float, str]:
-    tr = synth_trace(t.experts, t.top_k, t.sequences, t.tokens, persistence=t.persistence, skew=t.skew,
-                     context=t.context, seed=t.seed)
-    rep = evaluate_trace(tr, c.n_tokens, c.eval_batch, window=1, samples=2000, seed=t.seed,
+def _trace_value(c: Check, t: TraceSpec) -> tuple[float, str]:
+    rep = evaluate_trace(measured_trace(t)[0], c.n_tokens, c.eval_batch, window=1, samples=2000, seed=t.seed,
                          predictors=("pairs", "pooled"))
     errs = np.array([[abs(row.rel_error("pairs")), abs(row.rel_error("pooled"))] for row in rep.rows])
     label = (f"{t.label}: synth_trace(E={t.experts}, k={t.top_k}, persistence={t.persistence:g}, "
