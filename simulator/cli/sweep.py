@@ -116,8 +116,16 @@ def register(sub) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from ..sweep import (DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES, format_table, plot_all, run_sweep,
-                         write_csv, write_json)
+    from ..sweep import (
+        DEFAULT_BATCH,
+        DEFAULT_DRAFT_LEN,
+        DEFAULT_MODES,
+        format_table,
+        plot_all,
+        run_sweep,
+        write_csv,
+        write_json,
+    )
 
     check_common(args)
     start = time.perf_counter()

@@ -9,7 +9,6 @@ does not end exactly at the ``refined`` preset (a mechanism outside WALK), a las
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 import numpy as np
 
@@ -19,8 +18,8 @@ from ..errors import ParameterError
 from ..specdec import Acceptance, StepCache, parse_drafter, speculative
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from .figures import save
 from .deploy import Layout, default_deployment, fitting_batches
+from .figures import save
 from .runner import DEFAULT_CONTEXT, resolve_acceptance, resolve_hardware, resolve_models
 
 
