@@ -113,7 +113,7 @@ def read_variants(r, study: Study) -> tuple[Expanded, ...]:
 
                 Mechanisms(**mk)
             except SimulatorError as exc:
-                raise r.fail(f"{p}.mechanisms", str(exc), "use the values of docs/MODEL.md §5") from None
+                raise r.fail(f"{p}.mechanisms", str(exc), "use the values of docs/MODEL.md §3.6") from None
         o = v.overlap
         for k, prof in enumerate(o.profile if o else ()):
             if prof not in PROFILES:

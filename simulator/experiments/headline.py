@@ -16,7 +16,7 @@ from ..sweep import figures as plots
 from .outcome import Figure, Part, Table, fmt_pct, trend
 from .schema import fraction, on_grid, positive, variant_name
 
-# Why each mechanism of the walk moves the ratio (docs/MODEL.md §5), used for the largest one.
+# Why each mechanism of the walk moves the ratio (docs/MODEL.md §3.6), used for the largest one.
 WHY = {"routing": "verification touches fewer new experts when adjacent tokens share experts",
        "kernel_curves": "small kernels run below the global bandwidth efficiency",
        "fixed_costs": "per-kernel floors paid once instead of once per expert, plus per-step costs that do not grow "
@@ -171,7 +171,7 @@ def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, u
                "the verify pass are served from L2.")
     s2 = ("Walking from prior to refined, the mechanisms move T_decode/T_verify by "
           + ", ".join(f"{n} {d:+.3f}" for n, d in deltas)
-          + f"; the largest is **{top[0]}** ({WHY.get(top_field, 'see docs/MODEL.md §5')}), which "
+          + f"; the largest is **{top[0]}** ({WHY.get(top_field, 'see docs/MODEL.md §3.6')}), which "
           + f"{trend(0.0, top[1], 'raises', 'lowers', 'leaves')} the ratio. In the refined model a verify pass costs "
           f"{abs(extra.get('total', 0.0)):.0f} µs {trend(0.0, extra.get('total', 0.0), 'more', 'less', 'more')} than "
           "a decode step, mostly in " + ", ".join(f"{c} ({v:+.0f} µs)" for c, v in top3)
