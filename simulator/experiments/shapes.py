@@ -1,19 +1,6 @@
 """``curve_shapes`` analysis: speedup vs batch per target, prior vs refined, each curve classified programmatically
 against the two expectations (MoESD's prior: an interior peak; the study's refined: highest at low batch), with a
-reason computed from the model's own numbers wherever a curve departs from them.
-
-Classification of a speedup-vs-batch curve (speedup at the best draft length per batch).
-
-Labels (``tol`` is a relative tolerance: values within it count as ties):
-
-- ``low-batch peak``: the speedup at the smallest batch is within ``tol`` of the curve's maximum (the study's
-  finding for fine-grained MoEs under the refined model);
-- ``interior peak``: the maximum is above both ends by more than ``tol`` (MoESD's prior prediction);
-- ``rising``: the largest batch is within ``tol`` of the maximum and the smallest is not.
-
-Qualifiers, on the curve against log2(batch): ``unimodal`` (non-decreasing up to the peak and non-increasing after,
-within ``tol``), ``concave`` (every second difference ≤ ``tol`` · peak), and ``dip`` (it first falls by more than
-``tol`` and then climbs back above its start: a valley at small batch before an interior peak).
+reason computed from the model's own numbers wherever a curve departs from them (definitions: docs/MODEL.md §6.4).
 """
 
 from __future__ import annotations
@@ -54,6 +41,8 @@ class Shape:
 
 
 def classify(batch, speedup, tol: float = 0.01) -> Shape:
+    """Label (low-batch peak, rising, interior peak) and qualifiers (unimodal, concave in log2 B, dip at small batch)
+    of a best-speedup-vs-batch curve; values within the relative tolerance ``tol`` count as ties."""
     b = np.asarray(batch, float)
     s = np.asarray(speedup, float)
     i = int(np.argmax(s))
@@ -79,11 +68,6 @@ def low_batch(shape: Shape, low_batch_max: int) -> bool:
     return shape.label == LOW or shape.peak_batch <= low_batch_max
 
 
-def interior(shape: Shape) -> bool:
-    """MoESD's prior expectation: an interior peak."""
-    return shape.label == INTERIOR
-
-
 # -- the analysis ---------
 TRANSFER = "refined (transferred overlap)"
 
@@ -107,18 +91,10 @@ class Row:
     shapes: dict  # series -> Shape
     moe_share: dict  # mode -> MoE share of the decode step at the smallest batch
 
-    @property
-    def label(self) -> str:
-        return self.dep.label
-
 
 def as_moesd(s: Shape, p: Settings) -> bool:
     """MoESD's prior expectation: an interior peak at an intermediate batch (above the low-batch range)."""
-    return interior(s) and s.peak_batch > p.low_batch_max
-
-
-def best(res):
-    return res.best()
+    return s.label == INTERIOR and s.peak_batch > p.low_batch_max
 
 
 def run(study, priced, ctx, p: Settings) -> Part:
@@ -136,7 +112,7 @@ def run(study, priced, ctx, p: Settings) -> Part:
                            check_fit=False)
             share[md] = float(st.breakdown["moe"][0] / st.time[0])
         rows.append(Row(c.model, c.deployment, c.hardware, ref.note, c.result.batch, res,
-                        {v: classify(x.batch, best(x)[1], p.tolerance) for v, x in res.items()}, share))
+                        {v: classify(x.batch, x.best()[1], p.tolerance) for v, x in res.items()}, share))
     skipped = [(m, why) for m, _, _, why in priced.skipped]
     n = len(rows)
     prior_ok = sum(as_moesd(x.shapes["prior"], p) for x in rows)
@@ -198,7 +174,7 @@ def _shape_table(rows: list[Row], skipped, p: Settings) -> Table:
         sp, sr, st = x.shapes["prior"], x.shapes["refined"], x.shapes[TRANSFER]
         data.append((m.name, f"{m.ffn.experts}/{m.ffn.top_k}" + (f"+{m.ffn.shared_experts}s" if m.ffn.shared_experts
                                                                  else ""),
-                     param_counts(m).total / 1e9, x.label + (" †" if x.note else ""), sp.at_min, sr.at_min,
+                     param_counts(m).total / 1e9, x.dep.label + (" †" if x.note else ""), sp.at_min, sr.at_min,
                      sp.description, sp.peak_batch, sr.description, sr.peak_batch,
                      "=" if m.overlap is not None else _short(st),
                      as_moesd(sp, p), low_batch(sr, p.low_batch_max), _reason(x, p)))
@@ -222,7 +198,7 @@ def _curve_table(rows: list[Row]) -> Table:
     data = []
     for x in rows:
         for v, res in x.results.items():
-            gam, spd = best(res)
+            gam, spd = res.best()
             for i, b in enumerate(res.batch):
                 data.append((x.model.name, v, int(b), int(gam[i]), float(spd[i]),
                              float(res.t_decode[i] * 1e6)))
@@ -263,7 +239,7 @@ def _dip_text(x: Row, k: int, conc: int, n: int, p: Settings) -> str:
     s = x.shapes["prior"]
     res = x.results["prior"]
     j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
-    _, spd = best(res)
+    _, spd = res.best()
     i = int(np.argmin(spd[: int(np.argmax(spd)) + 1]))
     r = res.verify_decode_ratio[j]
     return (f"{conc} of {n} prior curves are concave in log2(B) over the whole grid (MoESD's picture): {k} of {n} "
@@ -297,8 +273,9 @@ def _settings(rows: list[Row], exp, p: Settings, priced) -> tuple[str, ...]:
 
 
 def _plot(rows: list[Row], exp, path) -> str:
-    panels = {f"{x.model.name} ({x.label})": [(v, r.batch, best(r)[1], plots.style(v, 0)) for v, r in x.results.items()
-                                             if v != TRANSFER or x.model.overlap is None] for x in rows}
+    panels = {f"{x.model.name} ({x.dep.label})": [(v, r.batch, r.best()[1], plots.style(v, 0))
+                                                 for v, r in x.results.items()
+                                                 if v != TRANSFER or x.model.overlap is None] for x in rows}
     sp = exp.speculation
     return plots.line_figure(path, panels, f"Speedup vs batch (best draft length per batch); drafter {sp.drafter}, "
                              f"{sp.acceptance.label}, context {exp.grid.context}", ncols=4, panel=(3.6, 2.7),
