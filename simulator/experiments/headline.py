@@ -13,7 +13,7 @@ from ..cost.routing import model_overlap
 from ..cost.step import CLASSES, step_time
 from ..sweep import explain, plot_waterfall
 from ..sweep import figures as plots
-from .outcome import Figure, Part, Table, fmt_pct, trend
+from .outcome import Figure, Part, Table, fmt_pct, tidy_table, trend
 from .schema import fraction, on_grid, positive, variant_name
 
 # Why each mechanism of the walk moves the ratio (docs/MODEL.md §3.6), used for the largest one.
@@ -52,23 +52,16 @@ def run(study, priced, ctx, s: Settings) -> Part:
     model, hw, dep = ref.model, ref.hardware, ref.deployment
     gam, b0 = s.study.draft_len, s.batch
     bi = int(np.flatnonzero(ref.result.batch == b0)[0])
-    rows = []
-    for md, c in res.items():
-        r = c.result
-        for i, b in enumerate(r.batch):
-            for j, g in enumerate(r.gammas):
-                rows.append((md, int(b), int(g), float(r.accept_length[j]), r.t_decode[i] * 1e6, r.t_verify[j, i] * 1e6,
-                             float(r.verify_decode_ratio[j, i]), float(1 / r.verify_decode_ratio[j, i]),
-                             float(r.unique_decode[i]), float(r.unique_verify[j, i]), float(r.unique_decode_rank[i]),
-                             float(r.unique_verify_rank[j, i]), float(r.speedup[j, i])))
-    ratios = Table("ratios", "T_decode / T_verify by draft length (batch grid of the file)",
-                   ("mode", "batch", "draft length", "AL", "T_decode us", "T_verify us", "T_verify/T_decode",
-                    "T_decode/T_verify", "experts decode", "experts verify", "experts decode (rank)",
-                    "experts verify (rank)", "speedup"), tuple(rows),
-                   ("", "{:d}", "{:d}", "{:.2f}", "{:.0f}", "{:.0f}", "{:.3f}", "{:.3f}", "{:.1f}", "{:.1f}",
-                    "{:.2f}", "{:.2f}", "{:.2f}"),
-                   note="Experts: expected unique routed experts per MoE layer over all ranks, and on the busiest "
-                        "EP rank (which sets the pace).")
+    ratios = tidy_table("ratios", "T_decode / T_verify by draft length (batch grid of the file)", res.values(), (
+        ("mode", "mode", ""), ("batch", "batch", "{:d}"), ("draft length", "draft_len", "{:d}"),
+        ("AL", "accept_length", "{:.2f}"), ("T_decode us", "t_decode_us", "{:.0f}"),
+        ("T_verify us", "t_verify_us", "{:.0f}"), ("T_verify/T_decode", "verify_decode_ratio", "{:.3f}"),
+        ("T_decode/T_verify", lambda c: 1 / c["verify_decode_ratio"], "{:.3f}"),
+        ("experts decode", "unique_experts_decode", "{:.1f}"), ("experts verify", "unique_experts_verify", "{:.1f}"),
+        ("experts decode (rank)", "unique_experts_decode_rank", "{:.2f}"),
+        ("experts verify (rank)", "unique_experts_verify_rank", "{:.2f}"), ("speedup", "speedup", "{:.2f}")),
+        note="Experts: expected unique routed experts per MoE layer over all ranks, and on the busiest EP rank "
+             "(which sets the pace).")
     pred = {md: c.decode_verify(gam, bi) for md, c in res.items()}
     pub = {"prior": s.study.prior, "refined": s.study.refined}
     comp = Table("study_comparison", f"Against the study (batch {b0}, draft length {gam})",

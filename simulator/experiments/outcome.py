@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..sweep.table import tidy_columns
+
 CSV_FLOAT = "{:.6g}"
 
 
@@ -46,6 +48,15 @@ class Table:
         body = ["| " + " | ".join(_esc(self.cell(j, v)) for j, v in enumerate(r)) + " |"
                 for r in self.rows]
         return "\n".join([head, rule, *body])
+
+
+def tidy_table(name: str, title: str, cases, spec, **kw) -> Table:
+    """A :class:`Table` over the sweep's tidy table of ``cases`` (:func:`simulator.sweep.tidy_columns`, one row per
+    case × batch × draft length): ``spec`` lists (header, tidy column or function of the columns, format)."""
+    cols = tidy_columns(list(cases))
+    data = [(cols[c] if isinstance(c, str) else c(cols)).tolist() for _, c, _ in spec]
+    return Table(name, title, tuple(h for h, _, _ in spec), tuple(zip(*data, strict=True)),
+                 tuple(f for _, _, f in spec), **kw)
 
 
 @dataclass(frozen=True)
