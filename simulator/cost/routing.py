@@ -4,8 +4,9 @@
 ``independent`` (the profile's popularity, tokens independent) or ``overlap`` (maximum-entropy fit of the popularity
 and lag overlaps). Under expert parallelism the busiest rank sets the pace: the expected maximum over ranks of the
 unique experts each rank hosts, and the (token, expert) pairs on that rank in proportion to its share of unique
-experts. Placements (``balanced``, ``contiguous``) and the closed forms of P(0) are the overlap layer's
-(:mod:`simulator.overlap.unique`).
+experts. Placements (``random``, ``balanced``, ``contiguous``), replicas, group-limited routing and the closed forms
+of P(0) are the overlap layer's (:mod:`simulator.overlap.unique`, :mod:`simulator.overlap.placement`). A per-layer
+routing profile gives each MoE layer its own statistics (:func:`layer_overlaps`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import overlap as ov
-from ..specs.model import ModelSpec
+from ..overlap.placement import eplb_replicas, replica_p_zero
+from ..overlap.popularity import water_fill
+from ..specs.model import FFN, ModelSpec
 from ..specs.routing_profile import LAGS
 from .ops import ExpertLoad
 
@@ -43,33 +46,87 @@ def model_overlap(model: ModelSpec, override: OverlapInput | None = None) -> Ove
     return OverlapInput()
 
 
+def layer_overlaps(model: ModelSpec, override: OverlapInput | None = None) -> tuple[OverlapInput, ...]:
+    """The statistics of each MoE layer, in order: the per-depth entries of a ``by_layer`` profile, else the pooled
+    statistics of :func:`model_overlap` for every MoE layer (an override replaces a per-layer profile)."""
+    moe = model.moe_layer_count
+    by = model.overlap.by_layer if override is None and model.overlap is not None else None
+    if by is None:
+        return (model_overlap(model, override),) * moe
+    stats = tuple(OverlapInput(tuple(x.lags), x.popularity) for x in by.layers)
+    return tuple(stats[j] for j in by.segments(moe))
+
+
+@functools.lru_cache(maxsize=512)
+def _stats(experts: int, top_k: int, stats: OverlapInput) -> ov.OverlapStats:
+    return ov.OverlapStats.from_overlaps(experts=experts, top_k=top_k, overlaps=stats.lags,
+                                         popularity=stats.popularity)
+
+
 @functools.lru_cache(maxsize=512)
 def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routing: str) -> np.ndarray:
     """Per-expert probability that one request's ``n_tokens`` consecutive tokens all miss the expert."""
     if routing == "uniform":
         return np.full(experts, ov.uniform_p_zero(experts, top_k, n_tokens))
-    st = ov.OverlapStats.from_overlaps(experts=experts, top_k=top_k, overlaps=stats.lags,
-                                       popularity=stats.popularity)
+    st = _stats(experts, top_k, stats)
     if routing == "independent" or not stats.lags or n_tokens == 1:
         return ov.independent_p_zero(st.popularity, n_tokens)
     fit = ov.fit_window(st, n_tokens=n_tokens, method="auto")
     return np.asarray(fit.p_zero, dtype=float)
 
 
+@functools.lru_cache(maxsize=512)
+def _group_p_zero(f: FFN, stats: OverlapInput, n_tokens: int, routing: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Group-limited routing: (group of each expert, per-request probability that none of the ``n_tokens`` tokens
+    picks the group), or None for plain routing. Groups are contiguous blocks of E/G experts; a group is picked
+    with ρ_g = water-filled Σ_{e in g} π_e (Σρ = topk_group), and its lag correlation is the experts' lift λ_d."""
+    if not f.group_limited:
+        return None
+    G, kg = f.n_group, f.topk_group
+    gid = np.arange(f.experts) // (f.experts // G)
+    if routing == "uniform":
+        return gid, np.full(G, ov.uniform_p_zero(G, kg, n_tokens))
+    st = _stats(f.experts, f.top_k, stats)
+    rho = water_fill(np.bincount(gid, weights=st.popularity, minlength=G), kg)
+    if routing == "independent" or not stats.lags or n_tokens == 1:
+        return gid, ov.independent_p_zero(rho, n_tokens)
+    s_e = float(st.popularity @ st.popularity)
+    s_g = float(rho @ rho)
+    lam = [max(0.0, (f.top_k * o - s_e) / max(f.top_k - s_e, 1e-12)) for o in stats.lags]
+    lags = tuple(min(1.0, (s_g + x * (kg - s_g)) / kg) for x in lam)
+    fit = ov.fit_window(ov.OverlapStats(rho, kg, overlaps=lags), n_tokens=n_tokens, method="auto")
+    return gid, np.asarray(fit.p_zero, dtype=float)
+
+
 def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens, routing: str,
-                stats: OverlapInput, placement: str = ov.DEFAULT_PLACEMENT) -> ExpertLoad:
+                stats: OverlapInput, placement: str = ov.DEFAULT_PLACEMENT, redundant: int = 0) -> ExpertLoad:
     """Unique experts and (token, expert) pairs on the busiest of ``ep`` ranks; ``batch`` and ``n_tokens`` are
-    aligned arrays (one fit per distinct token count)."""
+    aligned arrays (one fit per distinct token count). ``redundant``: EPLB replicas of the hottest experts (by
+    popularity), a request's tokens for an expert going to one of its copies at random; ``unique_total`` then
+    counts physical experts (a weight read per used copy)."""
     f = model.ffn
     batch = np.asarray(batch, dtype=float)
     n_tokens = np.broadcast_to(np.asarray(n_tokens, dtype=int), batch.shape)
     total, busiest = np.empty(batch.shape), np.empty(batch.shape)
+    replicas = None
+    if redundant:
+        load = _stats(f.experts, f.top_k, stats).popularity if routing != "uniform" else np.ones(f.experts)
+        replicas = eplb_replicas(load, redundant, ep)
     for n in np.unique(n_tokens):
         sel = n_tokens == n
         p0 = _p_zero(f.experts, f.top_k, stats, int(n), routing)
-        total[sel] = ov.unique_experts(p0, batch[sel])
-        busiest[sel] = total[sel] if ep == 1 else ov.busiest_rank_experts(p0, batch[sel], ranks=ep,
-                                                                           placement=placement)
+        groups = _group_p_zero(f, stats, int(n), routing)
+        phys = p0 if replicas is None else replica_p_zero(p0, replicas)[0]
+        total[sel] = ov.unique_experts(phys, batch[sel])
+        busiest[sel] = total[sel] if ep == 1 else ov.busiest_rank_experts(
+            p0, batch[sel], ranks=ep, placement=placement, replicas=replicas, groups=groups)
     pairs_total = batch * n_tokens * f.top_k
     share = np.where(total > 0, busiest / np.maximum(total, 1e-12), 0.0)
     return ExpertLoad(unique=busiest, pairs=pairs_total * share, unique_total=total)
+
+
+def mean_load(loads: list[ExpertLoad]) -> ExpertLoad:
+    """The mean over MoE layers of their expert loads (what a step reports per MoE layer)."""
+    if all(x is loads[0] for x in loads):
+        return loads[0]
+    return ExpertLoad(*(np.mean([getattr(x, f) for x in loads], axis=0) for f in ("unique", "pairs", "unique_total")))

@@ -14,10 +14,12 @@ Comparison baselines, with their closed-form P_e (the one home of these formulas
 
 Every U function takes an array of batch sizes and returns one value per batch size.
 
-Expert placement on R expert-parallel ranks (``PLACEMENTS``, default ``balanced``): ``balanced`` deals experts to
-ranks round-robin, rank = e mod R (with popularity sorted most popular first, every rank gets a similar mix, as EP
-load balancers aim for); ``contiguous`` puts blocks of consecutive experts on each rank, rank = ⌊e·R/E⌋ (with sorted
-popularity: the worst case).
+Expert placement on R expert-parallel ranks (``PLACEMENTS``, default ``random``): ``balanced`` deals experts to
+ranks round-robin in order of decreasing usage (an ideal load balancer; with popularity sorted most popular first,
+rank = e mod R); ``contiguous`` puts blocks of consecutive expert indices on each rank, rank = ⌊e·R/E⌋ (with an
+index-sorted popularity: the worst case); ``random`` is the expectation over uniformly random placements, which is
+what contiguous placement of a real model is with respect to popularity (expert indices carry no popularity
+order). Random placement, replicas and group-limited routing: :mod:`.placement`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..validation import Interval, check_params
+from . import placement as pl
 
 __all__ = [
     "DEFAULT_PLACEMENT",
@@ -40,8 +43,8 @@ __all__ = [
     "uniform_unique",
 ]
 
-PLACEMENTS = ("balanced", "contiguous")
-DEFAULT_PLACEMENT = "balanced"
+PLACEMENTS = ("balanced", "contiguous", "random")
+DEFAULT_PLACEMENT = "random"
 
 
 def uniform_p_zero(experts: int, top_k: int, n_tokens):
@@ -87,9 +90,9 @@ def unique_experts_std(p_zero, batch=1):
     return _shaped(np.sqrt((q * (1 - q)).sum(axis=1)), shape)
 
 
-def rank_placement(experts: int, ranks: int, kind: str = DEFAULT_PLACEMENT) -> np.ndarray:
-    """Expert -> rank map: ``balanced`` (rank = e mod R) or ``contiguous`` blocks (rank = e·R // E, i.e. e // (E/R)
-    when R divides E)."""
+def rank_placement(experts: int, ranks: int, kind: str = "balanced") -> np.ndarray:
+    """Expert -> rank map by index: ``balanced`` (rank = e mod R) or ``contiguous`` blocks (rank = e·R // E, i.e.
+    e // (E/R) when R divides E). ``random`` has no single map (its busiest rank is an expectation)."""
     check_params("rank_placement", {"experts": experts, "ranks": ranks},
                  {"experts": [Interval(int, 1, None)], "ranks": [Interval(int, 1, None)]})
     if ranks > experts:  # at most one rank per expert
@@ -99,41 +102,69 @@ def rank_placement(experts: int, ranks: int, kind: str = DEFAULT_PLACEMENT) -> n
         return e % ranks
     if kind == "contiguous":
         return e * ranks // experts
-    raise ParameterError(f"unknown placement '{kind}': use one of {', '.join(PLACEMENTS)} or an array of rank ids")
+    raise ParameterError(f"rank_placement: placement '{kind}' has no single map; use balanced or contiguous")
 
 
-def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=None):
+def _order_place(usage: np.ndarray, ranks: int, kind: str) -> np.ndarray:
+    """Rank of every (physical) expert: ``balanced`` deals them round-robin in order of decreasing usage (stable:
+    ties keep index order, so a sorted popularity gives rank = e mod R); ``contiguous`` cuts the index order into
+    blocks, rank = ⌊e·R/n⌋."""
+    n = usage.size
+    if kind == "contiguous":
+        return np.arange(n) * ranks // n
+    place = np.empty(n, dtype=int)
+    place[np.argsort(-usage, kind="stable")] = np.arange(n) % ranks
+    return place
+
+
+def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=None, *, replicas=None,
+                         groups=None):
     """Expected number of unique experts on the busiest rank, for each batch size.
 
     ``placement`` is an array of rank ids (one per expert) or a placement name (``PLACEMENTS``; default
-    ``balanced``).
+    ``DEFAULT_PLACEMENT``): ``random`` is the exact expectation over uniformly random placements
+    (:mod:`.placement`). ``replicas``: copies per expert (EPLB, :func:`.placement.eplb_replicas`); ``groups``:
+    (group id per expert, per-request probability that a group is not chosen) for group-limited routing.
     """
     p0 = np.asarray(p_zero, dtype=float)
-    if placement is None or isinstance(placement, str):
-        if ranks is None:
-            raise ParameterError("busiest_rank_experts needs ranks (or an explicit placement array)")
-        place = rank_placement(p0.size, int(ranks), placement or DEFAULT_PLACEMENT)
+    b = _batches(batch)
+    name = placement is None or isinstance(placement, str)
+    if name and ranks is None:
+        raise ParameterError("busiest_rank_experts needs ranks (or an explicit placement array)")
+    kind = (placement or DEFAULT_PLACEMENT) if name else None
+    if name and kind not in PLACEMENTS:
+        raise ParameterError(f"unknown placement '{kind}': use one of {', '.join(PLACEMENTS)} or an array of rank ids")
+    logical = np.arange(p0.size)
+    if replicas is not None:
+        p0, logical = pl.replica_p_zero(p0, replicas)
+    if name:
+        check_params("busiest_rank_experts", {"ranks": ranks}, {"ranks": [Interval(int, 1, p0.size)]})
+        if kind == "random" and p0.size % ranks:
+            raise ParameterError(f"the 'ranks' parameter of busiest_rank_experts must divide the {p0.size} "
+                                 f"(physical) experts for a random placement of equal-sized ranks. Got {ranks} "
+                                 f"instead.")
+        place = None if kind == "random" else _order_place(1.0 - p0, int(ranks), kind)
     else:
         place = np.asarray(placement)
         if place.shape != p0.shape or not np.issubdtype(place.dtype, np.integer) or place.min(initial=0) < 0:
             raise ParameterError(f"placement must hold one non-negative rank id per expert ({p0.size})")
-    nranks = int(place.max()) + 1
-    q, shape = _used(p0, batch)
-    order = np.argsort(place, kind="stable")
-    sizes = np.bincount(place, minlength=nranks)
-    width = int(sizes.max())
-    slot = np.arange(p0.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    padded = np.zeros((q.shape[0], nranks, width))
-    padded[:, place[order], slot] = q[:, order]
-    pmf = np.zeros((q.shape[0], nranks, width + 1))
-    pmf[..., 0] = 1.0
-    for j in range(width):
-        pj = padded[..., j : j + 1]
-        shifted = np.concatenate([np.zeros_like(pj), pmf[..., :-1]], axis=-1)
-        pmf = pmf * (1 - pj) + shifted * pj
-    cdf = np.minimum(np.cumsum(pmf, axis=-1), 1.0)
-    below = np.prod(cdf, axis=1)  # P(max <= x), shape (nb, width + 1)
-    return _shaped((1.0 - below[:, :width]).sum(axis=1), shape)
+    q = 1.0 - np.power(np.clip(p0, 0.0, 1.0)[None, :], b.reshape(-1, 1))
+    group_of = activity = None
+    if groups is not None:
+        gid, g_zero = (np.asarray(v) for v in groups)
+        group_of = gid.astype(int)[logical]
+        activity = 1.0 - np.power(np.clip(np.asarray(g_zero, dtype=float), 0.0, 1.0)[None, :], b.reshape(-1, 1))
+        for g in range(activity.shape[1]):  # a group is active whenever one of its experts is used
+            members = group_of == g
+            if members.any():
+                activity[:, g] = np.maximum(activity[:, g], q[:, members].max(axis=1))
+    if place is None:
+        out = pl.random_busiest(q, int(ranks), group_of, activity)
+    elif group_of is None:
+        out = pl.rank_max(q, place)
+    else:
+        out = pl.group_busiest(q, place, group_of, activity)
+    return _shaped(out, b.shape)
 
 
 def independent_unique(popularity, n_tokens: int, batch=1):

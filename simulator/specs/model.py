@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from ..errors import ConfigError
 from .dtypes import WEIGHT_DTYPES
-from .routing_profile import RoutingProfile, read_lags, read_popularity
+from .routing_profile import ByLayer, RoutingProfile, read_by_layer, read_lags, read_popularity
 from .schema import Provenance, Reader
 
 SCHEMA = "model/v1"
@@ -24,7 +24,9 @@ ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 LINEAR_KEYS = ("key_heads", "value_heads", "key_head_dim", "value_head_dim", "conv_kernel")
 FFN_KEYS = ("source", "gated", "dense_intermediate", "first_dense", "moe_every", "experts", "top_k",
-            "expert_intermediate", "shared_experts", "shared_intermediate", "router")
+            "expert_intermediate", "shared_experts", "shared_intermediate", "router", "n_group", "topk_group")
+# Group-limited routing (DeepSeek): fixed-placement pricing enumerates the 2^n_group activity patterns of the groups.
+MAX_GROUPS = 12
 
 
 @dataclass(frozen=True)
@@ -70,10 +72,16 @@ class FFN:
     shared_experts: int = 0
     shared_intermediate: int = 0
     router: str = "softmax"
+    n_group: int = 1  # group-limited routing: experts in n_group contiguous groups, each token picks topk_group
+    topk_group: int = 1  # of them (by group score) and its top-k experts inside those (1/1: plain routing)
 
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def group_limited(self) -> bool:
+        return self.topk_group < self.n_group
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,7 @@ class OverlapProfile:
     note: str = ""
     profile: str = ""  # name of the referenced routing profile ("" when given inline)
     citation: str = ""  # the text of the source
+    by_layer: ByLayer | None = None  # statistics by depth (None: the pooled lags/popularity for every MoE layer)
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,10 @@ class ModelSpec:
     def is_moe_layer(self, i: int) -> bool:
         f = self.ffn
         return f.is_moe and i >= f.first_dense and (i - f.first_dense + 1) % f.moe_every == 0
+
+    @property
+    def moe_layer_count(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.layers))
 
 
 def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
@@ -204,19 +217,31 @@ def _read_ffn(r: Reader, obj: object, layers: int) -> FFN:
                          fix="shared_intermediate is required when shared_experts > 0")
     if shared == 0 and "shared_intermediate" in f:
         raise r.fail(f"{p}.shared_intermediate", "is given but shared_experts is 0", "remove it or set shared_experts")
+    n_group = r.integer(f, "n_group", p, low=1, high=experts, default=1)
+    if experts % n_group:
+        raise r.fail(f"{p}.n_group", f"is {n_group}, which does not divide the {experts} experts",
+                     "n_group must divide experts (groups of equal size)")
+    topk_group = r.integer(f, "topk_group", p, low=1, high=n_group, default=n_group if "n_group" in f else 1,
+                           fix="topk_group is the number of groups a token picks: 1 <= topk_group <= n_group")
+    if topk_group < n_group and n_group > MAX_GROUPS:
+        raise r.fail(f"{p}.n_group", f"is {n_group}; group-limited routing is modelled for at most {MAX_GROUPS} "
+                     "groups", f"use n_group <= {MAX_GROUPS} or topk_group = n_group (plain routing)")
+    if topk_group * (experts // n_group) < top_k:
+        raise r.fail(f"{p}.topk_group", f"is {topk_group}: {topk_group} groups of {experts // n_group} experts "
+                     f"hold fewer than top_k = {top_k} experts", "raise topk_group")
     return FFN(gated, dense_i, first_dense, moe_every, experts, top_k,
                r.integer(f, "expert_intermediate", p, low=1), shared, shared_i,
-               r.string(f, "router", p, options=ROUTERS, default="softmax"))
+               r.string(f, "router", p, options=ROUTERS, default="softmax"), n_group, topk_group)
 
 
 def _read_overlap(r: Reader, obj: object, ffn: FFN, resolve: Callable[[str], RoutingProfile] | None) -> OverlapProfile:
     p = "routing_overlap"
-    o = r.mapping(obj, p, ("profile", "source", "lags", "popularity", "note"))
+    o = r.mapping(obj, p, ("profile", "source", "lags", "popularity", "note", "by_layer"))
     if not ffn.is_moe:
         raise r.fail(p, "is given for a dense model", "remove it; overlap statistics are for MoE routing")
     note = r.string(o, "note", p, default="")
     if "profile" in o:
-        inline = [k for k in ("source", "lags", "popularity") if k in o]
+        inline = [k for k in ("source", "lags", "popularity", "by_layer") if k in o]
         if inline:
             raise r.fail(f"{p}.{inline[0]}", "is given together with profile",
                          "either name a routing profile or give source/lags/popularity inline, not both")
@@ -232,11 +257,23 @@ def _read_overlap(r: Reader, obj: object, ffn: FFN, resolve: Callable[[str], Rou
             raise r.fail(f"{p}.profile", f"{name!r} was measured on {prof.experts} experts top-{prof.top_k}, but this "
                          f"model routes {ffn.experts} experts top-{ffn.top_k}",
                          "overlap statistics depend on E and k: give statistics of this model inline or none")
-        return OverlapProfile(prof.lags, prof.popularity, prof.source, note or prof.note, prof.name, prof.citation)
+        return OverlapProfile(prof.lags, prof.popularity, prof.source, note or prof.note, prof.name, prof.citation,
+                              prof.by_layer)
     r.mapping(o, p, o.keys(), ("source", "lags"))
     source = r.source(o, p)
-    return OverlapProfile(read_lags(r, o, p), read_popularity(r, o, p), source, note, "",
-                          r.sources.get(source, "assumed"))
+    popularity = read_popularity(r, o, p)
+    return OverlapProfile(read_lags(r, o, p), popularity, source, note, "", r.sources.get(source, "assumed"),
+                          read_by_layer(r, o, p, popularity))
+
+
+def _check_depth(r: Reader, overlap: OverlapProfile, moe_layers: int) -> None:
+    """A per-layer profile must have one entry per MoE layer of the model."""
+    b = overlap.by_layer
+    if b is not None and b.split == "per_layer" and len(b.layers) != moe_layers:
+        where = f"routing profile {overlap.profile!r}" if overlap.profile else "routing_overlap.by_layer.layers"
+        raise r.fail("routing_overlap.by_layer" if not overlap.profile else "routing_overlap.profile",
+                     f"{where} has {len(b.layers)} per-layer entries but the model has {moe_layers} MoE layers",
+                     "give one entry per MoE layer, or split: thirds")
 
 
 def read_model(obj: object, where: str, routing_profile: Callable[[str], RoutingProfile] | None = None) -> ModelSpec:
@@ -266,7 +303,7 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
                                   r.boolean(o, "counts_input_embedding", op, default=True),
                                   r.boolean(o, "counts_lm_head", op, default=True), str(o.get("note", "")))
     overlap = _read_overlap(r, top["routing_overlap"], ffn, routing_profile) if "routing_overlap" in top else None
-    return ModelSpec(
+    spec = ModelSpec(
         name=name,
         display_name=r.string(top, "display_name", "", default=name),
         role=r.string(top, "role", "", options=ROLES),
@@ -285,3 +322,6 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
         provenance=MappingProxyType(dict(r.provenance)),
         origin=where,
     )
+    if overlap is not None:
+        _check_depth(r, overlap, spec.moe_layer_count)
+    return spec

@@ -25,15 +25,17 @@ def test_predict_json(capsys):
 
 def test_predict_placements(capsys):
     """With skewed popularity (expert 0 most popular), contiguous blocks put the popular experts on one rank: its
-    busiest rank touches more experts than the balanced (round-robin, the default) placement's."""
+    busiest rank touches more experts than the balanced (round-robin) placement's; the default (random: the
+    expectation over random placements) lies between them."""
     argv = ("predict", "--experts", "128", "--top-k", "8", "--tokens", "4", "--batch", "4", "--overlap",
             "0.381,0.329,0.301,0.299", "--popularity", "skew:0.118", "--ranks", "8", "--json")
     busiest = {}
-    for placement in (None, "balanced", "contiguous"):
+    for placement in (None, "random", "balanced", "contiguous"):
         code, out, err = _run(capsys, *argv, *(("--placement", placement) if placement else ()))
         assert code == 0, err
         busiest[placement] = json.loads(out)["busiest_rank_experts"]
-    assert busiest[None] == busiest["balanced"] < busiest["contiguous"]
+    assert busiest[None] == busiest["random"]
+    assert busiest["balanced"] < busiest["random"] < busiest["contiguous"]
 
 
 def test_predict_text_and_methods(capsys):
