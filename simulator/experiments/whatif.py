@@ -6,6 +6,7 @@ fixed-cost scale, and 4-bit experts, each priced through the sweep's one pricing
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ..sweep import HARDWARE_GROUPS, Variant
 from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import deploy_target, price_target
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, Table, trend
 from .schema import Target, choice, loadable, on_grid, param_field
 
 
@@ -61,48 +62,70 @@ def variants(base, target, p: Attribution) -> list[tuple[str, str, object, Varia
     return out
 
 
-@dataclass(frozen=True)
-class Metrics:
-    s_low: float
+class Metrics(NamedTuple):
+    s_low: float  # best speedup at the smallest batch
     peak_batch: int
-    advantage: float
-    ratio: float
-    s_at: dict
+    advantage: float  # S(B min) − max S over B ≥ compare_from
+    ratio: float  # T_decode/T_verify at ratio_draft_len, smallest batch
+    s16: float | None
 
 
 def metrics(res, p: Settings) -> Metrics:
     _, s = res.best()
     b = res.batch
-    hi = b >= p.compare_from
     j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
-    return Metrics(float(s[0]), int(b[int(np.argmax(s))]), float(s[0] - s[hi].max()),
-                   float(1 / res.verify_decode_ratio[j, 0]), {int(x): float(y) for x, y in zip(b, s, strict=True)})
+    return Metrics(float(s[0]), int(b[int(np.argmax(s))]), float(s[0] - s[b >= p.compare_from].max()),
+                   float(1 / res.verify_decode_ratio[j, 0]), float(s[b == 16][0]) if 16 in b else None)
+
+
+class GridRow(NamedTuple):
+    model: str
+    gpu: str
+    format: str | None
+    deployment: str
+    prior_s: float | None
+    s: float | None
+    peak: int | None
+    advantage: float | None
+    ratio: float | None
+    prior_ratio: float | None
+    s16: float | None
+    note: str
+
+
+class AttrRow(NamedTuple):
+    group: str
+    label: str
+    format: str
+    s: float | None
+    advantage: float | None
+    ratio: float | None
+    ds: float | None
+    dadvantage: float | None
+    dratio: float | None
+    peak: int | None
+    prior_s: float | None
+    note: str
 
 
 def _grid_rows(study, priced, p: Settings):
     rows, skipped = [], []
-    hws = study.grid.hardware or ("h100-sxm",)
-    dts = study.grid.dtype or (None,)
     for t in study.grid.all_targets:
-        for h in hws:
-            for d in dts:
-                m = {}
-                for mode in study.grid.modes:
-                    pt = priced.find(t.model, mode, "", h, d)
-                    if pt is not None:
-                        m[mode] = (metrics(pt.case.result, p), pt)
-                if not m:
+        for h in study.grid.hardware or ("h100-sxm",):
+            for d in study.grid.dtype or (None,):
+                pts = {md: pt for md in study.grid.modes if (pt := priced.find(t.model, md, "", h, d)) is not None}
+                if not pts:
                     why = next(w for mm, hh, dd, w in priced.skipped if (mm, hh, dd) == (t.model, h, d))
                     skipped.append((t.model, h, d, _short_reason(why)))
                     continue
-                rf, pr = (m.get(k, (None,))[0] for k in ("refined", "prior"))
-                pt = next(iter(m.values()))[1]
-                ok = pt.case.result.batch
+                m = {md: metrics(pt.case.result, p) for md, pt in pts.items()}
+                rf, pr = m.get("refined"), m.get("prior")
+                case = next(iter(pts.values())).case
+                ok = case.result.batch
                 note = "" if len(ok) == len(study.grid.batch) else f"batches above {ok[-1]:g} dropped"
-                rows.append((t.model, h, d, pt.case.deployment.label, pr.s_low if pr else None,
-                             rf.s_low if rf else None, rf.peak_batch if rf else None, rf.advantage if rf else None,
-                             rf.ratio if rf else None, pr.ratio if pr else None, rf.s_at.get(16) if rf else None,
-                             note))
+                rows.append(GridRow(t.model, h, d, case.deployment.label, pr and pr.s_low, rf and rf.s_low,
+                                    rf and rf.peak_batch, rf and rf.advantage, rf and rf.ratio, pr and pr.ratio,
+                                    rf and rf.s16, note))
     return rows, skipped
 
 
@@ -112,27 +135,23 @@ def _short_reason(err: str) -> str:
     return tail.split("; ")[0][:140]
 
 
-def _attribution(study, ctx, p: Settings):
+def _attribution(study, ctx, p: Settings) -> list[AttrRow]:
     a = p.attribution
-    base, target = load_hardware(a.base), load_hardware(a.target)
     t = Target(model=a.model, hardware=a.base)
-    rows = []
-    for group, label, hw, v in variants(base, target, a):
+    rows, base = [], None
+    for group, label, hw, v in variants(load_hardware(a.base), load_hardware(a.target), a):
         hw, v = v.hardware(hw), replace(v, copy_fields=(), fixed_cost_scale=None)  # deploy on the edited GPU
         dd, err = deploy_target(study, t, hw, v.dtype or a.dtype, fallbacks=())
         if dd is None:
-            rows.append((group, label, v.dtype or a.dtype, None, None, None, None, None, err[:160]))
+            rows.append(AttrRow(group, label, v.dtype or a.dtype, *[None] * 8, err[:160]))
             continue
         res = {m: metrics(price_target(study, ctx, dd, m, v).result, p) for m in study.grid.modes}
         rf = res["refined"]
-        rows.append((group, label, v.dtype or a.dtype, rf.s_low, rf.advantage, rf.ratio, rf.peak_batch,
-                     res["prior"].s_low if "prior" in res else None, ""))
-    b0 = rows[0]
-    out = []
-    for x in rows:
-        d = (None, None, None) if x[3] is None else (x[3] - b0[3], x[4] - b0[4], x[5] - b0[5])
-        out.append((*x[:6], *d, *x[6:]))
-    return out
+        base = base or rf
+        rows.append(AttrRow(group, label, v.dtype or a.dtype, rf.s_low, rf.advantage, rf.ratio, rf.s_low - base.s_low,
+                            rf.advantage - base.advantage, rf.ratio - base.ratio, rf.peak_batch,
+                            res["prior"].s_low if "prior" in res else None, ""))
+    return rows
 
 
 def run(exp, priced, ctx, p: Settings) -> Part:
@@ -156,7 +175,7 @@ def run(exp, priced, ctx, p: Settings) -> Part:
                    lambda path: _plot_bars(grid_rows, exp, path)),
             Figure("attribution", f"One-change-at-a-time attribution for {a.model} (refined S at B={b0})",
                    lambda path: _plot_attr(attr, exp, path)))
-    keys, findings = _findings(grid_rows, attr, exp)
+    keys, findings = _findings(grid_rows, attr, exp, p)
     settings = (f"GPUs {', '.join(g.hardware)} (Blackwell profiles are spec-derived what-ifs: the H100 kernel-curve "
                 "shapes rescaled by each GPU's bandwidth, H100 fixed costs kept; see docs/MODEL.md §3.8)",
                 f"formats {', '.join(g.dtype)}; deployment by the sweep's default rule with the format forced",
@@ -167,72 +186,67 @@ def run(exp, priced, ctx, p: Settings) -> Part:
     return Part(keys, (grid_t, skip_t, attr_t), figs, findings, settings)
 
 
-def _findings(grid_rows, attr, exp):
-    p = exp.analyses["whatif"].attribution
-    hardware, dtypes = exp.grid.hardware, exp.grid.dtype
-    refined = {(r[0], r[1], r[2]): r[5] for r in grid_rows if r[5] is not None}
-    adv = {(r[0], r[1], r[2]): r[7] for r in grid_rows if r[7] is not None}
-    base_key = (p.base, p.dtype)
+def _findings(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings):
+    a = p.attribution
+    s = {(r.model, r.gpu, r.format): r for r in grid_rows if r.s is not None}
     comps = []
-    for hw in hardware:
-        for d in dtypes:
-            if (hw, d) == base_key:
-                continue
-            pairs = [(refined[(m, hw, d)], refined[(m, *base_key)], adv[(m, hw, d)], adv[(m, *base_key)])
-                     for (m, h2, d2) in refined if (h2, d2) == (hw, d) and (m, *base_key) in refined]
+    for hw in exp.grid.hardware:
+        for d in exp.grid.dtype:
+            pairs = [(r, s[(m, a.base, a.dtype)]) for (m, h, f), r in s.items()
+                     if (h, f) == (hw, d) != (a.base, a.dtype) and (m, a.base, a.dtype) in s]
             if pairs:
-                up = sum(a > b for a, b, _, _ in pairs)
-                adv_up = sum(c > e for _, _, c, e in pairs)
-                mean = float(np.mean([a - b for a, b, _, _ in pairs]))
-                comps.append((hw, d, up, adv_up, len(pairs), mean))
-    one = [x for x in attr if x[0] == "one change" and x[3] is not None]
-    top = max(one, key=lambda x: abs(x[6])) if one else None
-    full = next((x for x in attr if x[0] == "target"), None)
-    four = next((x for x in attr if x[0] == "4-bit"), None)
-    hyp = next((x for x in attr if x[0] == "hypothetical" and x[1].startswith(p.target)), None)
-    keys = tuple((f"{hw} {d} vs {p.base} {p.dtype}: refined S(B=1) up / advantage up",
+                comps.append((hw, d, sum(r.s > b.s for r, b in pairs), sum(r.advantage > b.advantage for r, b in pairs),
+                              len(pairs), float(np.mean([r.s - b.s for r, b in pairs]))))
+    ran = [x for x in attr if x.s is not None]
+    one = [x for x in ran if x.group == "one change"]
+    top = max(one, key=lambda x: abs(x.ds)) if one else None
+    full, four = (next((x for x in ran if x.group == grp), None) for grp in ("target", "4-bit"))
+    hyp = next((x for x in ran if x.group == "hypothetical" and x.label.startswith(a.target)), None)
+    keys = tuple((f"{hw} {d} vs {a.base} {a.dtype}: refined S(B=1) up / advantage up",
                   f"{up} / {au} of {n} targets (mean ΔS {mean:+.2f})") for hw, d, up, au, n, mean in comps)
-    if full and full[3] is not None:
-        keys += ((f"{p.model}: {p.base} → {p.target} ΔS(B=1)", f"{full[6]:+.3f}"),)
-    if top:
-        keys += ((f"largest single spec change ({p.model})", f"{top[1]}: ΔS(B=1) {top[6]:+.3f}"),)
-    if four and four[3] is not None:
-        keys += ((f"{p.target} + 4-bit experts ΔS(B=1)", f"{four[6]:+.3f}"),)
-    s1 = (f"Does the low-batch advantage grow? Against {p.base} in {p.dtype} (targets that run there): " + "; ".join(
+    keys += (((f"{a.model}: {a.base} → {a.target} ΔS(B=1)", f"{full.ds:+.3f}"),) if full else ())
+    keys += (((f"largest single spec change ({a.model})", f"{top.label}: ΔS(B=1) {top.ds:+.3f}"),) if top else ())
+    keys += (((f"{a.target} + 4-bit experts ΔS(B=1)", f"{four.ds:+.3f}"),) if four else ())
+    s1 = (f"Does the low-batch advantage grow? Against {a.base} in {a.dtype} (targets that run there): " + "; ".join(
         f"on {hw} in {d} the refined speedup at the smallest batch is higher for {up} of {n} targets (mean change "
         f"{mean:+.2f}) and the low-batch advantage grows for {au}" for hw, d, up, au, n, mean in comps)
-        + ". " + _profile_diffs(p, grid_rows, hardware))
-    def dS(group):
-        return [(x[1], x[6]) for x in attr if x[0] == group and x[3] is not None]
+        + ". " + _profile_diffs(a, grid_rows, exp.grid.hardware))
 
-    base_row = attr[0]
-    s2 = (f"Attribution for {p.model} (refined, change of the speedup at the smallest batch against {p.base} "
-          f"{p.dtype}, S = {base_row[3]:.2f}, T_dec/T_ver = {base_row[5]:.3f}): "
-          + (f"all of {p.target}'s spec changes {full[6]:+.3f} (T_dec/T_ver {full[5]:.3f}); " if full and full[3]
-             is not None else "")
-          + "one change from the base: " + ", ".join(f"{n.split(' + ')[-1].replace(p.target + ' ', '')} {v:+.3f}"
-                                                     for n, v in dS("one change"))
-          + f"; one change reverted from {p.target}: "
-          + ", ".join(f"without {n.split(' with ')[-1].replace(p.base + ' ', '')} {v:+.3f}"
-                      for n, v in dS("one reverted"))
-          + (f"; {p.target} with 4-bit experts ({p.four_bit}) {four[6]:+.3f}, i.e. {four[6] - full[6]:+.3f} over "
-             f"{p.target} in {p.dtype} (T_dec/T_ver {four[5]:.3f})" if four and full and four[3] is not None
-             and full[3] is not None else "")
-          + "; hypothetical fixed costs: " + ", ".join(f"{n} {v:+.3f}" for n, v in dS("hypothetical")) + ". "
-          + (f"The change that drives it is **{top[1].split(' + ')[-1].replace(p.target + ' ', '')}**: the what-if "
-             "rule keeps H100's fixed costs, so more bandwidth shrinks only the byte-proportional part of both passes "
-             "and the verify pass, whose extra cost is mostly expert bytes, moves closer to a decode step (the "
-             "fixed-cost amortisation mechanism, amplified); 4-bit experts act the same way by halving expert bytes. "
-             "L2 size has no effect at batch 1 because the model charges no weight re-reads below one GEMM tile "
-             "(128 rows) per expert, so there is nothing for a larger L2 to absorb." if top else ""))
-    ratio = load_hardware(p.target).hbm_bandwidth / load_hardware(p.base).hbm_bandwidth
+    def group(name):
+        return [x for x in ran if x.group == name]
+
+    def change(x):  # the spec group a one-change row names
+        return x.label.split(" + ")[-1].replace(a.target + " ", "")
+
+    l2 = next((x.ds for x in one if change(x).startswith("L2")), 0.0)
+    why = {"HBM bandwidth": "the what-if rule keeps H100's fixed costs, so more bandwidth shrinks only the "
+           "byte-proportional part of both passes and the verify pass, whose extra cost is mostly expert bytes, moves "
+           "closer to a decode step (the fixed-cost amortisation mechanism, amplified)"
+           + ("; 4-bit experts act the same way by halving expert bytes" if four and full and four.ds > full.ds
+              else "")}
+    l2_text = ("L2 size has no effect at batch 1 because the model charges no weight re-reads below one GEMM tile "
+               "(128 rows) per expert, so there is nothing for a larger L2 to absorb." if abs(l2) < 0.0005 else
+               f"{a.target}'s L2 {trend(0.0, l2, 'raises', 'lowers', 'keeps')} S by {abs(l2):.3f}.")
+    base = attr[0]
+    s2 = (f"Attribution for {a.model} (refined, change of the speedup at the smallest batch against {a.base} "
+          f"{a.dtype}, S = {base.s:.2f}, T_dec/T_ver = {base.ratio:.3f}): "
+          + (f"all of {a.target}'s spec changes {full.ds:+.3f} (T_dec/T_ver {full.ratio:.3f}); " if full else "")
+          + "one change from the base: " + ", ".join(f"{change(x)} {x.ds:+.3f}" for x in one)
+          + f"; one change reverted from {a.target}: " + ", ".join(
+              f"without {x.label.split(' with ')[-1].replace(a.base + ' ', '')} {x.ds:+.3f}"
+              for x in group("one reverted"))
+          + (f"; {a.target} with 4-bit experts ({a.four_bit}) {four.ds:+.3f}, i.e. {four.ds - full.ds:+.3f} over "
+             f"{a.target} in {a.dtype} (T_dec/T_ver {four.ratio:.3f})" if four and full else "")
+          + "; hypothetical fixed costs: " + ", ".join(f"{x.label} {x.ds:+.3f}" for x in group("hypothetical")) + ". "
+          + (f"The change that drives it is **{change(top)}**: {why.get(change(top), 'see the attribution table')}. "
+             + l2_text if top else ""))
+    ratio = load_hardware(a.target).hbm_bandwidth / load_hardware(a.base).hbm_bandwidth
     s3 = ("How sure: these are what-if predictions, never checked against Blackwell measurements. The what-if rule "
-          f"keeps {p.base}'s fixed costs (launch floors, collective latencies, host overhead); with {ratio:.1f}× the "
+          f"keeps {a.base}'s fixed costs (launch floors, collective latencies, host overhead); with {ratio:.1f}× the "
           "bandwidth those fixed costs become a larger share of a step, which is why the hypothetical fixed-cost "
           "variant is shown"
-          + (f" (with every fixed cost x{p.fixed_cost_scale:g} on {p.target}, the gain over {p.base} is "
-             f"{hyp[6]:+.3f} instead of {full[6]:+.3f})" if hyp and full and hyp[3] is not None and full[3] is not None
-             else "")
+          + (f" (with every fixed cost x{a.fixed_cost_scale:g} on {a.target}, the gain over {a.base} is "
+             f"{hyp.ds:+.3f} instead of {full.ds:+.3f})" if hyp and full else "")
           + ". nvfp4 kernels use the fp8_block MoE kernel parameters (no fp4 measurement exists), and the B300 L2 "
             "size is assumed equal to B200's.")
     return keys, (s1, s2, s3)
@@ -253,16 +267,16 @@ def _profile_diffs(p, grid_rows, hardware) -> str:
              if getattr(a, f) != getattr(b, f)]
     diffs += [f"{d} peak {a.peak_flops.get(d, 0) / 1e12:.0f} vs {b.peak_flops.get(d, 0) / 1e12:.0f} TFLOPS"
               for d in sorted(set(a.peak_flops) | set(b.peak_flops)) if a.peak_flops.get(d) != b.peak_flops.get(d)]
-    sa = {(r[0], r[2]): r[5] for r in grid_rows if r[1] == a.name and r[5] is not None}
-    sb = {(r[0], r[2]): r[5] for r in grid_rows if r[1] == b.name and r[5] is not None}
+    sa = {(r.model, r.format): r.s for r in grid_rows if r.gpu == a.name and r.s is not None}
+    sb = {(r.model, r.format): r.s for r in grid_rows if r.gpu == b.name and r.s is not None}
     gap = max((abs(sa[k] - sb[k]) for k in sa if k in sb), default=float("nan"))
     return (f"{b.name} differs from {a.name} in: {'; '.join(diffs) or 'nothing the model uses'}; their refined "
             f"speedups at the smallest batch differ by at most {gap:.3f}.")
 
 
 def _plot_bars(grid_rows, exp, path) -> str:
-    models = list(dict.fromkeys(r[0] for r in grid_rows))
-    vals = {(r[0], r[1], r[2]): r[5] for r in grid_rows}
+    models = list(dict.fromkeys(r.model for r in grid_rows))
+    vals = {(r.model, r.gpu, r.format): r.s for r in grid_rows}
     combos = [(h, d) for h in exp.grid.hardware for d in exp.grid.dtype if any(vals.get((m, h, d)) for m in models)]
     fig, (ax,) = plots.grid_figure(1, panel=(max(8.0, 1.1 * len(models)), 4.2),
                               title=f"Refined speedup at B={exp.grid.batch[0]} (best draft length)")
@@ -285,15 +299,15 @@ def _plot_bars(grid_rows, exp, path) -> str:
 
 
 def _plot_attr(attr, exp, path) -> str:
-    rows = [x for x in attr if x[3] is not None]
+    rows = [x for x in attr if x.s is not None]
     fig, (ax,) = plots.grid_figure(1, panel=(8.0, 0.32 * len(rows) + 1.2),
                               title=f"{exp.analyses['whatif'].attribution.model}: change of refined S(B="
                                     f"{exp.grid.batch[0]}) against {exp.analyses['whatif'].attribution.base} "
                                     f"{exp.analyses['whatif'].attribution.dtype}")
     ys = np.arange(len(rows))[::-1]
-    ax.barh(ys, [x[6] for x in rows], color=["#1b9e77" if x[6] >= 0 else "#d95f02" for x in rows])
+    ax.barh(ys, [x.ds for x in rows], color=[plots.PALETTE[0] if x.ds >= 0 else plots.PALETTE[1] for x in rows])
     ax.set_yticks(ys)
-    ax.set_yticklabels([x[1] for x in rows], fontsize=7)
+    ax.set_yticklabels([x.label for x in rows], fontsize=7)
     ax.axvline(0, color="0.3", linewidth=0.8)
     ax.set_xlabel("Δ speedup at the smallest batch", fontsize=8)
     ax.grid(True, axis="x", alpha=0.3)
