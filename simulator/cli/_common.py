@@ -21,6 +21,8 @@ FLAGS = {
     "popularity": "--popularity", "top_k": "--top-k", "experts": "--experts", "hidden": "--hidden",
     "inter": "--inter", "tokens_per_request": "--tokens-per-request", "placement": "--placement",
     "drafter": "--drafter",
+    "num_experts": "--experts", "samples": "--samples", "seed": "--seed", "seq_tokens": "--seq-tokens",
+    "format": "--format",
     "hw": "--hardware",
 }
 

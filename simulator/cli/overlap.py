@@ -10,6 +10,8 @@ import sys
 import warnings
 
 from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PREDICTORS
+from ..overlap.trace_formats import DEFAULT_SEQ_TOKENS
+from ..overlap.trace_formats import FORMATS as TRACE_FORMATS
 from ._common import OneLineParser, add_json_flag, csv_list, print_json
 
 _PREDICT_EPILOG = """\
@@ -26,9 +28,12 @@ examples:
   python -m simulator overlap fit trace.jsonl --tokens 4 --window 3 --layer 0 --json
 Predictors (each a choice of trace statistics fitted by maximum entropy, or a baseline): pairs (per-expert pair
 probabilities, all lags), pooled (pooled overlaps, lift rule), lag1 (lag 1 only), window (M-token patterns),
-independent, uniform. Relative error = prediction / empirical - 1. Traces: .npy/.npz integer arrays
-[sequences, tokens, layers, k] or [sequences, tokens, k], or JSON Lines
-{"seq": .., "token": .., "layer": .., "experts": [..]}."""
+independent, uniform. Relative error = prediction / empirical - 1. Traces (--format, default auto: by extension
+and content): npy/npz integer arrays [sequences, tokens, layers, k] or [sequences, tokens, k]; jsonl records
+{"seq": .., "token": .., "layer": .., "experts": [..]}; sglang: SGLang's per-token expert-distribution dump (.pt,
+or its .npz export); vllm: vLLM's routed_experts arrays [tokens, layers, k] per request (.npz of arrays, .pt list,
+or .jsonl with "routed_experts"). Engine dumps are cut into windows of --seq-tokens tokens. Without --experts the
+expert count is the largest id + 1, refused when fewer than half of the ids up to it occur (docs/MODEL.md §2.9)."""
 
 _SYNTH_EPILOG = """\
 example:
@@ -79,7 +84,11 @@ def register(subparsers) -> None:
                         formatter_class=fmt, description="Per-layer popularity and lag overlaps of a routing "
                         "trace, and for each window N and batch B the empirical unique experts next to each "
                         f"predictor's value and relative error ({', '.join(PREDICTORS)}).", epilog=_FIT_EPILOG)
-    pf.add_argument("trace", metavar="TRACE", help="routing trace (.npy, .npz or .jsonl)")
+    pf.add_argument("trace", metavar="TRACE", help="routing trace (.npy, .npz, .jsonl or an engine dump)")
+    pf.add_argument("--format", default="auto", choices=TRACE_FORMATS,
+                    help="trace format (default auto: by extension and content)")
+    pf.add_argument("--seq-tokens", type=int, default=None, metavar="T",
+                    help=f"engine dumps: window length in tokens (default {DEFAULT_SEQ_TOKENS})")
     pf.add_argument("--tokens", type=csv_list(int, "--tokens"), default=[4], metavar="N[,N..]",
                     help="window sizes (default 4)")
     pf.add_argument("--batch", type=csv_list(int, "--batch"), default=[1], metavar="B[,B..]",
@@ -89,7 +98,8 @@ def register(subparsers) -> None:
     pf.add_argument("--layer", type=csv_list(int, "--layer"), default=None, metavar="L[,L..]",
                     help="layers to evaluate (default all)")
     pf.add_argument("--experts", type=int, default=None, metavar="E",
-                    help="expert count (default: largest id + 1, or num_experts in an .npz)")
+                    help="expert count: ids outside [0, E) are rejected (default: num_experts in an .npz, the "
+                    "SGLang dump's map, or the largest id + 1 when the ids are dense)")
     pf.add_argument("--samples", type=int, default=2000, help="random draws for the empirical mean (default 2000)")
     pf.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
     add_json_flag(pf)
@@ -161,7 +171,7 @@ def _fit(args) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = read_trace(args.trace, num_experts=args.experts)
+        trace = read_trace(args.trace, num_experts=args.experts, format=args.format, seq_tokens=args.seq_tokens)
         report = evaluate_trace(trace, args.tokens, args.batch, window=args.window, layers=args.layer,
                                 samples=args.samples, seed=args.seed)
     _emit_warnings(caught)

@@ -31,7 +31,9 @@ Closed forms of P_e(0…0) and unique experts (U vectorised over an array of bat
     ``predict(stats, n_tokens, batch=1, *, method="auto", ranks=None, placement=None, check=True)
         -> OverlapPrediction``;  ``realisability_warnings(stats, n_tokens, method)``
 Traces and the synthetic router
-    ``read_trace(path, num_experts=None) -> Trace``, ``write_trace(trace, path)``, ``validate_routing(array, E)``,
+    ``read_trace(path, num_experts=None, *, format="auto", seq_tokens=None) -> Trace`` (TRACE_FORMATS: auto, npy,
+    npz, jsonl, sglang, vllm: SGLang / vLLM routing dumps), ``write_trace(trace, path)``,
+    ``validate_routing(array, E)``,
     ``layer_stats(trace, layer, *, max_lag=4, window=0) -> OverlapStats``,
     ``empirical_unique(trace, layer, n_tokens, batch, *, samples=2000, seed=0) -> (mean, std)``,
     ``evaluate_trace(trace, n_tokens, batch, *, window=3, layers=None, samples=2000, seed=0,
@@ -46,7 +48,9 @@ from .popularity import independent_overlap, parse_popularity
 from .predict import OverlapPrediction, RealisabilityWarning, predict, realisability_warnings
 from .stats import POOLING_RULES, OverlapStats, pool_pairs
 from .synth import synth_trace
-from .traces import Trace, empirical_unique, layer_stats, read_trace, validate_routing, write_trace
+from .trace_formats import FORMATS as TRACE_FORMATS
+from .trace_formats import read_trace
+from .traces import Trace, empirical_unique, layer_stats, validate_routing, write_trace
 from .unique import (
     DEFAULT_PLACEMENT,
     PLACEMENTS,
@@ -69,6 +73,7 @@ __all__ = [
     "OverlapPrediction",
     "OverlapStats",
     "RealisabilityWarning",
+    "TRACE_FORMATS",
     "Trace",
     "TraceReport",
     "WindowFit",

@@ -24,7 +24,7 @@ from ..errors import ParameterError
 from ..validation import Interval, check_params
 from .fit import fit_window
 from .stats import OverlapStats
-from .traces import Trace, empirical_unique, layer_stats
+from .traces import SAMPLES, SEED, Trace, empirical_unique, layer_stats
 from .unique import independent_unique, uniform_unique, unique_experts
 
 __all__ = ["PREDICTORS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]
@@ -125,6 +125,7 @@ def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, 
     for extreme in (0, -1):  # the smallest and largest window and batch size
         check_params("evaluate_trace", {"n_tokens": ns[extreme], "batch": int(bs[extreme])}, declared)
     check_params("evaluate_trace", {"window": window}, declared)
+    check_params("evaluate_trace", {"samples": samples, "seed": seed}, {"samples": SAMPLES, "seed": SEED})
     chosen = range(trace.layers) if layers is None else [int(x) for x in np.atleast_1d(layers)]
     summaries, rows = [], []
     for layer in chosen:

@@ -1,8 +1,13 @@
-"""Routing traces: reading, validating, writing, per-layer statistics and empirical unique-expert counts.
+"""Routing traces: the validated routing array, writing, per-layer statistics and empirical unique-expert counts.
 
-Formats: ``.npy`` / ``.npz`` integer arrays shaped [sequences, tokens, layers, k] or [sequences, tokens, k] (one
-layer; in ``.npz`` the array is ``experts``, optionally with a scalar ``num_experts``), and JSON Lines with one
-record per token and layer: ``{"seq": 0, "token": 5, "layer": 2, "experts": [17, 3, ...]}`` (``layer`` optional).
+A trace is an integer array of expert ids shaped [sequences, tokens, layers, k]. Reading files (``.npy``, ``.npz``,
+JSON Lines, and the routing dumps of SGLang and vLLM) is in :mod:`simulator.overlap.trace_formats`.
+
+The expert count E: a trace's ids must lie in [0, E). When E is stated (``num_experts``), any id outside is an
+error that counts the bad ids; E is never widened to fit them. When it is not stated, E = largest id + 1 is
+assumed only if the ids are dense enough to make that plausible: at least half of the ids in [0, largest] occur
+(``SPARSE_IDS_SHARE``). A trace whose ids are sparser (e.g. one stray id 1,000,000 among 16 experts) is refused,
+asking for the expert count.
 
 Statistics are counted *circularly* within each sequence (token T−1 is followed by token 0), so that popularity,
 pair marginals and window-pattern frequencies are exactly consistent with one another (stationary); the bias is
@@ -11,35 +16,53 @@ O(D/T) for lags up to D.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import warnings
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ParameterError
+from ..validation import Interval, Param, check_params
 from .stats import OverlapStats
 
 __all__ = [
+    "MAX_EXPERTS",
+    "NUM_EXPERTS",
+    "SAMPLES",
+    "SEED",
+    "SPARSE_IDS_SHARE",
     "Trace",
     "activity",
     "check_trace_path",
     "empirical_unique",
     "layer_stats",
-    "read_trace",
     "validate_routing",
     "write_trace",
 ]
 
+MAX_EXPERTS = 65536  # routed experts per layer: above any MoE model (DeepSeek-V3 256, Kimi K2 384), keeps E bounded
+NUM_EXPERTS = Param(Interval(int, 1, MAX_EXPERTS), unit="experts")
+SAMPLES = Param(Interval(int, 1, None), unit="draws")
+SEED = Param(Interval(int, 0, None))
+SPARSE_IDS_SHARE = 0.5  # an unstated E = max id + 1 needs at least this share of [0, max id] to occur
+
+WRITE_FORMATS = (".npy", ".npz", ".jsonl")
+
 
 @dataclass(frozen=True, eq=False)
 class Trace:
-    """Expert ids routed to, shape (sequences, tokens, layers, k); ids in [0, num_experts)."""
+    """Expert ids routed to, shape (sequences, tokens, layers, k); ids in [0, num_experts).
+
+    ``layer_ids``: the model layer of each trace layer when they differ from 0..L−1 (an engine dump whose dense
+    layers carry no routing); empty otherwise."""
 
     experts: np.ndarray
     num_experts: int
     source: str = ""
+    layer_ids: tuple = ()
 
     @property
     def sequences(self) -> int:
@@ -63,7 +86,34 @@ class Trace:
         return self.experts[:, :, index, :]
 
 
-def validate_routing(array, num_experts: int | None = None, where: str = "trace") -> Trace:
+def _where(pos) -> str:
+    return f"[seq {int(pos[0])}, token {int(pos[1])}, layer {int(pos[2])}]"
+
+
+def _expert_count(arr: np.ndarray, num_experts, where: str) -> int:
+    """The expert count E of a non-negative id array: the stated one (every id must be below it) or an inferred
+    max id + 1 when the ids are dense enough (module docstring)."""
+    largest = int(arr.max())
+    if num_experts is not None:
+        check_params("read_trace", {"num_experts": num_experts}, {"num_experts": NUM_EXPERTS})
+        e = int(num_experts)
+        bad = int(np.count_nonzero(arr >= e))
+        if bad:
+            raise ParameterError(
+                f"{where}: {bad} of {arr.size} expert ids are outside [0, {e}) (largest {largest}, first at "
+                f"{_where(np.argwhere(arr >= e)[0])}); the expert count is {e}: check that the trace belongs to "
+                f"this model, or state its real expert count")
+        return e
+    used = int(np.unique(arr).size)
+    if used < SPARSE_IDS_SHARE * (largest + 1) or largest + 1 > MAX_EXPERTS:
+        raise ParameterError(
+            f"{where}: the expert count is not stated and the ids are too sparse to infer it: only {used} distinct "
+            f"ids occur in [0, {largest}]; state the model's expert count (num_experts), and ids at or above it "
+            f"are rejected")
+    return largest + 1
+
+
+def validate_routing(array, num_experts: int | None = None, where: str = "trace", *, layer_ids=()) -> Trace:
     """Check shape, integer ids, id range and distinct experts per token; returns a :class:`Trace`."""
     arr = np.asarray(array)
     if arr.ndim == 3:
@@ -78,144 +128,93 @@ def validate_routing(array, num_experts: int | None = None, where: str = "trace"
             raise ParameterError(f"{where}: expert ids must be integers; got dtype {arr.dtype}")
     s, t, layers, k = arr.shape
     if min(s, layers, k) < 1 or t < 2:
-        raise ParameterError(f"{where}: need at least 1 sequence, 2 tokens, 1 layer and k >= 1; got shape {arr.shape}")
+        raise ParameterError(f"{where}: need at least 1 sequence, 2 tokens, 1 layer and k >= 1; got shape "
+                             f"{tuple(int(d) for d in arr.shape)}")
     if arr.min() < 0:
-        pos = tuple(int(i) for i in np.argwhere(arr < 0)[0])
-        raise ParameterError(f"{where}: negative expert id {int(arr[pos])} at [seq {pos[0]}, token {pos[1]}, "
-                             f"layer {pos[2]}]; ids must be in [0, E)")
-    top = int(arr.max()) + 1
-    e = top if num_experts is None else int(num_experts)
-    if top > e:
-        pos = tuple(int(i) for i in np.argwhere(arr >= e)[0])
-        raise ParameterError(f"{where}: expert id {int(arr[pos])} at [seq {pos[0]}, token {pos[1]}, layer {pos[2]}] "
-                             f"is outside [0, {e}); give the model's expert count (num_experts) if it is larger")
-    if k > e:
-        raise ParameterError(f"{where}: each token lists k={k} experts but there are only E={e}")
+        neg = int(np.count_nonzero(arr < 0))
+        pos = np.argwhere(arr < 0)[0]
+        raise ParameterError(f"{where}: {neg} negative expert ids (first {int(arr[tuple(pos)])} at {_where(pos)}); "
+                             f"ids must be in [0, E)")
     ordered = np.sort(arr, axis=-1)
     dup = ordered[..., 1:] == ordered[..., :-1]
     if dup.any():
-        pos = tuple(int(i) for i in np.argwhere(dup)[0])
-        raise ParameterError(f"{where}: token {pos[1]} of sequence {pos[0]} (layer {pos[2]}) routes to expert "
-                             f"{int(ordered[pos])} twice; each token's k experts must be distinct")
+        pos = np.argwhere(dup)[0]
+        raise ParameterError(f"{where}: token {int(pos[1])} of sequence {int(pos[0])} (layer {int(pos[2])}) routes "
+                             f"to expert {int(ordered[tuple(pos)])} twice; each token's k experts must be distinct")
+    e = _expert_count(arr, num_experts, where)
+    if k > e:
+        raise ParameterError(f"{where}: each token lists k={k} experts but there are only E={e}")
     dtype = np.int16 if e <= np.iinfo(np.int16).max else np.int32
     out = arr.astype(dtype)
     out.setflags(write=False)
-    return Trace(out, e, where)
-
-
-def _read_jsonl(path: str, num_experts: int | None) -> Trace:
-    records: dict = {}
-    k_seen = None
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ParameterError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise ParameterError(f"{path} line {lineno}: expected an object with seq, token, experts")
-            for name in ("seq", "token", "experts"):
-                if name not in rec:
-                    raise ParameterError(f"{path} line {lineno}: missing field '{name}'")
-            ids, tok, layer = rec["experts"], rec["token"], rec.get("layer", 0)
-            if (not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-                    or not isinstance(tok, int) or not isinstance(layer, int) or tok < 0 or layer < 0):
-                raise ParameterError(f"{path} line {lineno}: 'token' and 'layer' must be integers >= 0 and "
-                                     f"'experts' a list of integer ids")
-            if k_seen is None:
-                k_seen = len(ids)
-            if len(ids) != k_seen or not ids:
-                raise ParameterError(f"{path} line {lineno}: {len(ids)} experts, but earlier tokens list {k_seen}; "
-                                     f"every token must list the same k experts")
-            key = (rec["seq"] if not isinstance(rec["seq"], list) else str(rec["seq"]), tok, layer)
-            if key in records:
-                raise ParameterError(f"{path} line {lineno}: duplicate record for seq {key[0]}, token {tok}, "
-                                     f"layer {layer}")
-            records[key] = ids
-    if not records:
-        raise ParameterError(f"{path}: no records")
-    seqs = list(dict.fromkeys(key[0] for key in records))
-    layers = sorted({key[2] for key in records})
-    if layers != list(range(len(layers))):
-        raise ParameterError(f"{path}: layers must be numbered 0..L-1; found {layers[:10]}")
-    lengths = {}
-    for sq in seqs:
-        toks = sorted({key[1] for key in records if key[0] == sq})
-        missing = sorted(set(range(toks[-1] + 1)) - set(toks))
-        if missing:
-            raise ParameterError(f"{path}: sequence {sq} is missing token {missing[0]}; tokens must be 0..T-1")
-        lengths[sq] = len(toks)
-    t = min(lengths.values())
-    if len(set(lengths.values())) > 1:
-        warnings.warn(f"{path}: sequences have different lengths ({t}..{max(lengths.values())} tokens); "
-                      f"using the first {t} tokens of each", stacklevel=3)
-    arr = np.empty((len(seqs), t, len(layers), k_seen), dtype=np.int64)
-    for i, sq in enumerate(seqs):
-        for tok in range(t):
-            for layer in layers:
-                ids = records.get((sq, tok, layer))
-                if ids is None:
-                    raise ParameterError(f"{path}: sequence {sq} token {tok} has no record for layer {layer}")
-                arr[i, tok, layer] = ids
-    return validate_routing(arr, num_experts, path)
-
-
-def read_trace(path: str, num_experts: int | None = None) -> Trace:
-    """Read and validate a routing trace (.npy, .npz or .jsonl)."""
-    if not os.path.isfile(path):
-        raise ParameterError(f"trace file '{path}' not found")
-    ext = os.path.splitext(path)[1].lower()
-    try:
-        if ext == ".jsonl":
-            return _read_jsonl(path, num_experts)
-        if ext == ".npy":
-            return validate_routing(np.load(path, allow_pickle=False), num_experts, path)
-        if ext == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                names = list(data.files)
-                key = "experts" if "experts" in names else (names[0] if len(names) == 1 else None)
-                if key is None:
-                    raise ParameterError(f"{path}: expected an array named 'experts'; found {names}")
-                if num_experts is None and "num_experts" in names:
-                    num_experts = int(data["num_experts"])
-                return validate_routing(data[key], num_experts, path)
-    except (OSError, ValueError, EOFError) as exc:
-        if isinstance(exc, ParameterError):
-            raise
-        raise ParameterError(f"cannot read trace '{path}': {exc}") from None
-    raise ParameterError(f"unknown trace format '{ext}' for '{path}': use .npy, .npz or .jsonl")
-
-
-_FORMATS = (".npy", ".npz", ".jsonl")
+    layer_ids = tuple(int(i) for i in layer_ids)
+    if layer_ids == tuple(range(layers)):
+        layer_ids = ()
+    elif layer_ids and len(layer_ids) != layers:
+        raise ParameterError(f"{where}: {len(layer_ids)} layer ids for {layers} layers")
+    return Trace(out, e, where, layer_ids)
 
 
 def check_trace_path(path: str) -> str:
-    """The lower-case extension of a trace path to write; raises unless it is .npy, .npz or .jsonl."""
+    """The lower-case extension of a trace path to write, after checking that a file can be created there (a
+    probe file is created and removed); raises a one-line ParameterError otherwise."""
+    if os.path.isdir(path):
+        raise ParameterError(f"cannot write '{path}': it is a folder; give a file name ending in .npy, .npz or "
+                             f".jsonl")
     ext = os.path.splitext(path)[1].lower()
-    if ext not in _FORMATS:
+    if ext not in WRITE_FORMATS:
         raise ParameterError(f"unknown output format '{ext}' for '{path}': use .npy, .npz or .jsonl")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ParameterError(f"cannot write '{path}': folder '{folder}' does not exist")
+    tmp = _temporary(path, folder, ext)
+    os.close(tmp[0])
+    os.unlink(tmp[1])
     return ext
 
 
+def _temporary(path: str, folder: str, ext: str):
+    try:
+        return tempfile.mkstemp(prefix=".tmp-", suffix=ext, dir=folder)
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise ParameterError(f"cannot write '{path}': {reason} in folder '{folder}'; choose a writable folder") \
+            from None
+
+
 def write_trace(trace: Trace, path: str) -> None:
-    """Write a trace as .npy, .npz (with num_experts) or .jsonl, chosen by the extension."""
+    """Write a trace as .npy, .npz (with num_experts) or .jsonl, chosen by the extension.
+
+    The file is written under a temporary name in the target folder and renamed when complete, so a failure
+    leaves no partial file."""
     ext = check_trace_path(path)
-    if ext == ".npy":
-        np.save(path, np.asarray(trace.experts))
-    elif ext == ".npz":
-        np.savez_compressed(path, experts=np.asarray(trace.experts), num_experts=np.int64(trace.num_experts))
-    elif ext == ".jsonl":
-        with open(path, "w", encoding="utf-8") as fh:
-            for s in range(trace.sequences):
-                for t in range(trace.tokens):
-                    for layer in range(trace.layers):
-                        ids = [int(i) for i in trace.experts[s, t, layer]]
-                        fh.write(json.dumps({"seq": s, "token": t, "layer": layer, "experts": ids}) + "\n")
+    fd, tmp = _temporary(path, os.path.dirname(os.path.abspath(path)), ext)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if ext == ".npy":
+                np.save(fh, np.asarray(trace.experts))
+            elif ext == ".npz":
+                np.savez_compressed(fh, experts=np.asarray(trace.experts), num_experts=np.int64(trace.num_experts))
+            else:
+                for s in range(trace.sequences):
+                    for t in range(trace.tokens):
+                        for layer in range(trace.layers):
+                            ids = [int(i) for i in trace.experts[s, t, layer]]
+                            rec = {"seq": s, "token": t, "layer": layer, "experts": ids}
+                            fh.write((json.dumps(rec) + "\n").encode("utf-8"))
+        os.replace(tmp, path)
+    except OSError as exc:
+        _remove(tmp)
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise ParameterError(f"cannot write '{path}': {reason}") from None
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def activity(trace: Trace, layer: int) -> np.ndarray:
@@ -257,6 +256,7 @@ def empirical_unique(trace: Trace, layer: int, n_tokens: int, batch=1, *, sample
     Each sample draws B distinct sequences (with replacement when B exceeds the number of sequences) and one window
     start per sequence, uniformly. Returns two arrays with one value per batch size.
     """
+    check_params("empirical_unique", {"samples": samples, "seed": seed}, {"samples": SAMPLES, "seed": SEED})
     ids = trace.layer(layer)
     s, t, k = ids.shape
     if not 1 <= n_tokens <= t:
