@@ -32,6 +32,8 @@ import functools
 
 import numpy as np
 
+from ..errors import ParameterError
+
 __all__ = ["eplb_replicas", "replica_p_zero", "rank_max", "random_max_table", "random_busiest", "group_busiest",
            "MAX_GROUPS"]
 
@@ -43,6 +45,10 @@ def eplb_replicas(load, redundant: int, ranks: int) -> np.ndarray:
     the expert with the largest ``load`` per copy (ties: the lower index), at most ``ranks`` copies per expert."""
     w = np.asarray(load, dtype=float)
     c = np.ones(w.size, dtype=int)
+    if redundant > w.size * (ranks - 1):
+        raise ParameterError(f"the 'redundant' parameter of eplb_replicas must be at most {w.size * (ranks - 1)} "
+                             f"(one copy of each of {w.size} experts per rank on {ranks} ranks). Got {redundant} "
+                             "instead.")
     for _ in range(int(redundant)):
         per = np.where(c < ranks, w / c, -np.inf)
         c[int(np.argmax(per))] += 1
@@ -142,7 +148,10 @@ def random_busiest(q: np.ndarray, ranks: int, group_of=None, activity=None) -> n
                                         where=a > 0))
             mix = a * cond
             mix[:, 0] += 1.0 - a[:, 0]
-            pmf = np.stack([np.convolve(pr, mr)[: n + 1] for pr, mr in zip(pmf, mix, strict=True)])
+            out = np.zeros_like(pmf)
+            for j in range(mix.shape[1]):  # convolve, vectorised over rows
+                out[:, j:] += mix[:, j : j + 1] * pmf[:, : n + 1 - j]
+            pmf = out
     return pmf @ random_max_table(n, ranks)
 
 
