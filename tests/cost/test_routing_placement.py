@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.errors import ParameterError
-from simulator.overlap import busiest_rank_experts, eplb_replicas, replica_p_zero, unique_experts
-from simulator.overlap.placement import random_max_table, rank_max
+from simulator.overlap import busiest_rank_experts, unique_experts
+from simulator.overlap.placement import eplb_replicas, random_max_table, rank_max, replica_p_zero
 
 FAST = settings(max_examples=30, deadline=None, derandomize=True)
 
