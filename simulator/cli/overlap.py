@@ -75,8 +75,8 @@ def register(subparsers) -> None:
     pp.add_argument("--ranks", type=int, default=None, metavar="R", help="expert-parallel ranks: report the "
                     "busiest rank's expected unique experts")
     pp.add_argument("--placement", default=DEFAULT_PLACEMENT, choices=PLACEMENTS,
-                    help=f"expert->rank placement with --ranks: balanced (rank = expert mod R) or contiguous blocks "
-                    f"(default {DEFAULT_PLACEMENT})")
+                    help=f"expert->rank placement with --ranks: random (expectation over placements), balanced "
+                         f"(round-robin by usage) or contiguous blocks (default {DEFAULT_PLACEMENT})")
     add_json_flag(pp)
     pp.set_defaults(func=_predict)
 

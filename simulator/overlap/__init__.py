@@ -26,7 +26,8 @@ Closed forms of P_e(0…0) and unique experts (U vectorised over an array of bat
     ``uniform_p_zero(experts, top_k, n_tokens)`` (1 − k/E)^n,  ``independent_p_zero(popularity, n_tokens)`` (1 − π)^n
     ``unique_experts(p_zero, batch)``, ``unique_experts_std(p_zero, batch)``,
     ``busiest_rank_experts(p_zero, batch, ranks=None, placement=None)``, ``rank_placement(experts, ranks, kind)``
-        (PLACEMENTS: balanced, contiguous; DEFAULT_PLACEMENT balanced),
+        (PLACEMENTS: balanced, contiguous, random; DEFAULT_PLACEMENT random; replicas=, groups=),
+    ``eplb_replicas(load, redundant, ranks)``, ``replica_p_zero(p_zero, replicas)`` (EPLB replicas, .placement),
     ``independent_unique(popularity, n_tokens, batch)``, ``uniform_unique(experts, top_k, n_tokens, batch)``
     ``predict(stats, n_tokens, batch=1, *, method="auto", ranks=None, placement=None, check=True)
         -> OverlapPrediction``;  ``realisability_warnings(stats, n_tokens, method)``
@@ -44,7 +45,8 @@ Traces and the synthetic router
 
 from .evaluate import PREDICTORS, TraceReport, evaluate_trace
 from .fit import METHODS, WindowFit, clear_cache, fit_window, p_zero, resolve_method
-from .popularity import independent_overlap, parse_popularity
+from .placement import eplb_replicas, replica_p_zero
+from .popularity import independent_overlap, parse_popularity, water_fill
 from .predict import OverlapPrediction, RealisabilityWarning, predict, realisability_warnings
 from .stats import POOLING_RULES, OverlapStats, pool_pairs
 from .synth import synth_trace
@@ -80,6 +82,7 @@ __all__ = [
     "busiest_rank_experts",
     "clear_cache",
     "empirical_unique",
+    "eplb_replicas",
     "evaluate_trace",
     "fit_window",
     "independent_overlap",
@@ -93,6 +96,7 @@ __all__ = [
     "rank_placement",
     "read_trace",
     "realisability_warnings",
+    "replica_p_zero",
     "resolve_method",
     "synth_trace",
     "uniform_p_zero",
@@ -100,5 +104,6 @@ __all__ = [
     "unique_experts",
     "unique_experts_std",
     "validate_routing",
+    "water_fill",
     "write_trace",
 ]
