@@ -246,11 +246,18 @@ def sglang_sequences(records, physical_to_logical=None, *, where: str = "sglang 
         if ids.ndim != 3 or not np.issubdtype(ids.dtype, np.integer):
             raise ParameterError(f"{where}: record {i}: 'topk_ids_of_layer' must be an integer array [layers, "
                                  f"tokens, k]; got shape {ids.shape}, dtype {ids.dtype}")
+        if np.any(ids < -1):
+            raise ParameterError(f"{where}: record {i}: expert id {int(ids.min())}; ids are >= 0, or -1 where empty")
         ids = _logical(ids, p2l, where, i).transpose(1, 0, 2)  # [tokens, layers, k]
         n = ids.shape[0]
-        pos = np.asarray(rec.get("positions", np.arange(n))).reshape(-1)
-        esl = rec.get("extend_seq_lens")
-        mode = int(np.asarray(rec.get("forward_mode", 0)))
+        try:
+            pos = np.asarray(rec.get("positions", np.arange(n)), dtype=np.int64).reshape(-1)
+            esl = rec.get("extend_seq_lens")
+            lens = None if esl is None else np.asarray(esl, dtype=np.int64).reshape(-1)
+            mode = int(np.asarray(rec.get("forward_mode", 0), dtype=np.int64).reshape(()))
+        except (TypeError, ValueError, OverflowError):
+            raise ParameterError(f"{where}: record {i}: 'positions', 'extend_seq_lens' and 'forward_mode' must be "
+                                 f"integers") from None
         if n == 0:
             continue
         if mode == SGLANG_DECODE:
@@ -263,7 +270,6 @@ def sglang_sequences(records, physical_to_logical=None, *, where: str = "sglang 
             prev_pos = pos
             continue
         open_chains = None
-        lens = None if esl is None else np.asarray(esl, dtype=np.int64).reshape(-1)
         if lens is None or lens.sum() != n or np.any(lens < 0):
             skipped += 1
             continue
@@ -337,10 +343,13 @@ def _vllm_arrays(path: str) -> list:
                     raise ParameterError(f"{path} line {lineno}: expected an object with 'routed_experts' "
                                          f"[tokens][layers][k]")
                 try:
-                    arrays.append(np.asarray(rec["routed_experts"], dtype=np.int64))
+                    ids = np.asarray(rec["routed_experts"])
                 except (TypeError, ValueError, OverflowError):
+                    ids = None
+                if ids is None or ids.ndim != 3 or not (np.issubdtype(ids.dtype, np.integer) or ids.size == 0):
                     raise ParameterError(f"{path} line {lineno}: 'routed_experts' must be a rectangular list "
-                                         f"[tokens][layers][k] of integer ids") from None
+                                         f"[tokens][layers][k] of integer ids")
+                arrays.append(ids)
         return arrays
     if ext in TORCH_EXTENSIONS:
         data = _load_torch(path, "a torch.save'd list of vLLM routed_experts arrays")

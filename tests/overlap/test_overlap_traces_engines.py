@@ -9,6 +9,8 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.cli import main
 from simulator.errors import ParameterError
@@ -280,3 +282,43 @@ def test_cli_trace_errors_are_one_line_exit_2(tmp_path, capsys, argv, text):
     for internal in ("allow_pickle", "np.float64", "np.int64(", "range [1, 0]"):
         assert internal not in lines[0]
     assert sorted(os.listdir(tmp_path)) == ["bad.npy", "good.npy", "pickled.npy"]  # nothing half-written
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), lens=st.lists(st.integers(1, 9), min_size=1, max_size=6),
+       replicas=st.integers(0, 6), split=st.integers(0, 6))
+def test_sglang_extend_passes_recover_any_routing(seed, lens, replicas, split):
+    """Any routing of requests of any lengths, spread over one or two extend passes and stored as physical ids of
+    any replica layout, maps back to the same logical routing (dense layer 0 and the unused columns dropped)."""
+    rng = np.random.default_rng(seed)
+    experts, k, slots = 8, 3, 8 + replicas
+    truth = [np.stack([[rng.choice(experts, k, replace=False) for _ in range(2)] for _ in range(n)]) for n in lens]
+    phys = np.concatenate([np.arange(experts), rng.choice(experts, replicas)])
+    p2l = np.stack([phys[rng.permutation(slots)] for _ in range(3)])
+    cut = min(split, len(lens))
+    records = []
+    for pass_id, group in enumerate((truth[:cut], truth[cut:])):
+        if not group:
+            continue
+        tokens = np.concatenate(group)
+        ids = np.full((3, len(tokens), 8), -1, dtype=np.int32)
+        for layer in (1, 2):
+            for t, tok in enumerate(tokens):
+                ids[layer, t, :k] = [rng.choice(np.flatnonzero(p2l[layer] == e)) for e in tok[layer - 1]]
+        records.append({"forward_pass_id": pass_id, "forward_mode": 1, "extend_seq_lens": [len(g) for g in group],
+                        "positions": np.concatenate([np.arange(len(g)) for g in group]), "topk_ids_of_layer": ids})
+    seqs, layer_ids, skipped = sglang_sequences(records, p2l)
+    assert layer_ids == (1, 2) and skipped == 0 and _same_pieces(seqs, truth)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), stated=st.integers(2, 40))
+def test_stated_count_reports_exactly_the_ids_outside(seed, stated):
+    rng = np.random.default_rng(seed)
+    arr = np.stack([[rng.choice(40, 2, replace=False) for _ in range(6)] for _ in range(3)])  # [3, 6, 2], ids < 40
+    bad = int(np.count_nonzero(arr >= stated))
+    if bad:
+        with pytest.raises(ParameterError, match=f": {bad} of 36 expert ids are outside \\[0, {stated}\\)"):
+            validate_routing(arr, stated)
+    else:
+        assert validate_routing(arr, stated).num_experts == stated
