@@ -103,14 +103,13 @@ def random_max_table(n: int, ranks: int) -> np.ndarray:
 
     P(max ≤ x | u) by a recursion over ranks: f_R(v) = 1[v ≤ x]; f_r(v) = Σ_c H(c; N_r, m, v) f_{r+1}(v − c) with
     N_r = (R − r + 1)·m free slots and H the hypergeometric pmf of c used slots on rank r."""
-    from scipy.special import gammaln
-
     m = n // ranks
     if ranks == 1:
         return np.arange(n + 1, dtype=float)
+    logfact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
 
     def lchoose(a, b):
-        return gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
+        return logfact[a] - logfact[b] - logfact[a - b]
 
     xs = np.arange(m)[:, None]  # thresholds x = 0..m−1 (max > x for x >= m is impossible)
     f = (np.arange(m + 1)[None, :] <= xs).astype(float)  # last rank: v used slots of m
