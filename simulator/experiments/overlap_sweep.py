@@ -35,38 +35,32 @@ class Point:
     batch: np.ndarray
     speedup: np.ndarray  # best over γ, per batch
     ratio: float  # T_decode/T_verify at the smallest batch, ratio draft length
-    error: str = ""
 
     @property
     def peak_batch(self) -> int:
         return int(self.batch[int(np.argmax(self.speedup))])
 
 
-def _point(case, profile: str, o1: float, lags, s: Settings) -> Point:
+def _point(case, e, s: Settings) -> Point:
+    """The point of an expanded overlap variant ``e`` from its priced case."""
     res = case.result
-    return Point(case.model.name, profile, o1, lags, res.batch, res.best()[1], case.decode_verify(s.ratio_draft_len, 0))
-
-
-def _price(study, ctx, dd, e, o1: float):
-    ex = replace(e, lag1=o1, name=f"{e.spec.name} {e.profile} o(1)={o1:g}")
-    v = build_variant(ex, dd.model)
-    return price_target(study, ctx, dd, "refined", v), v.overlap.lags
+    return Point(case.model.name, e.profile, e.lag1, build_variant(e, case.model).overlap.lags, res.batch,
+                 res.best()[1], case.decode_verify(s.ratio_draft_len, 0))
 
 
 def _flips(study, ctx, dd, e, pts: list[Point], s: Settings) -> list[tuple[float, int, int]]:
     """(o(1) at the flip, peak batch below it, peak batch above it) for each grid interval where 'peak at the
     smallest batch' changes, refined by bisection to ``resolution``."""
     out = []
-    ok = [x for x in pts if not x.error]
-    for a, b in zip(ok, ok[1:], strict=False):
+    for a, b in zip(pts, pts[1:], strict=False):
         lo_low, hi_low = a.peak_batch == a.batch[0], b.peak_batch == b.batch[0]
         if lo_low == hi_low:
             continue
         lo, hi = a, b
         while hi.lag1 - lo.lag1 > s.resolution:
             o1 = 0.5 * (lo.lag1 + hi.lag1)
-            case, lags = _price(study, ctx, dd, e, o1)
-            mid = _point(case, e.profile, o1, lags, s)
+            ex = replace(e, lag1=o1, name=f"{e.spec.name} {e.profile} o(1)={o1:g}")
+            mid = _point(price_target(study, ctx, dd, "refined", build_variant(ex, dd.model)), ex, s)
             if (mid.peak_batch == mid.batch[0]) == lo_low:
                 lo = mid
             else:
@@ -84,21 +78,18 @@ def run(study, priced, ctx, p: Settings) -> Part:
         dd, _ = deploy_target(study, t)
         bases[dd.model.name] = (baseline(exps[0].spec.overlap, dd.model), dd)
         for prof in dict.fromkeys(e.profile for e in exps):
-            pts = []
-            for e in (x for x in exps if x.profile == prof):
-                pt = priced.find(dd.model.name, "refined", e.name)
-                pts.append(_point(pt.case, prof, e.lag1, build_variant(e, dd.model).overlap.lags, p))
+            pts = [_point(priced.find(dd.model.name, "refined", e.name).case, e, p) for e in exps if e.profile == prof]
             points += pts
             e0 = next(x for x in exps if x.profile == prof)
             flips += [(dd.model.name, prof, *f) for f in _flips(study, ctx, dd, e0, pts, p)]
     g = study.grid
     bi = [int(np.flatnonzero(np.asarray(g.batch) == b)[0]) for b in p.report_batches]
     rows = tuple((x.model, x.profile, x.lag1, *(float(x.speedup[i]) for i in bi), x.peak_batch, x.ratio,
-                  ", ".join(f"{v:.3f}" for v in x.lags), x.error) for x in points)
+                  ", ".join(f"{v:.3f}" for v in x.lags)) for x in points)
     table = Table("sensitivity", "Refined speedup (best draft length) vs lag-1 overlap",
                   ("model", "profile", "o(1)", *(f"S(B={b})" for b in p.report_batches), "peak batch",
-                   f"T_decode/T_verify (B={g.batch[0]}, γ={p.ratio_draft_len})", "lags o(1..D)", "error"),
-                  rows, ("", "", "{:.3f}", *["{:.2f}"] * len(bi), "{:d}", "{:.3f}", "", ""))
+                   f"T_decode/T_verify (B={g.batch[0]}, γ={p.ratio_draft_len})", "lags o(1..D)"),
+                  rows, ("", "", "{:.3f}", *["{:.2f}"] * len(bi), "{:d}", "{:.3f}", ""))
     flip_t = Table("flips", "Where the curve shape flips (peak moves to the smallest batch)",
                    ("model", "profile", "o(1) at flip", "peak batch below", "peak batch above"), tuple(flips),
                    ("", "", "{:.3f}", "{:d}", "{:d}"))
@@ -118,7 +109,7 @@ def findings(points, flips, exp, p: Settings, bases) -> tuple[str, ...]:
     out = []
     for m in bases:
         for prof in dict.fromkeys(x.profile for x in points):
-            pts = [x for x in points if x.model == m and x.profile == prof and not x.error]
+            pts = [x for x in points if x.model == m and x.profile == prof]
             if not pts:
                 continue
             s = [(x.lag1, x.speedup) for x in pts]
@@ -186,7 +177,7 @@ def _plot_overlap(points, flips, exp, p: Settings, path) -> str:
     styles = {"cohere": "-", "markov": "--"}
     profs = list(dict.fromkeys(x.profile for x in points))
     panels = {m: [(f"B={b}, {prof}", *zip(*[(x.lag1, x.speedup[exp.grid.batch.index(b)]) for x in points
-                                            if (x.model, x.profile) == (m, prof) and not x.error], strict=True),
+                                            if (x.model, x.profile) == (m, prof)], strict=True),
                    {"linestyle": styles[prof], "color": plots.PALETTE[k]})
                   for k, b in enumerate(p.report_batches) for prof in profs]
               for m in dict.fromkeys(x.model for x in points)}
@@ -206,7 +197,7 @@ def _plot_curves(points, exp, p: Settings, path) -> str:
     first = points[0].profile
     panels = {}
     for m in dict.fromkeys(x.model for x in points):
-        pts = [x for x in points if x.model == m and x.profile == first and not x.error]
+        pts = [x for x in points if x.model == m and x.profile == first]
         idx = sorted(set(np.linspace(0, len(pts) - 1, min(6, len(pts))).round().astype(int).tolist()))
         panels[m] = [(f"o(1)={pts[i].lag1:.3f}", pts[i].batch, pts[i].speedup,
                       {"color": plots.PALETTE[k % len(plots.PALETTE)]}) for k, i in enumerate(idx)]
