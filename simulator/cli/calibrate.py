@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..specs.kernels import ENGINES
 from ._common import print_json, progress
 
 
@@ -30,22 +31,66 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="write or fit even when the profile is not the measured GPU's")
     p.add_argument("--report", type=Path, metavar="MD", help="write a Markdown calibration report")
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="calibrate this engine on aiconfigurator-core's tables of --hardware (needs the optional "
+                        "extra: pip install \".[calibrate]\"); without it the bundled H100 CSVs are used")
+    p.add_argument("--version", default=None, help="engine version folder to read (default: the newest)")
+    p.add_argument("--all", action="store_true",
+                   help="calibrate every bundled GPU x engine that has tables (held-out GPUs excluded) and write "
+                        "each into its bundled profile (with --write-bundled) and report (with --report-dir)")
+    p.add_argument("--write-bundled", type=Path, metavar="DIR", help="with --all: the hardware/ folder to write")
+    p.add_argument("--report-dir", type=Path, metavar="DIR", help="with --all: write <gpu>-<engine>.md and an index")
     p.add_argument("--json", action="store_true", help="print the errors as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
 
 
+def run_all(args) -> int:
+    from ..cost.aic_tables import available_gpus, engines_with_data
+    from ..cost.calibrate import calibrate_engine
+    from ..cost.calibrate_io import index_markdown, report_markdown, write_profile
+    from ..specs.catalog import bundled_files
+
+    bundled = set(bundled_files("hardware"))
+    done = []
+    for gpu in available_gpus():
+        if gpu not in bundled:
+            continue
+        for engine in engines_with_data(gpu):
+            if (gpu, engine) == ("h100-sxm", "trtllm"):
+                continue  # the default block is fitted on the bundled CSVs (the same rows): plain `calibrate`
+            progress(f"calibrate: {gpu} {engine}", args.quiet)
+            cal = calibrate_engine(gpu, engine)
+            if args.write_bundled:
+                write_profile(args.write_bundled / f"{gpu}.yaml", cal)
+            if args.report_dir:
+                args.report_dir.mkdir(parents=True, exist_ok=True)
+                (args.report_dir / f"{gpu}-{engine}.md").write_text(report_markdown(cal), encoding="utf-8")
+            done.append(cal)
+            print(f"{gpu:<10} {engine:<7} " + ", ".join(f"{f.cls} {f.variant} {f.mape_fit:.1%}/{f.mape_loso:.1%}"
+                                                         for f in cal.fits))
+    if args.report_dir:
+        (args.report_dir / "README.md").write_text(index_markdown(done), encoding="utf-8")
+    return 0
+
+
 def run(args) -> int:
-    from ..cost.calibrate import calibrate
+    from ..cost.calibrate import calibrate, calibrate_engine
     from ..cost.calibrate_io import report_markdown, write_profile
     from ..specs.catalog import load_hardware
 
+    if args.all:
+        return run_all(args)
     hw = load_hardware(args.hardware)
     if args.write is not None and not args.write.is_file():
         from ..errors import ConfigError
 
         raise ConfigError(str(args.write), "", "does not exist", "--write names an existing profile file")
-    cal = calibrate(hw, args.data, progress=lambda m: progress(m, args.quiet), force=args.force)
+    if args.engine is not None or args.version is not None:
+        cal = calibrate_engine(hw.name, args.engine or "trtllm",
+                               args.version, progress=lambda m: progress(m, args.quiet), hw=hw)
+    else:
+        cal = calibrate(hw, args.data, progress=lambda m: progress(m, args.quiet), force=args.force)
     rows = [{"op": f.cls, "variant": f.variant, "rows": f.rows, "filter": f.filter, "mape_fit": f.mape_fit,
              "mape_leave_one_shape_out": f.mape_loso, "shape": f.shape_key, "mape_all_rows": f.mape_all}
             for f in cal.fits]
@@ -54,7 +99,8 @@ def run(args) -> int:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(report_markdown(cal), encoding="utf-8")
     if args.json:
-        print_json({"gpu": cal.gpu, "fits": rows, "launch_eager_us": cal.eager_extra * 1e6})
+        print_json({"gpu": cal.gpu, "engine": cal.engine, "data": cal.data, "fits": rows, "missing": cal.missing,
+                    "launch_eager_us": cal.eager_extra * 1e6})
         return 0
     print(f"{'op':<11} {'variant':<10} {'rows':>5} {'MAPE fit':>9} {'LOSO':>7} {'all rows':>9}")
     for r in rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import csv_list, print_json
+from .step import add_engine_flag
 
 
 def register(sub) -> None:
@@ -60,6 +61,7 @@ def register(sub) -> None:
     r.add_argument("--gpus", type=int, required=True)
     for q in (m, g, a, r):
         q.add_argument("--hardware", required=True, help="bundled hardware name or path")
+        add_engine_flag(q)
         q.add_argument("--json", action="store_true", help="(output is always JSON; accepted for symmetry)")
     p.set_defaults(func=run)
 
@@ -81,7 +83,7 @@ def run(args) -> int:
     from ..specs.catalog import load_hardware
     from ..validation import Interval, Param, check_params
 
-    hw = load_hardware(args.hardware)
+    hw = load_hardware(args.hardware).for_engine(Deployment(engine=args.engine).engine)
     if args.op == "allreduce":
         t = collective_view("all_reduce", np.asarray(args.bytes, float), args.gpus, hw)
         print_json([{"message_bytes": b, "num_gpus": args.gpus, "time_us": float(x * 1e6)}

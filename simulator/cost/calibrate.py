@@ -19,7 +19,7 @@ from scipy.optimize import least_squares
 
 from ..errors import ConfigError, ParameterError
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import Collective, Curve, KernelClass
+from ..specs.kernels import DEFAULT_ENGINE, Collective, Curve, KernelClass
 from .engine import collective_seconds, op_time
 from .measured import (
     ATTN_FIT_MIN_KV,
@@ -30,11 +30,14 @@ from .measured import (
     MOE_DTYPES,
     MOE_FIT_MIN_BYTES,
     MOE_TILE_ROWS,
+    REF,
     REFINED,
+    Reference,
     attention_row_op,
     attention_rows,
     col,
     collective_label,
+    engine_display,
     gemm_rows,
     is_calibration_collective,
     mape,
@@ -99,8 +102,8 @@ def _par_curve(eta_max: float, a: float, scale: float, source: str) -> Curve:
 
 
 # --- GEMM ---------------------------------------------------------------------------------------------------------
-def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str) -> Fit:
-    r = gemm_rows(rows, dtype_csv)
+def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, ref: Reference = REF) -> Fit:
+    r = gemm_rows(rows, dtype_csv, ref)
     dtype = DTYPE_NAMES[dtype_csv]
     m, n, k, y = col(r, "m"), col(r, "n"), col(r, "k"), col(r, "latency_us") * 1e-6
     op = gemm_op(m, n, k, dtype)
@@ -119,14 +122,16 @@ def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str)
     th, mf, ml = _fit(res, [4.0, 0.85, 10.0, 0.7, 3.0], [0.0, 0.3, 0.5, 0.1, 1.0], [50.0, 1.0, 200.0, 1.0, 20.0],
                       groups, mask)
     h = _with_class(hw, "gemm", dtype, kernel(th))
-    return Fit("gemm", dtype, kernel(th), len(y), mf, ml, mape(op_time(op, h, REFINED).time, y), "all TRT-LLM rows",
+    return Fit("gemm", dtype, kernel(th), len(y), mf, ml, mape(op_time(op, h, REFINED).time, y),
+               f"all {engine_display(ref.framework)} rows",
                "(n, k)",
                {"eta_max": th[1], "tiles_scale": th[2], "mu": th[3], "q": th[4]})
 
 
 # --- MoE ----------------------------------------------------------------------------------------------------------
-def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, compute_mu: Curve) -> Fit:
-    r = moe_rows(rows, dtype_csv)
+def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, compute_mu: Curve,
+            ref: Reference = REF) -> Fit:
+    r = moe_rows(rows, dtype_csv, ref)
     dtype = DTYPE_NAMES[dtype_csv]
     op = moe_row_op(r, dtype, moe_compute(dtype))
     y = col(r, "latency_us") * 1e-6
@@ -148,13 +153,14 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
     th, mf, ml = _fit(res, [25.0, 0.1, 0.9, 0.3], [0.0, 0.0, 0.3, 0.01], [200.0, 5.0, 1.0, 1.0], groups, fit_mask)
     h = _with_class(hw, "moe", dtype, kernel(th))
     return Fit("moe", dtype, kernel(th), int(fit_mask.sum()), mf, ml, mape(op_time(op, h, REFINED).time, y),
-               f"TRT-LLM balanced rows streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of weights",
+               f"{engine_display(ref.framework)} balanced rows streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of "
+               "weights",
                "(model, tp, ep)", {"rows_total": len(y)})
 
 
 # --- attention ----------------------------------------------------------------------------------------------------
-def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: str) -> Fit:
-    r = attention_rows(rows, kv_csv)
+def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: str, ref: Reference = REF) -> Fit:
+    r = attention_rows(rows, kv_csv, ref)
     kv_dtype = DTYPE_NAMES[kv_csv]
     op = attention_row_op(r, kv_dtype)
     y = col(r, "latency_us") * 1e-6
@@ -175,13 +181,14 @@ def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: st
     hh = _with_class(hw, "attention", kv_dtype, kernel(th))
     return Fit("attention", kv_dtype, kernel(th), int(fit_mask.sum()), mf, ml,
                mape(op_time(op, hh, REFINED).time, y),
-               f"TRT-LLM rows with kv_len >= {ATTN_FIT_MIN_KV}", "(heads, kv heads)", {"rows_total": len(y)})
+               f"{engine_display(ref.framework)} rows with kv_len >= {ATTN_FIT_MIN_KV}", "(heads, kv heads)",
+               {"rows_total": len(y)})
 
 
 # --- collectives --------------------------------------------------------------------------------------------------
-def fit_collective(rows: list[dict], hw: HardwareProfile, kind: str) -> Fit:
-    r = [x for x in rows if is_calibration_collective(x, kind)]
-    label = collective_label(kind)
+def fit_collective(rows: list[dict], hw: HardwareProfile, kind: str, ref: Reference = REF) -> Fit:
+    r = [x for x in rows if is_calibration_collective(x, kind, ref)]
+    label = collective_label(kind, ref)
     S, n, y = col(r, "message_bytes"), col(r, "num_gpus", int), col(r, "latency_us") * 1e-6
     two = kind == "all_reduce"
 
@@ -215,57 +222,120 @@ class Calibration:
     fits: tuple[Fit, ...]
     eager_extra: float  # s per kernel without CUDA graphs
     eager_rows: int
+    engine: str = DEFAULT_ENGINE
+    data: str = "measured/h100-sxm"  # what was read, for the written source text
+    reference: Reference = REF
+    missing: tuple[str, ...] = ()  # "<op> <format>" the data has no rows of (left to the fallback rules)
 
 
-def fit_eager(rows: list[dict]) -> tuple[float, int]:
+def fit_eager(rows: list[dict], framework: str | None = None) -> tuple[float, int]:
     """Median (eager − graph) latency of the same custom all-reduce call: the per-kernel cost of running without
-    CUDA graphs (host launch and synchronisation)."""
+    CUDA graphs (host launch and synchronisation). Pairs of ``framework`` when it has any, else every engine's."""
     pairs: dict[tuple, dict] = {}
     for x in rows:
         src = x["kernel_source"]
         if src.endswith(("_eager", "_graph")):
             key = (x["framework"], x["version"], src.rsplit("_", 1)[0], x["num_gpus"], x["message_bytes"])
             pairs.setdefault(key, {})[src.rsplit("_", 1)[1]] = float(x["latency_us"])
+    if framework is not None and any(k[0].lower() == framework.lower() for k in pairs):
+        pairs = {k: v for k, v in pairs.items() if k[0].lower() == framework.lower()}
     small = [v["eager"] - v["graph"] for k, v in pairs.items() if "eager" in v and "graph" in v
              and float(k[4]) <= 65536]
+    if not small:
+        return float("nan"), 0
     return float(np.median(small)) * 1e-6, len(small)
 
 
+def _gpu_of(rows_by_table: dict) -> list[str]:
+    from .aic_tables import GPU_NAMES
+
+    return sorted({GPU_NAMES.get(row["gpu"], row["gpu"].replace("_", "-"))
+                   for rows in rows_by_table.values() for row in rows})
+
+
 def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-h100", progress=None,
-              force: bool = False) -> Calibration:
-    """Fit every calibrated kernel variant of ``hw`` on the CSVs in ``data`` (default: the bundled
-    ``measured/h100-sxm/``, :func:`~simulator.specs.catalog.measured_dir`)."""
+              force: bool = False, tables: dict | None = None, engine: str = DEFAULT_ENGINE,
+              ref: Reference = REF, label: str | None = None) -> Calibration:
+    """Fit every kernel variant of ``hw`` that the data has rows of, for one engine: on ``tables`` (rows in the
+    measured-CSV layout, e.g. :func:`simulator.cost.aic_tables.read_package`) or on the CSVs in ``data`` (default:
+    the bundled ``measured/h100-sxm/``, :func:`~simulator.specs.catalog.measured_dir`). ``ref`` names the rows
+    (engine label, version, NCCL version). NCCL collectives are engine-independent: only the default engine fits
+    them."""
     from ..specs.catalog import measured_dir
 
     say = progress or (lambda msg: None)
-    data = Path(data) if data is not None else measured_dir("h100-sxm")
-    tables = read_tables(data)
-    gpus = sorted({row["gpu"].replace("_", "-") for rows in tables.values() for row in rows})
+    if tables is None:
+        data = Path(data) if data is not None else measured_dir("h100-sxm")
+        tables = read_tables(data)
+        label = label or f"{data.parent.name}/{data.name}"
+    where = label or str(data)
+    gpus = _gpu_of(tables)
     if len(gpus) != 1:
-        raise ConfigError(str(data), "gpu", f"holds rows of {len(gpus)} GPUs ({', '.join(gpus)})",
+        raise ConfigError(where, "gpu", f"holds rows of {len(gpus)} GPUs ({', '.join(gpus)})",
                           "the 'data' parameter must name a folder of one GPU's measurements")
     if gpus[0] != hw.name and not force:
-        expected = f"the {gpus[0]} profile (the GPU measured in {data.name}/) unless forced"
+        expected = f"the {gpus[0]} profile (the GPU measured in {where}) unless forced"
         raise ParameterError(f"the 'hw' parameter of calibrate must be {expected}. Got {hw.name!r} instead.",
                              owner="calibrate", param="hw", expected=expected, value=hw.name)
     moe, attn, coll = tables["moe"], tables["decode_attention"], tables["collectives"]
-    fits = []
+    if not gemm_rows(tables["gemm"], "bfloat16", ref):
+        raise ConfigError(where, "gemm", f"has no bf16 GEMM rows of {engine_display(ref.framework)} {ref.version} "
+                          f"on {gpus[0]}", "pick an engine/version with data for this GPU (python -m simulator "
+                          "calibrate --list)")
+    fits, missing = [], []
     gemm_fits = {}
     for dt in GEMM_DTYPES:
+        if not gemm_rows(tables["gemm"], dt, ref):
+            missing.append(f"gemm {DTYPE_NAMES[dt]}")
+            continue
         say(f"calibrate: gemm {dt}")
-        f = fit_gemm(tables["gemm"], hw, dt, source)
+        f = fit_gemm(tables["gemm"], hw, dt, source, ref)
         gemm_fits[f.variant] = f
         fits.append(f)
     for dt in MOE_DTYPES:
-        say(f"calibrate: moe {dt}")
         name = DTYPE_NAMES[dt]
+        r = moe_rows(moe, dt, ref)
+        if not r or not moe_fit_mask(moe_row_op(r, name, moe_compute(name))).any():
+            missing.append(f"moe {name}")
+            continue
+        say(f"calibrate: moe {dt}")
         mu = gemm_fits.get(name, gemm_fits["bf16"]).kernel.compute
-        fits.append(fit_moe(moe, hw, dt, source, mu))
+        fits.append(fit_moe(moe, hw, dt, source, mu, ref))
     for kv in KV_DTYPES:
+        if not [x for x in attention_rows(attn, kv, ref) if float(x["kv_len"]) >= ATTN_FIT_MIN_KV]:
+            missing.append(f"attention {DTYPE_NAMES[kv]}")
+            continue
         say(f"calibrate: attention kv {kv}")
-        fits.append(fit_attention(attn, hw, kv, source))
+        fits.append(fit_attention(attn, hw, kv, source, ref))
     for kind in COLLECTIVES:
+        if kind != "all_reduce" and engine != DEFAULT_ENGINE:
+            continue
+        if not any(is_calibration_collective(x, kind, ref) for x in coll):
+            missing.append(f"collective {kind}")
+            continue
         say(f"calibrate: {kind}")
-        fits.append(fit_collective(coll, hw, kind))
-    eager, n_eager = fit_eager(coll)
-    return Calibration(gpus[0], tuple(fits), eager, n_eager)
+        fits.append(fit_collective(coll, hw, kind, ref))
+    eager, n_eager = fit_eager(coll, None if engine == DEFAULT_ENGINE else ref.framework)
+    return Calibration(gpus[0], tuple(fits), eager, n_eager, engine, where, ref, tuple(missing))
+
+
+def calibrate_engine(gpu: str, engine: str = DEFAULT_ENGINE, version: str | None = None, root=None,
+                     progress=None, hw: HardwareProfile | None = None) -> Calibration:
+    """Calibrate ``gpu`` (catalog name) for ``engine`` on aiconfigurator-core's tables (:mod:`.aic_tables`): the
+    engine's newest version unless ``version``; the newest NCCL version label for the all-to-all / all-gather."""
+    from ..specs.catalog import load_hardware
+    from ..specs.kernels import ENGINES
+    from ..validation import Options, Param
+    from .aic_tables import FRAMEWORK_LABEL, read_package, version_key
+
+    Param(Options(ENGINES)).check(engine, "engine", "calibrate_engine")
+    pkg = read_package(gpu, {engine: version} if version else None, root, engines=(engine,))
+    if engine not in pkg.versions:
+        raise ConfigError(pkg.source, f"{gpu}/{engine}", f"has no tables of engine {engine!r} for {pkg.gpu}",
+                          f"calibrate another engine of {pkg.gpu} or leave it to the default engine")
+    nccl = sorted({x["version"] for x in pkg.tables["collectives"] if x["kernel_source"] == "NCCL"
+                   and x["dtype"] == "half" and x["version"]}, key=version_key)
+    ref = Reference(FRAMEWORK_LABEL[engine], pkg.versions[engine], nccl[-1] if nccl else "")
+    hw = hw or load_hardware(pkg.gpu)
+    return calibrate(hw, source=f"fit-{engine}", progress=progress, tables=pkg.tables, engine=engine, ref=ref,
+                     label=f"{pkg.source} {gpu} tables")

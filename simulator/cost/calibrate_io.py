@@ -9,13 +9,24 @@ calibration fits (``fitted_values``: every quantity whose ``source`` is ``fit-h1
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 import yaml
 
 from ..errors import ConfigError
-from ..specs.kernels import KERNEL_PARAMS, TIME_PARAMS, Collective, Curve, KernelClass
+from ..specs.kernels import (
+    DEFAULT_ENGINE,
+    KERNEL_PARAMS,
+    OP_CLASSES,
+    TIME_PARAMS,
+    Collective,
+    Curve,
+    KernelClass,
+    Kernels,
+)
 from .calibrate import Calibration, Fit
+from .measured import engine_display
 
 SOURCE = "fit-h100"
 SOURCE_TEXT = ("python -m simulator calibrate on measured/h100-sxm (TRT-LLM 1.3.0rc20 rows); "
@@ -28,16 +39,31 @@ TIME_DECIMALS = 7  # µs written to 0.1 ps: a numerically-zero fitted time is wr
 FLOOR_CLASSES = ("elementwise", "router", "embedding")  # floor = fitted bf16 GEMM floor (a rule, docs/MODEL.md)
 
 
-def _q(value: float, unit: str, note: str = "") -> str:
+def source_key(cal: Calibration) -> str:
+    """The ``sources:`` key a calibration's values cite: ``fit-h100`` for the bundled CSVs (the default engine),
+    ``fit-<engine>`` for a calibration on aiconfigurator-core's tables."""
+    return SOURCE if cal.data == "measured/h100-sxm" else f"fit-{cal.engine}"
+
+
+def source_text(cal: Calibration) -> str:
+    if source_key(cal) == SOURCE:
+        return SOURCE_TEXT
+    r = cal.reference
+    return (f"python -m simulator calibrate --engine {cal.engine} on {cal.data} ({r.framework} {r.version} rows"
+            + (f", NCCL {r.nccl}" if cal.engine == "trtllm" else "") + "); forms, filters and errors in "
+            f"docs/calibration/{cal.gpu}-{cal.engine}.md")
+
+
+def _q(value: float, unit: str, note: str = "", src: str = SOURCE) -> str:
     if unit == "us":
         value = round(value, TIME_DECIMALS) + 0.0
     extra = f", note: \"{note}\"" if note else ""
-    return f"{{value: {value:.6g}, unit: {unit}, source: {SOURCE}{extra}}}"
+    return f"{{value: {value:.6g}, unit: {unit}, source: {src}{extra}}}"
 
 
-def _curve(c: Curve) -> str:
+def _curve(c: Curve, src: str = SOURCE) -> str:
     pts = ", ".join(f"[{x:.6g}, {y:.4g}]" for x, y in zip(c.xs, c.ys, strict=True))
-    return f"{{x: {c.x}, points: [{pts}], source: {SOURCE}}}"
+    return f"{{x: {c.x}, points: [{pts}], source: {src}}}"
 
 
 def _err(f: Fit) -> str:
@@ -54,31 +80,34 @@ def fitted_params(cls: str) -> tuple[str, ...]:
 def fitted_values(cal: Calibration) -> dict[str, str]:
     """``{dotted path in the profile: YAML flow text}`` of every value the calibration writes."""
     out: dict[str, str] = {}
+    src = source_key(cal)
+    q = partial(_q, src=src)
     for f in cal.fits:
         if isinstance(f.kernel, Collective):
             c, p = f.kernel, f"kernels.collectives.{f.variant}"
-            out[f"{p}.latency"] = _q(c.latency * 1e6, "us", _err(f))
-            out[f"{p}.latency_per_gpu"] = _q(c.latency_per_gpu * 1e6, "us")
-            out[f"{p}.efficiency"] = _q(c.efficiency, "fraction")
+            out[f"{p}.latency"] = q(c.latency * 1e6, "us", _err(f))
+            out[f"{p}.latency_per_gpu"] = q(c.latency_per_gpu * 1e6, "us")
+            out[f"{p}.efficiency"] = q(c.efficiency, "fraction")
             if c.large_latency is not None:
-                out[f"{p}.large_latency"] = _q(c.large_latency * 1e6, "us")
-                out[f"{p}.large_efficiency"] = _q(c.large_efficiency, "fraction")
+                out[f"{p}.large_latency"] = q(c.large_latency * 1e6, "us")
+                out[f"{p}.large_efficiency"] = q(c.large_efficiency, "fraction")
             continue
         k: KernelClass = f.kernel
         p = f"kernels.classes.{f.cls}.{f.variant}"
-        out[f"{p}.fixed"] = _q(k.fixed * 1e6, "us", _err(f))
+        out[f"{p}.fixed"] = q(k.fixed * 1e6, "us", _err(f))
         for part in ("memory", "compute"):
             if getattr(k, part) is not None:
-                out[f"{p}.{part}"] = _curve(getattr(k, part))
+                out[f"{p}.{part}"] = _curve(getattr(k, part), src)
         for name in fitted_params(f.cls):
             unit, scale = UNITS[KERNEL_PARAMS[name]]
-            out[f"{p}.{name}"] = _q(k.params[name] * scale, unit)
+            out[f"{p}.{name}"] = q(k.params[name] * scale, unit)
     floor = next(f for f in cal.fits if (f.cls, f.variant) == ("gemm", "bf16")).kernel.fixed * 1e6
     for cls in FLOOR_CLASSES:
-        out[f"kernels.classes.{cls}.any.fixed"] = _q(floor, "us", "rule: floor of a small memory-bound kernel = "
+        out[f"kernels.classes.{cls}.any.fixed"] = q(floor, "us", "rule: floor of a small memory-bound kernel = "
                                                                   "fitted bf16 GEMM floor")
-    note = f"median eager minus graph latency of {cal.eager_rows} custom all-reduce calls <= 64 KiB"
-    out["kernels.step.launch_eager"] = _q(cal.eager_extra * 1e6, "us", note)
+    if cal.eager_rows:
+        note = f"median eager minus graph latency of {cal.eager_rows} custom all-reduce calls <= 64 KiB"
+        out["kernels.step.launch_eager"] = q(cal.eager_extra * 1e6, "us", note)
     return out
 
 
@@ -114,6 +143,21 @@ def _profile_name(text: str, where: str) -> str:
 
 
 def write_profile(path: Path, cal: Calibration, force: bool = False) -> int:
+    """Write ``cal`` into the profile at ``path``: another engine's values into its ``engines.<engine>`` block, a
+    what-if profile's default engine as a whole new ``kernels:`` block, else in place (:func:`write_in_place`)."""
+    text = Path(path).read_text(encoding="utf-8")
+    name = _profile_name(text, str(path))
+    if name != cal.gpu and not force:
+        raise ConfigError(str(path), "name", f"is {name!r}, not the calibrated GPU {cal.gpu!r} (the measurements "
+                          f"are {cal.gpu}'s)", f"write to the {cal.gpu} profile, or force the write")
+    if cal.engine != DEFAULT_ENGINE:
+        return write_engine_block(path, cal)
+    if re.search(r"^kernels: *\{ *derive_from:", text, re.M):
+        return write_calibrated_kernels(path, cal)
+    return write_in_place(path, cal, force)
+
+
+def write_in_place(path: Path, cal: Calibration, force: bool = False) -> int:
     """Replace, in the profile at ``path``, the lines of the values the calibration fits; returns how many.
 
     Refuses (``ConfigError``) a profile of another GPU than the calibration's (``force`` overrides), a profile that
@@ -126,6 +170,7 @@ def write_profile(path: Path, cal: Calibration, force: bool = False) -> int:
         raise ConfigError(where, "name", f"is {name!r}, not the calibrated GPU {cal.gpu!r} (the measurements are "
                           f"{cal.gpu}'s)", f"write to the {cal.gpu} profile, or force the write")
     values = fitted_values(cal)
+    src, src_text = source_key(cal), source_text(cal)
     lines = text.splitlines(keepends=True)
     done, stale = set(), []
     has_source = False
@@ -134,8 +179,8 @@ def write_profile(path: Path, cal: Calibration, force: bool = False) -> int:
         if p in values:
             lines[i] = f"{head} {values[p]}\n"
             done.add(p)
-        elif p == f"sources.{SOURCE}":
-            lines[i] = f"{head} \"{SOURCE_TEXT}\"\n"
+        elif p == f"sources.{src}":
+            lines[i] = f"{head} \"{src_text}\"\n"
             has_source = True
         elif p.startswith("kernels.") and rest.startswith("{"):
             inner = yaml.safe_load(rest)
@@ -144,7 +189,7 @@ def write_profile(path: Path, cal: Calibration, force: bool = False) -> int:
                 body = ", ".join(f"{s.rsplit('.', 1)[1]}: {values[s]}" for s in sorted(subs))
                 lines[i] = f"{head} {{{body}}}\n"
                 done |= subs
-            elif f"source: {SOURCE}" in rest:
+            elif f"source: {src}" in rest:
                 stale.append(p)
     for i, line in enumerate(lines):
         if line.startswith(OLD_MARKS):
@@ -154,9 +199,9 @@ def write_profile(path: Path, cal: Calibration, force: bool = False) -> int:
         raise ConfigError(where, missing[0], f"is not in the profile ({len(missing)} fitted value(s) missing: "
                           f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})",
                           f"add the line(s), e.g. '{missing[0].rsplit('.', 1)[1]}: {{value: 0, unit: us, source: "
-                          f"{SOURCE}}}', under the same section")
+                          f"{src}}}', under the same section")
     if stale:
-        raise ConfigError(where, stale[0], f"cites source {SOURCE} but the calibration does not fit it",
+        raise ConfigError(where, stale[0], f"cites source {src} but the calibration does not fit it",
                           "give it a source of its own (or 'assumed' with a reason)")
     out = "".join(lines)
     if not has_source:
@@ -165,9 +210,146 @@ def write_profile(path: Path, cal: Calibration, force: bool = False) -> int:
         if j < 0:
             raise ConfigError(where, "sources", "is missing", "add a sources table")
         j += len(anchor)
-        out = out[:j] + f"  {SOURCE}: \"{SOURCE_TEXT}\"\n" + out[j:]
+        out = out[:j] + f"  {src}: \"{src_text}\"\n" + out[j:]
     Path(path).write_text(out, encoding="utf-8")
     return len(done)
+
+
+# --- whole blocks: another engine's values, a what-if profile's first calibration ---------------------------------
+def _render(values: dict[str, str], strip: str, indent: int) -> list[str]:
+    """Nested block YAML lines of ``{dotted path: flow text}`` (paths starting with ``strip``)."""
+    tree: dict = {}
+    for path, text in values.items():
+        node = tree
+        parts = path[len(strip):].split(".")
+        for k in parts[:-1]:
+            node = node.setdefault(k, {})
+        node[parts[-1]] = text
+
+    def emit(node, depth):
+        for k, v in node.items():
+            pad = " " * (indent + 2 * depth)
+            if isinstance(v, dict):
+                yield f"{pad}{k}:\n"
+                yield from emit(v, depth + 1)
+            else:
+                yield f"{pad}{k}: {v}\n"
+    return list(emit(tree, 0))
+
+
+def _tile_rows(cal: Calibration) -> dict[str, str]:
+    """The hand-set ``tile_rows`` each fitted MoE variant was fitted with (part of the written variant)."""
+    return {f"kernels.classes.moe.{f.variant}.tile_rows":
+            f"{{value: {f.kernel.params['tile_rows']:g}, unit: count, source: assumed, reason: \"the default "
+            f"block's tile_rows, used by the fit; balanced rows cannot identify it\"}}"
+            for f in cal.fits if f.cls == "moe" and "tile_rows" in f.kernel.params}
+
+
+def _set_source(lines: list[str], key: str, text: str) -> None:
+    for i, line in enumerate(lines):
+        if line.startswith(f"  {key}:"):
+            lines[i] = f"  {key}: \"{text}\"\n"
+            return
+    j = lines.index("sources:\n") + 1
+    lines.insert(j, f"  {key}: \"{text}\"\n")
+
+
+def write_engine_block(path: Path, cal: Calibration) -> int:
+    """Replace (or add) the profile's ``engines.<engine>`` block with the calibration's values (only those)."""
+    values = {**fitted_values(cal), **_tile_rows(cal)}
+    ordered = dict(sorted(values.items(), key=lambda kv: _order(kv[0])))
+    block = [f"  {cal.engine}:\n", "    kernels:\n", *_render(ordered, "kernels.", 6)]
+    lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+    _set_source(lines, source_key(cal), source_text(cal))
+    if "engines:\n" not in lines:
+        lines += ["engines:\n"]
+    top = lines.index("engines:\n")
+    end = next((i for i in range(top + 1, len(lines)) if lines[i][:1] not in (" ", "#", "\n")), len(lines))
+    subs = [i for i in range(top + 1, end) if re.match(r"^  [a-z]", lines[i])]
+    names = [lines[i].strip().rstrip(":") for i in subs]
+    if cal.engine in names:
+        a = subs[names.index(cal.engine)]
+        b = next((i for i in subs if i > a), end)
+        lines[a:b] = block
+    else:
+        after = [i for i, n in zip(subs, names, strict=True) if _engine_rank(n) > _engine_rank(cal.engine)]
+        at = after[0] if after else end
+        lines[at:at] = block
+    Path(path).write_text("".join(lines), encoding="utf-8")
+    return len(values)
+
+
+def _engine_rank(name: str) -> int:
+    from ..specs.kernels import ENGINES
+
+    return ENGINES.index(name) if name in ENGINES else len(ENGINES)
+
+
+_CLASS_ORDER = {c: i for i, c in enumerate(OP_CLASSES)}
+
+
+def _order(path: str) -> tuple:
+    parts = path.split(".")
+    if parts[1] == "classes":
+        variants = OP_CLASSES[parts[2]][0] + ("any",)
+        v = variants.index(parts[3]) if parts[3] in variants else 99
+        return (1, _CLASS_ORDER.get(parts[2], 99), v)
+    return ({"global_efficiency": 0, "collectives": 2, "step": 3}.get(parts[1], 4), 0, 0)
+
+
+def derived_values(kernels: Kernels, src: str) -> dict[str, str]:
+    """``{dotted path: flow text}`` of a whole resolved kernels block, every value citing ``src``."""
+    q = partial(_q, src=src)
+    out = {"kernels.global_efficiency": q(kernels.global_efficiency, "fraction")}
+    for cls, variants in kernels.classes.items():
+        for v, k in variants.items():
+            p = f"kernels.classes.{cls}.{v}"
+            out[f"{p}.fixed"] = q(k.fixed * 1e6, "us")
+            for part in ("memory", "compute"):
+                if getattr(k, part) is not None:
+                    out[f"{p}.{part}"] = _curve(getattr(k, part), src)
+            for name, val in k.params.items():
+                unit, scale = UNITS[KERNEL_PARAMS[name]]
+                out[f"{p}.{name}"] = q(val * scale, unit)
+    for name, c in kernels.collectives.items():
+        p = f"kernels.collectives.{name}"
+        out[f"{p}.latency"] = q(c.latency * 1e6, "us")
+        out[f"{p}.latency_per_gpu"] = q(c.latency_per_gpu * 1e6, "us")
+        out[f"{p}.efficiency"] = q(c.efficiency, "fraction")
+        if c.large_latency is not None:
+            out[f"{p}.large_latency"] = q(c.large_latency * 1e6, "us")
+            out[f"{p}.large_efficiency"] = q(c.large_efficiency, "fraction")
+    for name, val in kernels.step.items():
+        out[f"kernels.step.{name}"] = q(val * 1e6, "us")
+    return out
+
+
+def write_calibrated_kernels(path: Path, cal: Calibration) -> int:
+    """A what-if profile's first calibration of its default engine: the ``kernels: {derive_from: B}`` line becomes
+    a whole block: the fitted values, and for everything the tables have no rows of, the what-if value derived from
+    B (source ``derived-B``); ``what_if`` becomes false."""
+    from ..specs.catalog import load_hardware
+
+    text = Path(path).read_text(encoding="utf-8")
+    base = re.search(r"^kernels: *\{ *derive_from: *([A-Za-z0-9_.\-]+)", text, re.M)[1]
+    resolved = load_hardware(str(path))
+    dsrc = f"derived-{base}"
+    values = derived_values(resolved.kernels, dsrc)
+    fitted = {**fitted_values(cal), **_tile_rows(cal)}
+    values.update(fitted)
+    ordered = dict(sorted(values.items(), key=lambda kv: _order(kv[0])))
+    lines = text.splitlines(keepends=True)
+    _set_source(lines, source_key(cal), source_text(cal))
+    _set_source(lines, dsrc, f"what-if rule (simulator/specs/whatif.py, docs/MODEL.md) applied to {base}'s values: "
+                             f"kept where the {cal.gpu} {cal.engine} tables have no rows")
+    i = next(i for i, line in enumerate(lines) if re.match(r"^kernels: *\{ *derive_from:", line))
+    lines[i:i + 1] = ["kernels:\n", *_render(ordered, "kernels.", 2)]
+    out = "".join(lines).replace("\nwhat_if: true\n", "\nwhat_if: false\n")
+    out = re.sub(r"what-if profile: kernel curves derived from the calibrated H100 SXM by the rule in\s*#?\s*"
+                 r"simulator/cost/whatif\.py\.",
+                 "kernel parameters calibrated per engine on aiconfigurator-core's tables (docs/calibration/).", out)
+    Path(path).write_text(out, encoding="utf-8")
+    return len(fitted)
 
 
 def _param_text(name: str, value: float) -> str:
@@ -177,19 +359,33 @@ def _param_text(name: str, value: float) -> str:
 
 
 def report_markdown(cal: Calibration) -> str:
-    lines = ["# H100 SXM calibration", "",
-             "Generated by `python -m simulator calibrate --report docs/CALIBRATION.md`; do not edit by hand.",
-             "Data: `measured/h100-sxm/` (TRT-LLM 1.3.0rc20 rows unless noted; provenance and columns in its "
-             "README). MAPE = mean",
+    if source_key(cal) == SOURCE:
+        head = ["# H100 SXM calibration", "",
+                "Generated by `python -m simulator calibrate --report docs/CALIBRATION.md`; do not edit by hand.",
+                "Data: `measured/h100-sxm/` (TRT-LLM 1.3.0rc20 rows unless noted; provenance and columns in its "
+                "README). MAPE = mean"]
+    else:
+        r = cal.reference
+        head = [f"# {cal.gpu} calibration, engine {cal.engine}", "",
+                "Generated by `python -m simulator calibrate --all --report-dir docs/calibration`; do not edit by "
+                "hand.",
+                f"Data: {cal.data} ({r.framework} {r.version} rows"
+                + (f"; NCCL {r.nccl} collectives" if cal.engine == DEFAULT_ENGINE else "")
+                + "; filters of measured/h100-sxm/README.md). MAPE = mean"]
+    lines = [*head,
              "|predicted − measured| / measured; *leave-one-shape-out* refits without one shape and predicts it.", "",
              "| op | variant | fitted rows | filter | MAPE fit | MAPE leave-one-shape-out | shape | MAPE all rows |",
              "|---|---|---|---|---|---|---|---|"]
     for f in cal.fits:
         lines.append(f"| {f.cls} | {f.variant} | {f.rows} | {f.filter} | {f.mape_fit:.1%} | {f.mape_loso:.1%} | "
                      f"{f.shape_key} | {f.mape_all:.1%} |")
-    lines += ["", f"Eager (no CUDA graph) extra cost per kernel: {cal.eager_extra * 1e6:.1f} µs (median over "
-              f"{cal.eager_rows} SGLang/vLLM custom all-reduce pairs ≤ 64 KiB).", "",
-              "Fitted parameters:", ""]
+    if cal.missing:
+        lines += ["", f"No rows (left to the fallback rules of docs/MODEL.md §3.8): {', '.join(cal.missing)}."]
+    who = "SGLang/vLLM" if cal.engine == DEFAULT_ENGINE else engine_display(cal.reference.framework)
+    if cal.eager_rows:
+        lines += ["", f"Eager (no CUDA graph) extra cost per kernel: {cal.eager_extra * 1e6:.1f} µs (median over "
+                  f"{cal.eager_rows} {who} custom all-reduce pairs ≤ 64 KiB)."]
+    lines += ["", "Fitted parameters:", ""]
     for f in cal.fits:
         k = f.kernel
         if isinstance(k, Collective):
@@ -205,4 +401,22 @@ def report_markdown(cal: Calibration) -> str:
                 desc += f"; μ {k.compute.ys[0]:.3f}"
             desc += "".join(f"; {_param_text(n, k.params[n])}" for n in fitted_params(f.cls))
         lines.append(f"- **{f.cls} {f.variant}**: {desc}")
+    return "\n".join(lines) + "\n"
+
+
+def index_markdown(cals: list[Calibration]) -> str:
+    """The index of the per GPU × engine reports: MAPE in-sample / leave-one-shape-out per op class and format."""
+    lines = ["# Calibration per GPU and engine", "",
+             "Generated by `python -m simulator calibrate --all --report-dir docs/calibration`; do not edit by hand.",
+             "Each cell: MAPE on the fitted rows / leave-one-shape-out; — = no rows (fallback of docs/MODEL.md "
+             "§3.8). The H100 SXM TRT-LLM fit (bundled CSVs, the same rows) is in ../CALIBRATION.md.", ""]
+    cols = sorted({(f.cls, f.variant) for c in cals for f in c.fits}, key=lambda cv: _order(
+        f"kernels.classes.{cv[0]}.{cv[1]}") if cv[0] != "collective" else (2, 0, cv[1]))
+    lines.append("| GPU | engine | data | " + " | ".join(f"{c} {v}" for c, v in cols) + " |")
+    lines.append("|---|---|---|" + "---|" * len(cols))
+    for c in cals:
+        by = {(f.cls, f.variant): f for f in c.fits}
+        cells = [f"{by[k].mape_fit:.1%} / {by[k].mape_loso:.1%}" if k in by else "—" for k in cols]
+        lines.append(f"| [{c.gpu}]({c.gpu}-{c.engine}.md) | {c.engine} | {c.reference.framework} "
+                     f"{c.reference.version} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

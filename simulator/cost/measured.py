@@ -32,10 +32,23 @@ from .opviews import attention_op, balanced_routing, collective_view, gemm_op, m
 REFINED = Mechanisms()
 FRAMEWORK, VERSION = "TRTLLM", "1.3.0rc20"  # the reference engine the calibration fits
 NCCL_VERSION = "2.29.2"  # NCCL rows the all-to-all and all-gather fits use (dtype "half")
+
+
+class Reference(NamedTuple):
+    """The rows one calibration fits: an engine's ``framework`` label and ``version`` (MoE, GEMM, attention and its
+    CUDA-graph all-reduce) and the NCCL version label of the all-to-all / all-gather rows."""
+
+    framework: str = FRAMEWORK
+    version: str = VERSION
+    nccl: str = NCCL_VERSION
+
+
+REF = Reference()  # the bundled H100 SXM profile's default-engine (TRT-LLM) calibration
 TABLES = ("moe", "gemm", "decode_attention", "collectives")  # <table>.csv in a measured folder
-DTYPE_NAMES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "w4a16_mxfp4": "mxfp4"}
-GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block")
-MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4")
+DTYPE_NAMES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "w4a16_mxfp4": "mxfp4",
+               "nvfp4": "nvfp4"}
+GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", "nvfp4")
 KV_DTYPES = ("bfloat16", "fp8")
 COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")
 COLL_CSV_NAME = {"all_reduce": "all_reduce", "all_to_all": "alltoall", "all_gather": "all_gather"}
@@ -82,14 +95,14 @@ def mape(pred, meas) -> float:
     return float(np.mean(np.abs(pred - meas) / meas))
 
 
-def _reference(x: dict) -> bool:
-    return x["framework"] == FRAMEWORK and x["version"] == VERSION
+def _reference(x: dict, ref: Reference = REF) -> bool:
+    return x["framework"].lower() == ref.framework.lower() and x["version"] == ref.version
 
 
 # --- the calibration's row selections ------------------------------------------------------------------------------
-def gemm_rows(rows: list[dict], dtype_csv: str) -> list[dict]:
+def gemm_rows(rows: list[dict], dtype_csv: str, ref: Reference = REF) -> list[dict]:
     """GEMM rows the calibration fits: every reference-engine row of one format."""
-    return [x for x in rows if _reference(x) and x["gemm_dtype"] == dtype_csv]
+    return [x for x in rows if _reference(x, ref) and x["gemm_dtype"] == dtype_csv]
 
 
 def drop_spikes(rows: list[dict], series: tuple[str, ...], x: str, factor: float = 3.0) -> list[dict]:
@@ -109,10 +122,12 @@ def drop_spikes(rows: list[dict], series: tuple[str, ...], x: str, factor: float
     return keep
 
 
-def moe_rows(rows: list[dict], dtype_csv: str) -> list[dict]:
-    """MoE rows the calibration prices: reference-engine ``balanced`` rows of one format, isolated spikes removed
+def moe_rows(rows: list[dict], dtype_csv: str, ref: Reference = REF) -> list[dict]:
+    """MoE rows the calibration prices: reference-engine ``balanced`` rows of one format, isolated spikes removed,
+    without the ``min_latency`` kernels (they re-route the benchmark's logits onto fewer experts: measured/README)
     (the fit then keeps those streaming at least ``MOE_FIT_MIN_BYTES``: :func:`moe_fit_mask`)."""
-    r = [x for x in rows if _reference(x) and x["moe_dtype"] == dtype_csv and x["distribution"] == "balanced"]
+    r = [x for x in rows if _reference(x, ref) and x["moe_dtype"] == dtype_csv and x["distribution"] == "balanced"
+         and "min_latency" not in x["kernel_source"]]
     return drop_spikes(r, ("model", "moe_tp_size", "moe_ep_size"), "num_tokens")
 
 
@@ -136,10 +151,10 @@ def moe_fit_mask(op) -> np.ndarray:
     return np.asarray(op.weight_bytes) >= MOE_FIT_MIN_BYTES
 
 
-def attention_rows(rows: list[dict], kv_csv: str) -> list[dict]:
+def attention_rows(rows: list[dict], kv_csv: str, ref: Reference = REF) -> list[dict]:
     """Attention rows the calibration prices: reference-engine full-attention rows of one KV format (the fit keeps
     ``kv_len >= ATTN_FIT_MIN_KV``)."""
-    return [x for x in rows if _reference(x) and x["kv_cache_dtype"] == kv_csv and int(x["window_size"]) == 0]
+    return [x for x in rows if _reference(x, ref) and x["kv_cache_dtype"] == kv_csv and int(x["window_size"]) == 0]
 
 
 def attention_row_op(r: list[dict], kv_dtype: str):
@@ -149,18 +164,26 @@ def attention_row_op(r: list[dict], kv_dtype: str):
     return attention_op(b, h, kvh, hd, np.where(win > 0, np.minimum(L, win), L), kv_dtype)
 
 
-def is_calibration_collective(x: dict, kind: str) -> bool:
-    """A collectives row the ``kind`` fit uses: the reference engine's all-reduce, NCCL's all-to-all/all-gather."""
+def is_calibration_collective(x: dict, kind: str, ref: Reference = REF) -> bool:
+    """A collectives row the ``kind`` fit uses: the reference engine's CUDA-graph all-reduce (its custom kernel;
+    eager rows excluded), NCCL's all-to-all/all-gather."""
     if x["op_name"] != COLL_CSV_NAME[kind]:
         return False
     if kind == "all_reduce":
-        return _reference(x)
-    return x["kernel_source"] == "NCCL" and x["version"] == NCCL_VERSION and x["dtype"] == "half"
+        return _reference(x, ref) and x["kernel_source"] != "NCCL" and not x["kernel_source"].endswith("_eager")
+    return x["kernel_source"] == "NCCL" and x["version"] == ref.nccl and x["dtype"] == "half"
 
 
-def collective_label(kind: str) -> str:
-    return (f"TRT-LLM {VERSION} all_reduce" if kind == "all_reduce"
-            else f"NCCL {NCCL_VERSION} {COLL_CSV_NAME[kind]} (half)")
+ENGINE_DISPLAY = {"trtllm": "TRT-LLM", "sglang": "SGLang", "vllm": "vLLM"}  # keyed by framework label, lower case
+
+
+def engine_display(framework: str) -> str:
+    return ENGINE_DISPLAY.get(framework.lower(), framework)
+
+
+def collective_label(kind: str, ref: Reference = REF) -> str:
+    return (f"{engine_display(ref.framework)} {ref.version} all_reduce" if kind == "all_reduce"
+            else f"NCCL {ref.nccl} {COLL_CSV_NAME[kind]} (half)")
 
 
 # --- predicted vs measured -----------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 
 from ..errors import ConfigError
 from .hardware import HardwareProfile, read_hardware
@@ -87,7 +88,9 @@ def load_hardware(name_or_path: str, resolve: bool = True) -> HardwareProfile:
     hw = _raw_hardware(str(name_or_path))
     if resolve and not hw.kernels.resolved:
         base = load_hardware(hw.kernels.derive_from, resolve=True)
-        hw = hw.with_changes(kernels=derive_kernels(hw, base))
+        hw = hw.with_changes(kernels=derive_kernels(hw, base),
+                             engine_kernels=MappingProxyType({e: derive_kernels(hw, base.for_engine(e))
+                                                              for e in base.engine_kernels}))
     return hw
 
 

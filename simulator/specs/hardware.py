@@ -10,14 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from .kernels import Kernels, read_kernels
+from ..errors import ConfigError
+from .kernels import DEFAULT_ENGINE, ENGINES, Kernels, read_engine_kernels, read_kernels
 from .schema import Provenance, Reader
 
 VENDORS = ("nvidia", "amd")
 ARCHITECTURES = ("ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4")
 PEAK_DTYPES = ("bf16", "fp8", "fp4", "int8")
 TOP_KEYS = ("schema", "name", "display_name", "vendor", "architecture", "what_if", "description", "sources",
-            "memory", "cache", "compute", "interconnect", "power", "kernels")
+            "memory", "cache", "compute", "interconnect", "power", "kernels", "engines")
 SCHEMA = "hardware/v1"
 
 
@@ -43,7 +44,9 @@ class HardwareProfile:
     link_latency: float  # s
     domain_size: int  # GPUs per scale-up domain
     tdp: float  # W (0 when unknown)
-    kernels: Kernels
+    kernels: Kernels  # the default engine's (DEFAULT_ENGINE)
+    # other engines' kernels, each the default block with the engine's measured entries in place (docs/MODEL.md §3.8)
+    engine_kernels: Mapping[str, Kernels] = field(default_factory=lambda: MappingProxyType({}))
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False,
                                                  compare=False)
@@ -52,6 +55,25 @@ class HardwareProfile:
     def peak(self, compute_dtype: str) -> float | None:
         """Dense peak FLOP/s for a compute dtype, or None when the GPU has no such tensor-core path."""
         return self.peak_flops.get(compute_dtype)
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """Engines this profile has kernel parameters for (the default engine's ``kernels:`` block, then
+        ``engines:``)."""
+        return (DEFAULT_ENGINE, *(e for e in ENGINES if e in self.engine_kernels))
+
+    def for_engine(self, engine: str) -> HardwareProfile:
+        """This profile with ``engine``'s kernel parameters as its ``kernels`` (the one place an engine selects
+        them). A profile without that engine's parameters is refused with a one-line fix."""
+        if engine == DEFAULT_ENGINE:
+            return self
+        if engine not in self.engine_kernels:
+            raise ConfigError(self.origin or self.name, f"engines.{engine}",
+                              f"is missing: {self.name} has no kernel parameters for engine {engine!r} (it has "
+                              f"{', '.join(self.engines)})",
+                              f"use engine {' or '.join(repr(e) for e in self.engines)}, or calibrate it: python -m "
+                              f"simulator calibrate --hardware {self.name} --engine {engine} --write <profile>")
+        return replace(self, kernels=self.engine_kernels[engine])
 
     def with_changes(self, **changes) -> HardwareProfile:
         """A modified copy (what-if studies, tests): e.g. ``hw.with_changes(l2_size=0.0)``."""
@@ -108,6 +130,18 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
         provenance=MappingProxyType(dict(r.provenance)),
         origin=where,
     )
+    if "engines" in top:
+        if not profile.kernels.resolved:
+            raise r.fail("engines", "is set together with kernels.derive_from",
+                         "a what-if profile derives every engine from its base profile; remove 'engines'")
+        eobj = r.mapping(top["engines"], "engines", [e for e in ENGINES if e != DEFAULT_ENGINE])
+        blocks = {}
+        for e, body in eobj.items():
+            ep = r.join("engines", e)
+            b = r.mapping(body, ep, ("kernels", "note"), ("kernels",))
+            blocks[e] = read_engine_kernels(r, b["kernels"], profile.kernels, r.join(ep, "kernels"))
+        profile = replace(profile, engine_kernels=MappingProxyType(blocks),
+                          provenance=MappingProxyType(dict(r.provenance)))
     if profile.l2_bandwidth < profile.hbm_bandwidth:
         raise r.fail("cache.l2_bandwidth", f"is {profile.l2_bandwidth / 1e12:.3g} TB/s, below the HBM bandwidth "
                      f"{profile.hbm_bandwidth / 1e12:.3g} TB/s", "check the unit (TB/s vs GB/s)")

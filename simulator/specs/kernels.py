@@ -64,6 +64,12 @@ REQUIRED_VARIANTS = {"gemm": ("bf16",), "moe": ("bf16",), "attention": ("bf16",)
 VARIANT_FALLBACK = {"nvfp4": ("fp8_block", "fp8", "bf16"), "int4_wo": ("mxfp4", "bf16"),
                     "mxfp4": ("bf16",), "fp8_block": ("fp8", "bf16"), "fp8": ("bf16",)}
 COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")
+# Serving engines whose kernels a profile may state (docs/MODEL.md §3.8). The profile's ``kernels:`` block is the
+# default engine's; ``engines: {<engine>: {kernels: ...}}`` states another engine's measured values, each replacing
+# the same entry of the default block (everything it does not state is the default engine's: the documented
+# fallback).
+ENGINES = ("trtllm", "sglang", "vllm")
+DEFAULT_ENGINE = "trtllm"
 STEP_FIXED = {
     "host_overhead": "per forward pass: scheduler, input preparation, output copy (s)",
     "launch_eager": "extra per-kernel cost without CUDA graphs (s)",
@@ -185,6 +191,45 @@ def _kernel_class(r: Reader, obj: object, p: str, extras: dict[str, str]) -> Ker
                        compute=_curve(r, c, "compute", p), params=MappingProxyType(params))
 
 
+def _collective(r: Reader, obj: object, p: str) -> Collective:
+    keys = ("latency", "latency_per_gpu", "efficiency", "large_latency", "large_efficiency", "note")
+    c = r.mapping(obj, p, keys, ("latency", "efficiency"))
+    large = "large_latency" in c or "large_efficiency" in c
+    return Collective(
+        r.quantity(c, "latency", p, "time"), r.quantity(c, "latency_per_gpu", p, "time", default=0.0),
+        r.quantity(c, "efficiency", p, "fraction", high=1.0, open_low=True),
+        r.quantity(c, "large_latency", p, "time") if large else None,
+        r.quantity(c, "large_efficiency", p, "fraction", high=1.0, open_low=True) if large else None)
+
+
+def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Kernels:
+    """An engine's ``kernels:`` overrides (any subset of classes/variants, collectives and step costs, each entry
+    complete) merged onto the default engine's resolved block ``base``."""
+    k = r.mapping(obj, path, ("classes", "collectives", "step", "note"))
+    classes = {name: dict(v) for name, v in base.classes.items()}
+    if "classes" in k:
+        cpath = r.join(path, "classes")
+        cobj = r.mapping(k["classes"], cpath, OP_CLASSES)
+        for name, vobj in cobj.items():
+            variants, extras = OP_CLASSES[name]
+            vp = r.join(cpath, name)
+            for v, kobj in r.mapping(vobj, vp, variants).items():
+                classes[name][v] = _kernel_class(r, kobj, r.join(vp, v), extras)
+    collectives = dict(base.collectives)
+    if "collectives" in k:
+        colpath = r.join(path, "collectives")
+        for name, cobj in r.mapping(k["collectives"], colpath, COLLECTIVES).items():
+            collectives[name] = _collective(r, cobj, r.join(colpath, name))
+    step = dict(base.step)
+    if "step" in k:
+        spath = r.join(path, "step")
+        s = r.mapping(k["step"], spath, STEP_FIXED)
+        step.update({name: r.quantity(s, name, spath, "time") for name in s})
+    return Kernels(None, base.global_efficiency,
+                   MappingProxyType({n: MappingProxyType(v) for n, v in classes.items()}),
+                   MappingProxyType(collectives), MappingProxyType(step))
+
+
 def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "note"))
     if "derive_from" in k:
@@ -207,15 +252,7 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     col_obj = r.mapping(k["collectives"], colpath, COLLECTIVES, COLLECTIVES)
     collectives = {}
     for name in COLLECTIVES:
-        p = r.join(colpath, name)
-        keys = ("latency", "latency_per_gpu", "efficiency", "large_latency", "large_efficiency", "note")
-        c = r.mapping(col_obj[name], p, keys, ("latency", "efficiency"))
-        large = "large_latency" in c or "large_efficiency" in c
-        collectives[name] = Collective(
-            r.quantity(c, "latency", p, "time"), r.quantity(c, "latency_per_gpu", p, "time", default=0.0),
-            r.quantity(c, "efficiency", p, "fraction", high=1.0, open_low=True),
-            r.quantity(c, "large_latency", p, "time") if large else None,
-            r.quantity(c, "large_efficiency", p, "fraction", high=1.0, open_low=True) if large else None)
+        collectives[name] = _collective(r, col_obj[name], r.join(colpath, name))
     spath = r.join(path, "step")
     s = r.mapping(k["step"], spath, STEP_FIXED, STEP_FIXED)
     step = {name: r.quantity(s, name, spath, "time") for name in STEP_FIXED}

@@ -137,9 +137,14 @@ def test_write_refuses_another_gpus_profile(cal, tmp_path):
     before = prof.read_text(encoding="utf-8")
     with pytest.raises(ConfigError, match="not the calibrated GPU 'h100-sxm'"):
         write_profile(prof, cal)
-    with pytest.raises(ConfigError, match="is not in the profile"):  # forced: the derived profile has no fits
-        write_profile(prof, cal, force=True)
     assert prof.read_text(encoding="utf-8") == before
+    # forced: the what-if profile's `kernels: {derive_from: ...}` becomes a whole block (fitted + derived values)
+    write_profile(prof, cal, force=True)
+    got = _read(prof)
+    assert not got.what_if and got.kernels.resolved
+    assert got.kernels.classes["gemm"]["bf16"].fixed == pytest.approx(cal.fits[0].kernel.fixed, rel=1e-5)
+    derived = load_hardware("b200").kernels.classes["sampling"]["any"].fixed
+    assert got.kernels.classes["sampling"]["any"].fixed == pytest.approx(derived)
 
 
 def test_write_refuses_a_stale_fitted_value(cal, tmp_path):

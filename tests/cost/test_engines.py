@@ -1,0 +1,73 @@
+"""Engines as a dimension: the profile's per-engine kernel blocks select the parameters that price a step."""
+
+import subprocess
+import sys
+
+import pytest
+
+from simulator.cost.deployment import Deployment
+from simulator.cost.step import step_time
+from simulator.errors import ConfigError, ParameterError
+from simulator.specs.catalog import load_hardware, load_model
+from simulator.specs.kernels import ENGINES
+
+MODEL = "qwen3-235b-a22b"
+
+
+def _t(hw, engine, **kw):
+    dep = Deployment(dtype="fp8_block", tp=8, ep=8, engine=engine, **kw)
+    return step_time(load_model(MODEL), hw, dep, [1, 16, 64], 1).time
+
+
+def test_engine_selects_its_kernel_parameters():
+    """Engines whose measured parameters differ price the same step differently."""
+    hw = load_hardware("h200-sxm")
+    assert hw.engines == ENGINES
+    times = {e: _t(hw, e) for e in ENGINES}
+    assert not (times["trtllm"] == times["sglang"]).all()
+    assert not (times["trtllm"] == times["vllm"]).all()
+
+
+def test_equal_parameters_give_equal_times():
+    """An engine block equal to the default block prices exactly like the default engine."""
+    hw = load_hardware("h200-sxm")
+    same = hw.with_changes(engine_kernels={**hw.engine_kernels, "sglang": hw.kernels})
+    assert (_t(same, "sglang") == _t(same, "trtllm")).all()
+
+
+def test_engine_block_overrides_only_what_it_states():
+    """A variant the engine block does not state is the default engine's (the documented fallback)."""
+    hw = load_hardware("h100-sxm")
+    sg = hw.for_engine("sglang").kernels
+    assert sg.classes["sampling"]["any"] == hw.kernels.classes["sampling"]["any"]
+    assert sg.classes["gemm"]["bf16"] != hw.kernels.classes["gemm"]["bf16"]
+    assert sg.collectives["all_to_all"] == hw.kernels.collectives["all_to_all"]  # NCCL: engine-independent
+
+
+def test_profile_without_the_engine_is_refused_in_one_line():
+    hw = load_hardware("h100-sxm").with_changes(engine_kernels={})
+    with pytest.raises(ConfigError, match="no kernel parameters for engine 'vllm'.*--engine vllm"):
+        hw.for_engine("vllm")
+
+
+def test_bad_engine_value_names_the_parameter():
+    with pytest.raises(ParameterError, match="'engine'"):
+        Deployment(engine="tensorrt")
+
+
+@pytest.mark.parametrize("cmd", [["step", "--model", MODEL, "--hardware", "h100-sxm", "--batch", "1", "--tokens",
+                                  "1", "--engine", "foo"],
+                                 ["op", "gemm", "--hardware", "h100-sxm", "--m", "1", "--n", "4096", "--k", "4096",
+                                  "--dtype", "bf16", "--engine", "foo"]])
+def test_cli_bad_engine_exits_2_with_one_line(cmd):
+    r = subprocess.run([sys.executable, "-m", "simulator", *cmd], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "--engine" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_engine_changes_the_step_time():
+    base = ["step", "--model", MODEL, "--hardware", "b200", "--dtype", "fp8_block", "--tp", "8", "--ep", "8",
+            "--batch", "8", "--tokens", "1", "--json"]
+    out = {e: subprocess.run([sys.executable, "-m", "simulator", *base, "--engine", e], capture_output=True,
+                             text=True, check=True).stdout for e in ("trtllm", "vllm")}
+    assert out["trtllm"] != out["vllm"] and '"engine": "vllm"' in out["vllm"]
