@@ -12,6 +12,7 @@ import warnings
 from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PREDICTORS
 from ..overlap.trace_formats import DEFAULT_SEQ_TOKENS
 from ..overlap.trace_formats import FORMATS as TRACE_FORMATS
+from ..specs.routing_profile import SPLITS
 from ._common import OneLineParser, add_json_flag, csv_list, print_json
 
 _PREDICT_EPILOG = """\
@@ -102,6 +103,12 @@ def register(subparsers) -> None:
                     "SGLang dump's map, or the largest id + 1 when the ids are dense)")
     pf.add_argument("--samples", type=int, default=2000, help="random draws for the empirical mean (default 2000)")
     pf.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+    pf.add_argument("--write-profile", metavar="PATH", default=None,
+                    help="also write the trace's statistics by depth as a routing profile (routing/v1 YAML with "
+                    "by_layer; docs/MODEL.md §3.3) that model specs can reference")
+    pf.add_argument("--profile-split", default="thirds", choices=SPLITS,
+                    help="with --write-profile: early/middle/final thirds of the layers, or one entry per layer "
+                    "(default thirds)")
     add_json_flag(pf)
     pf.set_defaults(func=_fit)
 
@@ -175,6 +182,15 @@ def _fit(args) -> int:
         report = evaluate_trace(trace, args.tokens, args.batch, window=args.window, layers=args.layer,
                                 samples=args.samples, seed=args.seed)
     _emit_warnings(caught)
+    if args.write_profile:
+        from pathlib import Path
+
+        from ..overlap.layer_profile import layer_profile_from_trace, write_routing_profile
+
+        prof = layer_profile_from_trace(trace, name=Path(args.write_profile).stem, split=args.profile_split,
+                                        source=f"routing trace {args.trace} (python -m simulator overlap fit)")
+        write_routing_profile(prof, args.write_profile)
+        print(f"wrote routing profile {args.write_profile} ({args.profile_split})", file=sys.stderr)
     if args.json:
         print_json(report.to_dict())
         return 0

@@ -64,5 +64,9 @@ def write_routing_profile(profile: dict, path: str) -> None:
     """Write a ``routing/v1`` mapping as YAML (readable by ``simulator.specs.catalog.load_routing_profile``)."""
     import yaml
 
-    with open(path, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(profile, fh, sort_keys=False, default_flow_style=None, width=120)
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(profile, fh, sort_keys=False, default_flow_style=None, width=120)
+    except OSError as exc:
+        raise ParameterError(f"the 'path' parameter of write_routing_profile must be a writable file. Got {path!r} "
+                             f"instead ({exc.strerror}).") from None

@@ -131,3 +131,19 @@ def test_a_model_priced_with_a_written_profile(tmp_path):
     m = load_model(str(mpath))
     t = step_time(m, load_hardware("h100-sxm"), Deployment(tp=2, ep=2), [1, 4], 4, 1024).time
     assert np.all(np.isfinite(t)) and len(m.overlap.by_layer.layers) == 3
+
+
+def test_overlap_fit_writes_a_profile_by_depth(tmp_path):
+    from simulator.overlap import write_trace
+
+    trace_path, out = tmp_path / "t.npz", tmp_path / "deep.yaml"
+    write_trace(_layered_trace(3), str(trace_path))
+    base = [sys.executable, "-m", "simulator", "overlap", "fit", str(trace_path), "--samples", "50", "--json"]
+    r = subprocess.run([*base, "--write-profile", str(out), "--profile-split", "per_layer"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    prof = load_routing_profile(str(out))
+    assert prof.name == "deep" and len(prof.by_layer.layers) == 3 and prof.experts == 32
+    bad = subprocess.run([*base, "--write-profile", str(tmp_path / "missing" / "x.yaml")], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "write_routing_profile" in bad.stderr and "Traceback" not in bad.stderr
