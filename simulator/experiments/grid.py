@@ -1,19 +1,6 @@
 """Expand a study's grid (targets × hardware × formats × variants × modes) and price it through the sweep's one
-pricing path (:func:`simulator.sweep.price`); variant specs of the YAML file become :class:`~simulator.sweep.Variant`
-objects here.
-
-Variant spec (``grid.variants[i]``; list-valued ``lag1``/``profile`` expand as a product)::
-
-    name: o1                               # label in tables (expanded variants get " <profile> o(1)=<lag1>")
-    modes: [refined]                       # default: every mode of the grid
-    only_without_overlap: false            # apply only to models that ship no routing statistics
-    overlap: {lags: [..]} | {lag1: [..], profile: [cohere, markov], shape: [..], shape_baseline: s, baseline: x,
-              popularity: uniform}         # baseline omitted: the model's independent overlap under popularity
-           | {trace: {experts, top_k, sequences, tokens, seed, persistence, context, skew, hidden, max_lag}}
-    hardware: {scale: {hbm_bandwidth: 2}, fixed_cost_scale: 0.5}
-    acceptance: {accept_length: 2.17, draft_len: 3}
-    drafter: mtp
-    mechanisms: {routing: independent}
+pricing path (:func:`simulator.sweep.price`); the variant specs of a study file (``grid.variants``, docs/MODEL.md
+§6.1) become :class:`~simulator.sweep.Variant` objects here.
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
 """Study files (``experiments/*.yaml``, ``schema: study/v2``): one schema for every study, and its strict reader.
 
-A study is a grid of lists expanded as a product (Vidur-style) and priced by the sweep's one pricing path, plus
-the named analyses that turn the tidy table into tables, figures and findings::
-
-    schema: study/v2
-    name: my-study
-    title: "..."
-    description: "..."
-    question: "..."                       # optional
-    grid:
-      model: [qwen3-30b-a3b, glm-4.5]     # or targets: [{model, hardware, dtype, tp, ep, gpus, drafter, acceptance}]
-      hardware: [h100-sxm, b200]          # default: each target's own (h100-sxm)
-      dtype: [fp8_block, nvfp4]           # default: the sweep's default rule
-      fallback_dtypes: [int4_wo]          # tried in order when a deployment does not fit the smallest batch
-      batch: [1, 2, 4]                    # default 1..256
-      draft_len: [1, 2, 3]                # default 1..8
-      context: 1024
-      modes: [prior, refined]
-      variants: [{name: hbm x2, hardware: {scale: {hbm_bandwidth: 2}}}, ...]   # see grid.read_variant
-    speculation: {drafter: eagle, acceptance: {alpha: 0.75}}
-    analyses:
-      curve_shapes: {tolerance: 0.01, ...}  # any of simulator.experiments.registry.ANALYSES, with its settings
-
-Each analysis declares its settings once, as a frozen dataclass whose fields carry their constraints
-(:func:`~simulator.validation.param_field`); :func:`read_settings` reads any such dataclass strictly (unknown keys
-name the closest valid key, missing fields, wrong types and ranges are one-line ConfigErrors naming the field).
+A study is a grid of lists expanded as a product and priced by the sweep's one pricing path, plus the named analyses
+that turn the priced points into tables, figures and findings; every key, with an example: docs/MODEL.md §6.1. Each
+analysis declares its settings once, as a frozen dataclass whose fields carry their constraints
+(:func:`~simulator.validation.param_field`, :func:`on_grid`, :func:`variant_name`, :func:`loadable`);
+:func:`read_settings` reads any such dataclass strictly and :func:`check_settings` applies its cross-field rules.
 """
 
 from __future__ import annotations
