@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import Interval, check_params
+from ..validation import Interval, Param, check_params
 from .fit import fit_window
 from .stats import OverlapStats
-from .traces import SAMPLES, SEED, Trace, empirical_unique, layer_stats
+from .traces import BATCH_DRAWS, SAMPLES, SEED, Trace, empirical_unique, layer_stats
 from .unique import independent_unique, uniform_unique, unique_experts
 
 __all__ = ["PREDICTORS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]
@@ -114,16 +114,16 @@ def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, 
                    seed: int = 0, predictors=PREDICTORS) -> TraceReport:
     """Statistics and prediction-vs-empirical rows for each layer, window size and batch size, for each of the
     ``predictors`` (names in PREDICTORS)."""
+    lists = {"n_tokens": Param(Interval(int, 1, trace.tokens), many=True), "batch": BATCH_DRAWS,
+             "layers": Param(Interval(int, 0, trace.layers - 1), None, many=True)}
+    check_params("evaluate_trace", {"n_tokens": n_tokens, "batch": batch, "layers": layers}, lists)
     ns = sorted({int(n) for n in np.atleast_1d(n_tokens)})
     bs = np.array(sorted({int(b) for b in np.atleast_1d(batch)}))
     unknown = [m for m in predictors if m not in PREDICTORS]
     if unknown:
         raise ParameterError(f"the 'predictors' parameter of evaluate_trace must name predictors in "
                              f"{list(PREDICTORS)}. Got {unknown[0]!r} instead.")
-    declared = {"n_tokens": [Interval(int, 1, trace.tokens)], "batch": [Interval(int, 1, None)],
-                "window": [Interval(int, 1, min(trace.tokens, WINDOW_MAX_TOKENS))]}
-    for extreme in (0, -1):  # the smallest and largest window and batch size
-        check_params("evaluate_trace", {"n_tokens": ns[extreme], "batch": int(bs[extreme])}, declared)
+    declared = {"window": [Interval(int, 1, min(trace.tokens, WINDOW_MAX_TOKENS))]}
     check_params("evaluate_trace", {"window": window}, declared)
     check_params("evaluate_trace", {"samples": samples, "seed": seed}, {"samples": SAMPLES, "seed": SEED})
     chosen = range(trace.layers) if layers is None else [int(x) for x in np.atleast_1d(layers)]

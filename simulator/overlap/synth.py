@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..validation import Interval, check_params
 from .popularity import skew_popularity
-from .traces import Trace, check_trace_path, validate_routing, write_trace
+from .traces import NUM_EXPERTS, Trace, check_trace_path, validate_routing, write_trace
 
 __all__ = ["synth_trace", "synth_to_file"]
 
 _CALIBRATION_SAMPLES = 8192
+MAX_SYNTH_VALUES = 1 << 25  # values of the largest float64 array (hidden states or logits): 256 MiB
 _CALIBRATION_STEPS = 50
 
 
@@ -52,7 +54,7 @@ def synth_trace(experts: int, top_k: int, sequences: int, tokens: int, *, layers
         "synth_trace",
         {"experts": experts, "top_k": top_k, "sequences": sequences, "tokens": tokens, "layers": layers,
          "persistence": persistence, "context": context, "hidden": hidden, "seed": seed},
-        {"experts": [Interval(int, 1, None)], "top_k": [Interval(int, 1, None)],
+        {"experts": NUM_EXPERTS, "top_k": [Interval(int, 1, None)],
          "sequences": [Interval(int, 1, None)], "tokens": [Interval(int, 2, None)],
          "layers": [Interval(int, 1, None)], "persistence": [Interval(float, 0, 1, closed="left")],
          "context": [Interval(float, 0, 1, closed="left")], "hidden": [Interval(int, 1, None)],
@@ -60,6 +62,11 @@ def synth_trace(experts: int, top_k: int, sequences: int, tokens: int, *, layers
     )
     if top_k > experts:
         check_params("synth_trace", {"top_k": top_k}, {"top_k": [Interval(int, 1, experts)]})
+    rows = max(sequences * tokens, _CALIBRATION_SAMPLES)  # tokens routed, or the calibration sample
+    if rows * max(hidden, experts) > MAX_SYNTH_VALUES:
+        raise ParameterError(f"synth_trace: {rows} tokens x {max(hidden, experts)} logits each is more than the "
+                             f"{MAX_SYNTH_VALUES} values a synthetic trace holds in memory at once; use fewer "
+                             f"sequences, tokens or experts")
     rng = np.random.default_rng(seed)
     target = np.full(experts, top_k / experts) if skew is None else skew_popularity(experts, top_k, float(skew))
     weights, biases = [], []

@@ -29,6 +29,7 @@ from ..validation import Interval, Param, check_params
 from .stats import OverlapStats
 
 __all__ = [
+    "BATCH_DRAWS",
     "MAX_EXPERTS",
     "NUM_EXPERTS",
     "SAMPLES",
@@ -47,6 +48,8 @@ MAX_EXPERTS = 65536  # routed experts per layer: above any MoE model (DeepSeek-V
 NUM_EXPERTS = Param(Interval(int, 1, MAX_EXPERTS), unit="experts")
 SAMPLES = Param(Interval(int, 1, None), unit="draws")
 SEED = Param(Interval(int, 0, None))
+BATCH_DRAWS = Param(Interval(int, 1, 1 << 20), many=True, unit="requests")  # batch sizes of the empirical draws
+_DRAW_BUDGET = 1 << 24  # ids held at once by empirical_unique (draws are chunked beyond it)
 SPARSE_IDS_SHARE = 0.5  # an unstated E = max id + 1 needs at least this share of [0, max id] to occur
 
 WRITE_FORMATS = (".npy", ".npz", ".jsonl")
@@ -256,22 +259,28 @@ def empirical_unique(trace: Trace, layer: int, n_tokens: int, batch=1, *, sample
     Each sample draws B distinct sequences (with replacement when B exceeds the number of sequences) and one window
     start per sequence, uniformly. Returns two arrays with one value per batch size.
     """
-    check_params("empirical_unique", {"samples": samples, "seed": seed}, {"samples": SAMPLES, "seed": SEED})
+    check_params("empirical_unique", {"samples": samples, "seed": seed, "batch": batch},
+                 {"samples": SAMPLES, "seed": SEED, "batch": BATCH_DRAWS})
     ids = trace.layer(layer)
     s, t, k = ids.shape
     if not 1 <= n_tokens <= t:
         raise ParameterError(f"windows of {n_tokens} tokens do not fit in sequences of {t} tokens")
     rng = np.random.default_rng(seed)
     means, stds = [], []
-    for b in np.atleast_1d(np.asarray(batch, dtype=int)):
+    for b in np.atleast_1d(np.asarray(batch, dtype=np.int64)):
         distinct = b <= s  # B distinct sequences when there are enough of them
-        seqs = np.argsort(rng.random((samples, s)), axis=1)[:, :b] if distinct else rng.integers(0, s, (samples, b))
-        starts = rng.integers(0, t - n_tokens + 1, size=(samples, b))
-        tok = starts[..., None] + np.arange(n_tokens)
-        chosen = ids[seqs[..., None], tok].reshape(samples, -1)
-        seen = np.zeros((samples, trace.num_experts), dtype=bool)
-        seen[np.arange(samples)[:, None], chosen] = True
-        count = seen.sum(axis=1)
+        chunk = max(1, _DRAW_BUDGET // max(int(b) * n_tokens, s if distinct else 1, trace.num_experts))
+        counts = []
+        for first in range(0, samples, chunk):  # one pass unless the draws would exceed the memory budget
+            m = min(chunk, samples - first)
+            seqs = np.argsort(rng.random((m, s)), axis=1)[:, :b] if distinct else rng.integers(0, s, (m, b))
+            starts = rng.integers(0, t - n_tokens + 1, size=(m, b))
+            tok = starts[..., None] + np.arange(n_tokens)
+            chosen = ids[seqs[..., None], tok].reshape(m, -1)
+            seen = np.zeros((m, trace.num_experts), dtype=bool)
+            seen[np.arange(m)[:, None], chosen] = True
+            counts.append(seen.sum(axis=1))
+        count = np.concatenate(counts)
         means.append(count.mean())
         stds.append(count.std(ddof=1) if samples > 1 else 0.0)
     return np.array(means), np.array(stds)

@@ -258,6 +258,12 @@ def test_write_is_atomic(tmp_path, monkeypatch):
         (["synth", "--out", "/sys/x.npz"], "cannot write"),
         (["synth", "--out", "{tmp}/missing/x.npz"], "does not exist"),
         (["synth", "--experts", "0", "--out", "{tmp}/x.npz"], "--experts: must be an int"),
+        (["synth", "--experts", "99999999999999999999", "--out", "{tmp}/x.npz"], "--experts: must be an int"),
+        (["synth", "--sequences", "400000", "--tokens", "320", "--out", "{tmp}/x.npz"], "fewer sequences"),
+        (["fit", "{good}", "--tokens="], "non-empty list"),
+        (["fit", "{good}", "--batch="], "--batch: must be a non-empty list"),
+        (["fit", "{good}", "--batch", "99999999999999999999"], "--batch: must be"),
+        (["fit", "{good}", "--layer="], "non-empty list"),
     ],
 )
 def test_cli_trace_errors_are_one_line_exit_2(tmp_path, capsys, argv, text):
@@ -322,3 +328,13 @@ def test_stated_count_reports_exactly_the_ids_outside(seed, stated):
             validate_routing(arr, stated)
     else:
         assert validate_routing(arr, stated).num_experts == stated
+
+
+def test_empirical_draws_are_chunked_within_the_memory_budget(monkeypatch):
+    trace = synth_trace(E, K, 6, 24, persistence=0.6, seed=2)
+    whole = traces_mod.empirical_unique(trace, 0, 4, [1, 8], samples=3000, seed=1)[0]
+    monkeypatch.setattr(traces_mod, "_DRAW_BUDGET", 64)  # a few draws per chunk: other draws, same distribution
+    chunked = traces_mod.empirical_unique(trace, 0, 4, [1, 8], samples=3000, seed=1)[0]
+    assert not np.array_equal(whole, chunked) and np.allclose(whole, chunked, rtol=0.03)
+    const = validate_routing(np.tile(np.array([[0, 1]]), (5, 6, 1)), 4)
+    assert np.allclose(traces_mod.empirical_unique(const, 0, 3, [1, 4], samples=50)[0], 2)
