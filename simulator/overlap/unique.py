@@ -14,12 +14,12 @@ Comparison baselines, with their closed-form P_e (the one home of these formulas
 
 Every U function takes an array of batch sizes and returns one value per batch size.
 
-Expert placement on R expert-parallel ranks (``PLACEMENTS``, default ``random``): ``balanced`` deals experts to
-ranks round-robin in order of decreasing usage (an ideal load balancer; with popularity sorted most popular first,
-rank = e mod R); ``contiguous`` puts blocks of consecutive expert indices on each rank, rank = ⌊e·R/E⌋ (with an
-index-sorted popularity: the worst case); ``random`` is the expectation over uniformly random placements, which is
-what contiguous placement of a real model is with respect to popularity (expert indices carry no popularity
-order). Random placement, replicas and group-limited routing: :mod:`.placement`.
+Expert placement on R expert-parallel ranks (``PLACEMENTS``, default ``random``): ``balanced`` packs experts
+greedily in order of decreasing usage onto the least-used rank with a free slot (EPLB's balanced packing; a load
+balancer that knows the popularity); ``contiguous`` puts blocks of consecutive expert indices on each rank,
+rank = ⌊e·R/E⌋ (with an index-sorted popularity: the worst case); ``random`` is the expectation over uniformly
+random placements, which is what contiguous placement of a real model is with respect to popularity (expert indices
+carry no popularity order). Random placement, replicas and group-limited routing: :mod:`.placement`.
 """
 
 from __future__ import annotations
@@ -105,15 +105,24 @@ def rank_placement(experts: int, ranks: int, kind: str = "balanced") -> np.ndarr
     raise ParameterError(f"rank_placement: placement '{kind}' has no single map; use balanced or contiguous")
 
 
-def _order_place(usage: np.ndarray, ranks: int, kind: str) -> np.ndarray:
-    """Rank of every (physical) expert: ``balanced`` deals them round-robin in order of decreasing usage (stable:
-    ties keep index order, so a sorted popularity gives rank = e mod R); ``contiguous`` cuts the index order into
-    blocks, rank = ⌊e·R/n⌋."""
+def _order_place(usage: np.ndarray, ranks: int, kind: str, logical: np.ndarray) -> np.ndarray:
+    """Rank of every (physical) expert. ``balanced``: EPLB-style greedy packing, in order of decreasing usage (stable)
+    each expert goes to the rank with the least usage so far that has a free slot (⌈n/R⌉ slots) and no copy of the
+    same logical expert (ties: the lower rank). ``contiguous``: blocks of the index order, rank = ⌊e·R/n⌋."""
     n = usage.size
     if kind == "contiguous":
         return np.arange(n) * ranks // n
+    cap = -(-n // ranks)
+    load, free = np.zeros(ranks), np.full(ranks, cap)
+    held = [set() for _ in range(ranks)]
     place = np.empty(n, dtype=int)
-    place[np.argsort(-usage, kind="stable")] = np.arange(n) % ranks
+    for e in np.argsort(-usage, kind="stable"):
+        ok = (free > 0) & np.array([logical[e] not in h for h in held])
+        r = int(np.argmin(np.where(ok if ok.any() else free > 0, load, np.inf)))
+        place[e] = r
+        load[r] += usage[e]
+        free[r] -= 1
+        held[r].add(int(logical[e]))
     return place
 
 
@@ -143,7 +152,7 @@ def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=No
             raise ParameterError(f"the 'ranks' parameter of busiest_rank_experts must divide the {p0.size} "
                                  f"(physical) experts for a random placement of equal-sized ranks. Got {ranks} "
                                  f"instead.")
-        place = None if kind == "random" else _order_place(1.0 - p0, int(ranks), kind)
+        place = None if kind == "random" else _order_place(1.0 - p0, int(ranks), kind, logical)
     else:
         place = np.asarray(placement)
         if place.shape != p0.shape or not np.issubdtype(place.dtype, np.integer) or place.min(initial=0) < 0:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.errors import ParameterError
-from simulator.overlap import busiest_rank_experts, unique_experts
+from simulator.overlap import busiest_rank_experts, parse_popularity, unique_experts
 from simulator.overlap.placement import eplb_replicas, random_max_table, rank_max, replica_p_zero
 
 FAST = settings(max_examples=30, deadline=None, derandomize=True)
@@ -26,14 +26,37 @@ def sorted_usage(draw):
 @FAST
 @given(sorted_usage())
 def test_random_placement_lies_between_balanced_and_contiguous(case):
-    """With popularity sorted by index, balanced (round-robin) is the best and contiguous blocks the worst placement;
-    the expectation over random placements lies between them, and between the mean rank and min(U, E/R)."""
-    p0, ranks, b = case
-    got = {k: float(busiest_rank_experts(p0, b, ranks=ranks, placement=k)) for k in ("balanced", "random",
+    """With popularity sorted by index, at the usage the placement was balanced on (one request: batch 1), greedy
+    packing is no worse than a random placement and contiguous blocks no better; random also lies between the mean
+    rank and min(U, E/R)."""
+    p0, ranks, _ = case
+    got = {k: float(busiest_rank_experts(p0, 1, ranks=ranks, placement=k)) for k in ("balanced", "random",
                                                                                         "contiguous")}
     assert got["balanced"] - 1e-9 <= got["random"] <= got["contiguous"] + 1e-9
-    u = float(unique_experts(p0, b))
+    u = float(unique_experts(p0, 1))
     assert u / ranks - 1e-9 <= got["random"] <= min(u, p0.size // ranks) + 1e-9
+
+
+@FAST
+@given(st.sampled_from([(32, 4), (128, 8)]), st.sampled_from([2, 4, 8]), st.floats(0.0, 2.0), st.integers(1, 8),
+       st.integers(1, 32))
+def test_zipf_popularity_orders_the_placements_at_every_batch(ek, ranks, s, n, b):
+    """Zipf popularity, any window and batch: balanced ≤ random ≤ contiguous up to 0.5% (a placement balanced on
+    one request's usage need not be the best one once experts saturate at large batch; the largest inversion seen
+    in 1,500 random cases was 0.05%)."""
+    e, k = ek
+    p0 = (1 - parse_popularity(f"zipf:{s}", e, k)) ** n
+    got = {p: float(busiest_rank_experts(p0, b, ranks=ranks, placement=p)) for p in ("balanced", "random",
+                                                                                       "contiguous")}
+    assert got["balanced"] <= got["random"] * 1.005 and got["random"] <= got["contiguous"] * 1.005
+
+
+def test_greedy_packing_pairs_hot_with_cold_experts():
+    """Round-robin by usage would put the two hottest of (1, .5, .5, 0) on different ranks with a .5 each (1.5);
+    greedy packing puts the sure expert with the unused one (1.25), the best of the three placements."""
+    p0 = np.array([0.0, 0.5, 0.5, 1.0])
+    assert float(busiest_rank_experts(p0, 1, ranks=2, placement="balanced")) == pytest.approx(1.25)
+    assert float(busiest_rank_experts(p0, 1, ranks=2, placement="random")) == pytest.approx((1.5 + 1.5 + 1.25) / 3)
 
 
 def test_random_placement_matches_monte_carlo_over_placements():
