@@ -192,10 +192,16 @@ def _fit(args) -> int:
         write_routing_profile(prof, args.write_profile)
         print(f"wrote routing profile {args.write_profile} ({args.profile_split})", file=sys.stderr)
     if args.json:
-        print_json(report.to_dict())
+        out = report.to_dict()
+        if trace.layer_ids:
+            out["model_layers"] = list(trace.layer_ids)  # model layer of each trace layer (engine dumps)
+        print_json(out)
         return 0
     print(f"trace {report.source}: {report.sequences} sequences x {report.tokens} tokens, {report.layers} layers, "
           f"E={report.experts}, k={report.top_k}; window predictor m={report.window}")
+    if trace.layer_ids:
+        print(f"trace layers 0..{trace.layers - 1} are model layers {_ranges(trace.layer_ids)} (the others carry no "
+              f"routed experts)")
     for s in report.summaries:
         ov = " ".join(f"{o:.3f}" for o in s.overlaps[:8])
         print(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
@@ -207,6 +213,16 @@ def _fit(args) -> int:
     mean = report.mean_abs_error()
     print("mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%" for m, v in mean.items()))
     return 0
+
+
+def _ranges(ids) -> str:
+    """3,4,5,7 -> '3-5, 7'."""
+    parts, start = [], ids[0]
+    for prev, cur in zip(ids, [*ids[1:], None], strict=True):
+        if cur is None or cur != prev + 1:
+            parts.append(f"{start}-{prev}" if prev > start else f"{start}")
+            start = cur
+    return ", ".join(parts)
 
 
 def _synth(args) -> int:

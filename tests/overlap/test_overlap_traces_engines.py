@@ -338,3 +338,15 @@ def test_empirical_draws_are_chunked_within_the_memory_budget(monkeypatch):
     assert not np.array_equal(whole, chunked) and np.allclose(whole, chunked, rtol=0.03)
     const = validate_routing(np.tile(np.array([[0, 1]]), (5, 6, 1)), 4)
     assert np.allclose(traces_mod.empirical_unique(const, 0, 3, [1, 4], samples=50)[0], 2)
+
+
+def test_fit_on_an_sglang_export_names_the_model_layers(tmp_path, capsys):
+    records, p2l, _ = _sglang_dump(_truth())
+    path = tmp_path / "dump.npz"
+    _export_npz(records, p2l, path)
+    assert main(["overlap", "fit", str(path), "--seq-tokens", "8", "--tokens", "2", "--samples", "50"]) == 0
+    out, err = capsys.readouterr()
+    assert "are model layers 1-2" in out and "E=16, k=2" in out and err.startswith("warning: ")
+    assert main(["overlap", "fit", str(path), "--seq-tokens", "8", "--tokens", "2", "--samples", "50",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_layers"] == [1, 2]
