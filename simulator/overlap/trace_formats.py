@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+import zipfile
 
 import numpy as np
 
@@ -155,11 +156,15 @@ def _load_numpy(path: str):
                 return {name: data[name] for name in data.files}
         if magic == b"\x93NUMPY":
             return np.load(path, allow_pickle=False)
-    except ValueError:
-        raise ParameterError(f"{path}: holds Python objects (pickled), which are not read; save plain integer "
-                             f"arrays") from None
-    except (OSError, EOFError) as exc:
-        raise ParameterError(f"cannot read '{path}': {type(exc).__name__}") from None
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise ParameterError(f"{path}: holds Python objects (pickled), which are not read; save plain integer "
+                                 f"arrays") from None
+        raise ParameterError(f"{path}: not a valid NumPy .npy/.npz file (damaged or truncated)") from None
+    except (EOFError, zipfile.BadZipFile):
+        raise ParameterError(f"{path}: not a valid NumPy .npy/.npz file (damaged or truncated)") from None
+    except OSError as exc:
+        raise ParameterError(f"cannot read '{path}': {(exc.strerror or type(exc).__name__).lower()}") from None
     raise ParameterError(f"{path}: not a NumPy .npy/.npz file")
 
 

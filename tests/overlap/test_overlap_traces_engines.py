@@ -252,6 +252,9 @@ def test_write_is_atomic(tmp_path, monkeypatch):
         (["fit", "{good}", "--seq-tokens", "1"], "--seq-tokens"),
         (["fit", "{good}", "--format", "sglang"], "an SGLang dump is a .pt file or its .npz export"),
         (["fit", "{pickled}"], "not read"),
+        (["fit", "{tmp}/broken.npz"], "damaged or truncated"),
+        (["fit", "{tmp}/broken.npy"], "damaged or truncated"),
+        (["fit", "{tmp}/text.npy"], "not a NumPy"),
         (["fit", "{tmp}"], "not a file"),
         (["synth", "--out", "{tmp}"], "is a folder"),
         (["synth", "--out", "/proc/x.npz"], "cannot write"),
@@ -273,6 +276,9 @@ def test_cli_trace_errors_are_one_line_exit_2(tmp_path, capsys, argv, text):
     arr[0, 0, 0, 0] = 1_000_000
     np.save(tmp_path / "bad.npy", arr)
     np.save(tmp_path / "pickled.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    (tmp_path / "broken.npz").write_bytes(b"PK\x03\x04 cut short")
+    (tmp_path / "broken.npy").write_bytes(good.read_bytes()[:90])
+    (tmp_path / "text.npy").write_text("0,1\n")
     if argv[0] == "synth":
         base = {"--experts": "16", "--top-k": "2", "--sequences": "2", "--tokens": "8"}
         for flag, value in base.items():
@@ -287,7 +293,8 @@ def test_cli_trace_errors_are_one_line_exit_2(tmp_path, capsys, argv, text):
     assert len(lines) == 1 and text in lines[0], err
     for internal in ("allow_pickle", "np.float64", "np.int64(", "range [1, 0]"):
         assert internal not in lines[0]
-    assert sorted(os.listdir(tmp_path)) == ["bad.npy", "good.npy", "pickled.npy"]  # nothing half-written
+    assert sorted(os.listdir(tmp_path)) == ["bad.npy", "broken.npy", "broken.npz", "good.npy", "pickled.npy",
+                                            "text.npy"]  # nothing half-written
 
 
 @settings(max_examples=30, deadline=None)
