@@ -20,7 +20,7 @@ FLAGS = {
     "fixed_costs": "--fixed-costs", "l2": "--l2", "alpha": "--acceptance", "overlaps": "--overlap", "lags": "--overlap",
     "popularity": "--popularity", "top_k": "--top-k", "experts": "--experts", "hidden": "--hidden",
     "inter": "--inter", "tokens_per_request": "--tokens-per-request", "placement": "--placement",
-    "drafter": "--drafter",
+    "redundant_experts": "--redundant-experts", "drafter": "--drafter", "engine": "--engine",
     "num_experts": "--experts", "samples": "--samples", "seed": "--seed", "seq_tokens": "--seq-tokens",
     "format": "--format",
     "hw": "--hardware",

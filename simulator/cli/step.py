@@ -25,6 +25,24 @@ def add_deployment_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
                    help=f"cached tokens per request (default {DEFAULT_CONTEXT})")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (adds the per-kernel eager cost)")
+    add_placement_flags(p)
+    add_engine_flag(p)
+
+
+def add_engine_flag(p: argparse.ArgumentParser) -> None:
+    eng = default_of(Deployment, "engine")
+    p.add_argument("--engine", default=eng, help=f"serving engine whose measured kernel parameters are used: "
+                                                 f"{', '.join(choices_of(Deployment, 'engine'))} (default {eng})")
+
+
+def add_placement_flags(p: argparse.ArgumentParser) -> None:
+    pl = default_of(Deployment, "placement")
+    p.add_argument("--placement", default=pl, choices=choices_of(Deployment, "placement"),
+                   help=f"expert -> EP rank placement (default {pl}: the expectation over random placements, since "
+                        "expert indices carry no popularity order; balanced = an ideal balancer, contiguous = index "
+                        "blocks; docs/MODEL.md §3.2)")
+    p.add_argument("--redundant-experts", type=int, default=default_of(Deployment, "redundant_experts"),
+                   metavar="N", help="EPLB-style replicas of the N hottest experts (ep must divide experts + N)")
 
 
 def add_mechanism_flags(p: argparse.ArgumentParser) -> None:
@@ -64,7 +82,8 @@ def resolve(args):
     model = load_model(args.model)
     hw = load_hardware(args.hardware)
     dep = Deployment(dtype=args.dtype or model.native_dtype, kv_dtype=args.kv_dtype, tp=args.tp, dp=args.dp,
-                     ep=args.ep, cuda_graphs=not args.eager)
+                     ep=args.ep, cuda_graphs=not args.eager, engine=args.engine,
+                     placement=args.placement, redundant_experts=args.redundant_experts)
     mech = preset(args.mode).with_(**{f: getattr(args, f, None) for f in MECH_FLAGS})
     overlap = None
     if getattr(args, "overlap", None):
@@ -85,13 +104,16 @@ def run(args) -> int:
     for i, b in enumerate(r.batch):
         records.append({
             "model": model.name, "hardware": hw.name, "dtype": dep.dtype, "kv_dtype": dep.kv_dtype, "tp": dep.tp,
-            "dp": dep.dp, "ep": dep.ep, "batch": int(b), "tokens": int(r.tokens[i]), "context": args.context,
+            "dp": dep.dp, "ep": dep.ep, "engine": dep.engine, "batch": int(b), "tokens": int(r.tokens[i]),
+            "context": args.context,
             "mechanisms": asdict(mech),
             "time_us": float(r.time[i] * 1e6),
             "breakdown": {k: float(v[i] * 1e6) for k, v in r.breakdown.items()},
             "hbm_bytes": float(r.hbm_bytes[i]), "l2_bytes": float(r.l2_bytes[i]), "flops": float(r.flops[i]),
             "bound": str(r.bound[i]),
+            "placement": dep.placement, "redundant_experts": dep.redundant_experts,
             "unique_experts": float(r.unique_experts[i]), "unique_experts_total": float(r.unique_experts_total[i]),
+            "busiest_rank_experts": float(r.unique_experts[i]),
         })
     if args.json:
         print_json(records)

@@ -14,6 +14,7 @@ from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
+from ..specs.kernels import DEFAULT_ENGINE, ENGINES
 from ..specs.model import ModelSpec
 from ..validation import Interval, Options, Param, check_fields, param_field
 
@@ -84,8 +85,13 @@ class Deployment:
     ep: int = param_field(WAYS, 1)  # expert parallel
     moe_tp: int | None = param_field(Param(*WAYS.constraints, None), None)  # inside experts; default gpus / ep
     cuda_graphs: bool = True
-    # expert -> rank: balanced (round-robin by popularity) or contiguous blocks
+    # expert -> rank (docs/MODEL.md §3.2): random (expectation over random placements; the default: expert indices
+    # carry no popularity order), balanced (round-robin by usage, an ideal balancer) or contiguous index blocks
     placement: str = param_field(Param(Options(PLACEMENTS)), DEFAULT_PLACEMENT)
+    # EPLB-style replicas of the hottest experts (extra physical experts; ep must divide experts + replicas)
+    redundant_experts: int = param_field(Param(Interval(int, 0, 65536), unit="experts"), 0)
+    # serving engine whose measured kernel parameters price the ops (HardwareProfile.for_engine)
+    engine: str = param_field(Param(Options(ENGINES)), DEFAULT_ENGINE)
 
     def __post_init__(self):
         check_fields(self)
@@ -108,6 +114,10 @@ class Deployment:
             parts.append(f"kv {self.kv_dtype}")
         if self.placement != DEFAULT_PLACEMENT:
             parts.append(f"placement {self.placement}")
+        if self.redundant_experts:
+            parts.append(f"+{self.redundant_experts} redundant experts")
+        if self.engine != DEFAULT_ENGINE:
+            parts.append(self.engine)
         return " ".join(parts)
 
     @property
@@ -144,6 +154,13 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
         if f.experts % dep.ep:
             raise _bad("ep", dep.ep, f"does not divide the {f.experts} experts of {model.name}",
                        "pick an ep that divides the expert count")
+        n = dep.redundant_experts
+        if n and (f.experts + n) % dep.ep:
+            raise _bad("redundant_experts", n, f"{f.experts} experts + {n} replicas do not fill the {dep.ep} EP ranks "
+                       "equally", f"use a multiple of ep = {dep.ep}")
+        if n > f.experts * (dep.ep - 1):
+            raise _bad("redundant_experts", n, f"more than {f.experts * (dep.ep - 1)} replicas would put two copies of "
+                       f"an expert on one of the {dep.ep} ranks", "use fewer redundant experts")
         width = f.expert_intermediate // dep.moe_tp
         if f.expert_intermediate % dep.moe_tp:
             raise _bad("moe_tp", dep.moe_tp, f"does not divide the expert width {f.expert_intermediate}",

@@ -23,7 +23,7 @@ from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
 from .engine import OpCost, op_time, step_fixed
 from .graph import critical_path, structure
 from .ops import BATCH, CONTEXT, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
-from .routing import OverlapInput, expert_load, model_overlap
+from .routing import OverlapInput, expert_load, layer_overlaps, mean_load
 
 A = ACTIVATION_BYTES
 CLASSES = ("gemm", "moe", "attention", "elementwise", "router", "embedding", "sampling", "collective", "host")
@@ -41,8 +41,8 @@ class StepResult:
     l2_bytes: np.ndarray
     flops: np.ndarray
     compute_bound_time: np.ndarray  # seconds of ops whose compute term exceeds the memory term
-    unique_experts: np.ndarray  # per MoE layer, busiest rank
-    unique_experts_total: np.ndarray  # per MoE layer, all ranks
+    unique_experts: np.ndarray  # per MoE layer (mean over MoE layers), busiest rank
+    unique_experts_total: np.ndarray  # per MoE layer (mean over MoE layers), all ranks
     fixed_time: np.ndarray  # seconds of fixed costs on the critical path (floors, host overhead)
 
     @property
@@ -60,17 +60,21 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     H = model.hidden_size
     T = wl.total_tokens.astype(float)
     T_attn = T / dep.dp
-    load = None
     info: dict = {}
-    if model.ffn.is_moe:
-        stats = model_overlap(model, overlap)
-        load = expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, stats, dep.placement)
-        info["load"] = load
+    # MoE layers with the same statistics share one expert load (a pooled profile: one load for every MoE layer)
+    layer_stats = layer_overlaps(model, overlap) if model.ffn.is_moe else ()
+    loads = {st: expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, st, dep.placement,
+                             dep.redundant_experts) for st in dict.fromkeys(layer_stats)}
+    if loads:
+        info["load"] = mean_load([loads[st] for st in layer_stats])
     groups: dict[str, list] = {}
+    segment = iter(list(loads).index(st) for st in layer_stats)  # which distinct statistics each MoE layer has
     for i in range(model.layers):
         kind = model.layer_kind(i)
         moe = model.is_moe_layer(i)
-        key = f"{kind}/{'moe' if moe else 'dense'}"
+        j = next(segment) if moe else 0
+        load = loads[list(loads)[j]] if moe else None
+        key = f"{kind}/{'moe' if moe else 'dense'}" + (f"/stats{j}" if j else "")
         if key in groups:
             groups[key][0] += 1
             continue
@@ -79,7 +83,7 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
         if dep.tp > 1:
             ops.append(collective_op("attn_all_reduce", "all_reduce", T_attn * H * A, dep.tp))
         ops.append(Op("post_norm", "elementwise", other_bytes=3 * T_attn * H * A, tokens=T_attn, calls=2))
-        ffn = ffn_ops(model, dep, wl, moe, load if moe else None)
+        ffn = ffn_ops(model, dep, wl, moe, load)
         if moe:
             ops += _moe_block(ffn, model, dep, T_attn)
         else:
@@ -156,6 +160,7 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     s, or a flattened (s, B) grid priced in one call."""
     mech = mech or Mechanisms()
     validate(model, hw, dep)
+    hw = hw.for_engine(dep.engine)  # the engine's kernel parameters (docs/MODEL.md §3.7)
     batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                         np.atleast_1d(np.asarray(tokens, dtype=float)))
     batch, tokens = batch.copy(), tokens.copy()

