@@ -297,30 +297,35 @@ def _order(path: str) -> tuple:
     return ({"global_efficiency": 0, "collectives": 2, "step": 3}.get(parts[1], 4), 0, 0)
 
 
-def derived_values(kernels: Kernels, src: str) -> dict[str, str]:
-    """``{dotted path: flow text}`` of a whole resolved kernels block, every value citing ``src``."""
-    q = partial(_q, src=src)
-    out = {"kernels.global_efficiency": q(kernels.global_efficiency, "fraction")}
+def derived_values(kernels: Kernels, src: str, base_notes: dict[str, str] | None = None) -> dict[str, str]:
+    """``{dotted path: flow text}`` of a whole resolved kernels block, every value citing ``src``; a path in
+    ``base_notes`` (the base profile's hand-set values) carries that note."""
+    notes = base_notes or {}
+
+    def q(value, unit, path):
+        return _q(value, unit, notes.get(path, ""), src)
+
+    out = {"kernels.global_efficiency": q(kernels.global_efficiency, "fraction", "kernels.global_efficiency")}
     for cls, variants in kernels.classes.items():
         for v, k in variants.items():
             p = f"kernels.classes.{cls}.{v}"
-            out[f"{p}.fixed"] = q(k.fixed * 1e6, "us")
+            out[f"{p}.fixed"] = q(k.fixed * 1e6, "us", f"{p}.fixed")
             for part in ("memory", "compute"):
                 if getattr(k, part) is not None:
                     out[f"{p}.{part}"] = _curve(getattr(k, part), src)
             for name, val in k.params.items():
                 unit, scale = UNITS[KERNEL_PARAMS[name]]
-                out[f"{p}.{name}"] = q(val * scale, unit)
+                out[f"{p}.{name}"] = q(val * scale, unit, f"{p}.{name}")
     for name, c in kernels.collectives.items():
         p = f"kernels.collectives.{name}"
-        out[f"{p}.latency"] = q(c.latency * 1e6, "us")
-        out[f"{p}.latency_per_gpu"] = q(c.latency_per_gpu * 1e6, "us")
-        out[f"{p}.efficiency"] = q(c.efficiency, "fraction")
+        out[f"{p}.latency"] = q(c.latency * 1e6, "us", f"{p}.latency")
+        out[f"{p}.latency_per_gpu"] = q(c.latency_per_gpu * 1e6, "us", "")
+        out[f"{p}.efficiency"] = q(c.efficiency, "fraction", "")
         if c.large_latency is not None:
-            out[f"{p}.large_latency"] = q(c.large_latency * 1e6, "us")
-            out[f"{p}.large_efficiency"] = q(c.large_efficiency, "fraction")
+            out[f"{p}.large_latency"] = q(c.large_latency * 1e6, "us", "")
+            out[f"{p}.large_efficiency"] = q(c.large_efficiency, "fraction", "")
     for name, val in kernels.step.items():
-        out[f"kernels.step.{name}"] = q(val * 1e6, "us")
+        out[f"kernels.step.{name}"] = q(val * 1e6, "us", f"kernels.step.{name}")
     return out
 
 
@@ -334,7 +339,11 @@ def write_calibrated_kernels(path: Path, cal: Calibration) -> int:
     base = re.search(r"^kernels: *\{ *derive_from: *([A-Za-z0-9_.\-]+)", text, re.M)[1]
     resolved = load_hardware(str(path))
     dsrc = f"derived-{base}"
-    values = derived_values(resolved.kernels, dsrc)
+    base_hw = load_hardware(base)
+    notes = {k: f"{base} {v.note if v.note.startswith(v.source) else f'{v.source}: {v.note}'}".replace('"', "'")
+             for k, v in base_hw.provenance.items()
+             if k.startswith("kernels.") and v.source.startswith(("assumed", "A")) and v.note}
+    values = derived_values(resolved.kernels, dsrc, notes)
     fitted = {**fitted_values(cal), **_tile_rows(cal)}
     values.update(fitted)
     ordered = dict(sorted(values.items(), key=lambda kv: _order(kv[0])))
@@ -344,7 +353,7 @@ def write_calibrated_kernels(path: Path, cal: Calibration) -> int:
                              f"kept where the {cal.gpu} {cal.engine} tables have no rows")
     i = next(i for i, line in enumerate(lines) if re.match(r"^kernels: *\{ *derive_from:", line))
     lines[i:i + 1] = ["kernels:\n", *_render(ordered, "kernels.", 2)]
-    out = "".join(lines).replace("\nwhat_if: true\n", "\nwhat_if: false\n")
+    out = "".join(lines).replace("\nwhat_if: true\n", "\nwhat_if: false\n").replace("; what-if profile.\n", ".\n")
     out = re.sub(r"what-if profile: kernel curves derived from the calibrated H100 SXM by the rule in\s*#?\s*"
                  r"simulator/cost/whatif\.py\.",
                  "kernel parameters calibrated per engine on aiconfigurator-core's tables (docs/calibration/).", out)
@@ -380,7 +389,7 @@ def report_markdown(cal: Calibration) -> str:
         lines.append(f"| {f.cls} | {f.variant} | {f.rows} | {f.filter} | {f.mape_fit:.1%} | {f.mape_loso:.1%} | "
                      f"{f.shape_key} | {f.mape_all:.1%} |")
     if cal.missing:
-        lines += ["", f"No rows (left to the fallback rules of docs/MODEL.md §3.8): {', '.join(cal.missing)}."]
+        lines += ["", f"No rows (left to the fallback rules of docs/MODEL.md §3.7): {', '.join(cal.missing)}."]
     who = "SGLang/vLLM" if cal.engine == DEFAULT_ENGINE else engine_display(cal.reference.framework)
     if cal.eager_rows:
         lines += ["", f"Eager (no CUDA graph) extra cost per kernel: {cal.eager_extra * 1e6:.1f} µs (median over "
@@ -409,7 +418,7 @@ def index_markdown(cals: list[Calibration]) -> str:
     lines = ["# Calibration per GPU and engine", "",
              "Generated by `python -m simulator calibrate --all --report-dir docs/calibration`; do not edit by hand.",
              "Each cell: MAPE on the fitted rows / leave-one-shape-out; — = no rows (fallback of docs/MODEL.md "
-             "§3.8). The H100 SXM TRT-LLM fit (bundled CSVs, the same rows) is in ../CALIBRATION.md.", ""]
+             "§3.7). The H100 SXM TRT-LLM fit (bundled CSVs, the same rows) is in ../CALIBRATION.md.", ""]
     cols = sorted({(f.cls, f.variant) for c in cals for f in c.fits}, key=lambda cv: _order(
         f"kernels.classes.{cv[0]}.{cv[1]}") if cv[0] != "collective" else (2, 0, cv[1]))
     lines.append("| GPU | engine | data | " + " | ".join(f"{c} {v}" for c, v in cols) + " |")

@@ -45,7 +45,7 @@ class HardwareProfile:
     domain_size: int  # GPUs per scale-up domain
     tdp: float  # W (0 when unknown)
     kernels: Kernels  # the default engine's (DEFAULT_ENGINE)
-    # other engines' kernels, each the default block with the engine's measured entries in place (docs/MODEL.md §3.8)
+    # other engines' kernels, each the default block with the engine's measured entries in place (docs/MODEL.md §3.7)
     engine_kernels: Mapping[str, Kernels] = field(default_factory=lambda: MappingProxyType({}))
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False,

@@ -64,7 +64,7 @@ REQUIRED_VARIANTS = {"gemm": ("bf16",), "moe": ("bf16",), "attention": ("bf16",)
 VARIANT_FALLBACK = {"nvfp4": ("fp8_block", "fp8", "bf16"), "int4_wo": ("mxfp4", "bf16"),
                     "mxfp4": ("bf16",), "fp8_block": ("fp8", "bf16"), "fp8": ("bf16",)}
 COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")
-# Serving engines whose kernels a profile may state (docs/MODEL.md §3.8). The profile's ``kernels:`` block is the
+# Serving engines whose kernels a profile may state (docs/MODEL.md §3.7). The profile's ``kernels:`` block is the
 # default engine's; ``engines: {<engine>: {kernels: ...}}`` states another engine's measured values, each replacing
 # the same entry of the default block (everything it does not state is the default engine's: the documented
 # fallback).

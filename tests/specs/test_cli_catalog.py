@@ -32,7 +32,7 @@ def test_show_model_json_has_param_counts_not_billions():
 
 
 def test_show_hardware_by_path_and_what_if_kernels(tmp_path):
-    r = run("show", "hardware", str(ROOT / "hardware/b200.yaml"), "--json")
+    r = run("show", "hardware", str(ROOT / "hardware/b300.yaml"), "--json")
     d = json.loads(r.stdout)
     assert r.returncode == 0 and d["what_if"] is True
     assert d["kernels"]["classes"]["moe"]["fp8_block"]["fixed_us"] > 0  # derived from H100 by the what-if rule
