@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulator.cli import main
 from simulator.cost.deployment import Deployment
 from simulator.cost.routing import layer_overlaps
 from simulator.cost.step import step_time
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.specs.routing_profile import ByLayer, LayerStats
 
-ROOT = Path(__file__).resolve().parents[2]
 MODEL = load_model("qwen3-30b-a3b")  # 48 layers, every one full attention + MoE, cohere-128x8 profile
 HW = load_hardware("h100-sxm")
 DEP = Deployment(dtype="bf16", tp=2, ep=2)
@@ -68,21 +65,32 @@ def test_headline_deployment_busiest_rank_by_placement():
     assert busiest["balanced"] < busiest["random"] < busiest["contiguous"]
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "simulator", *args], capture_output=True, text=True, cwd=ROOT)
+def run(capsys, *args) -> tuple[int, str, str]:
+    """The CLI in process (argparse errors exit with status 2 through SystemExit)."""
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 BASE = ("step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--dtype", "fp8_block", "--tp", "8", "--ep",
         "8", "--batch", "1", "--tokens", "4")
 
 
-def test_step_json_reports_placement_and_busiest_rank():
-    recs = {p: json.loads(run(*BASE, "--placement", p, "--json").stdout)[0] for p in ("balanced", "contiguous")}
+def test_step_json_reports_placement_and_busiest_rank(capsys):
+    recs = {}
+    for p in ("balanced", "contiguous"):
+        code, out, err = run(capsys, *BASE, "--placement", p, "--json")
+        assert code == 0, err
+        recs[p] = json.loads(out)[0]
     assert recs["balanced"]["busiest_rank_experts"] < recs["contiguous"]["busiest_rank_experts"]
     assert recs["balanced"]["time_us"] < recs["contiguous"]["time_us"]
     assert recs["contiguous"]["placement"] == "contiguous"
-    rep = json.loads(run(*BASE, "--redundant-experts", "8", "--json").stdout)[0]
-    assert rep["redundant_experts"] == 8 and rep["placement"] == "random"
+    code, out, _ = run(capsys, *BASE, "--redundant-experts", "8", "--json")
+    rep = json.loads(out)[0]
+    assert code == 0 and rep["redundant_experts"] == 8 and rep["placement"] == "random"
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -91,6 +99,6 @@ def test_step_json_reports_placement_and_busiest_rank():
     (("--redundant-experts", "1024"), "redundant_experts' = 1024"),
     (("--placement", "strided"), "--placement"),
 ])
-def test_step_placement_errors_are_one_line(args, fragment):
-    r = run(*BASE, *args)
-    assert r.returncode == 2 and fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+def test_step_placement_errors_are_one_line(capsys, args, fragment):
+    code, _, err = run(capsys, *BASE, *args)
+    assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
