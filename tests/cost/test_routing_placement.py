@@ -161,3 +161,11 @@ def test_replicas_can_raise_the_busiest_rank_of_weight_reads():
     assert float(busiest_rank_experts(p0, 1, ranks=2, placement="balanced")) == pytest.approx(1.0)
     two = busiest_rank_experts(p0, 1, ranks=2, placement="balanced", replicas=np.array([2, 2]))
     assert float(two) == pytest.approx(2 - (1 / 4) ** 2 - (3 / 4) ** 2)
+
+
+def test_a_random_placement_needs_equal_ranks():
+    with pytest.raises(ParameterError, match="'ranks' parameter of busiest_rank_experts must divide the 12"):
+        busiest_rank_experts(np.full(12, 0.5), 1, ranks=5, placement="random")
+    copies = eplb_replicas(np.ones(12), 2, 4)
+    with pytest.raises(ParameterError, match="must divide the 14"):  # 12 experts + 2 replicas on 4 ranks
+        busiest_rank_experts(np.full(12, 0.5), 1, ranks=4, placement="random", replicas=copies)
