@@ -211,8 +211,20 @@ def write_in_place(path: Path, cal: Calibration, force: bool = False) -> int:
             raise ConfigError(where, "sources", "is missing", "add a sources table")
         j += len(anchor)
         out = out[:j] + f"  {src}: \"{src_text}\"\n" + out[j:]
-    Path(path).write_text(out, encoding="utf-8")
+    Path(path).write_text(_drop_uncited_fits(out), encoding="utf-8")
     return len(done)
+
+
+def _drop_uncited_fits(text: str) -> str:
+    """Remove ``sources:`` entries of calibrations (``fit-*``) that no value cites any more (e.g. ``fit-h100`` after
+    the default block was refitted from the package tables as ``fit-trtllm``)."""
+    keep = []
+    for line in text.splitlines(keepends=True):
+        m = re.match(r"^  (fit-[A-Za-z0-9_\-]+):", line)
+        if m and f"source: {m[1]}" not in text:
+            continue
+        keep.append(line)
+    return "".join(keep)
 
 
 # --- whole blocks: another engine's values, a what-if profile's first calibration ---------------------------------

@@ -129,3 +129,17 @@ def test_package_reader_gives_the_bundled_h100_rows():
         return tuple((k, float(v) if k == "latency_us" else v) for k, v in sorted(r.items()))
     for t, rows in csvs.items():
         assert Counter(map(key, pkg[t])) == Counter(map(key, rows)), t
+
+
+@pytest.mark.skipif(importlib.util.find_spec("aiconfigurator_core") is None or
+                    importlib.util.find_spec("pyarrow") is None,
+                    reason="needs the optional extra .[calibrate] (aiconfigurator-core and pyarrow)")
+def test_package_calibration_of_h100_trtllm_is_the_csv_calibration():
+    """calibrate --hardware h100-sxm --engine trtllm writes the same values as the bundled-CSV calibration."""
+    from simulator.cost.calibrate import calibrate
+    from simulator.cost.calibrate_io import fitted_values
+    from simulator.specs.catalog import load_hardware
+
+    pkg = fitted_values(calibrate_engine("h100-sxm", "trtllm"))
+    csv_fit = fitted_values(calibrate(load_hardware("h100-sxm")))
+    assert {k: v.replace("source: fit-trtllm", "source: fit-h100") for k, v in pkg.items()} == csv_fit
