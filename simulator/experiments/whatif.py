@@ -176,13 +176,16 @@ def run(exp, priced, ctx, p: Settings) -> Part:
             Figure("attribution", f"One-change-at-a-time attribution for {a.model} (refined S at B={b0})",
                    lambda path: _plot_attr(attr, exp, path)))
     keys, findings = _findings(grid_rows, attr, exp, p)
-    settings = (f"GPUs {', '.join(g.hardware)} (Blackwell profiles are spec-derived what-ifs: the H100 kernel-curve "
-                "shapes rescaled by each GPU's bandwidth, H100 fixed costs kept; see docs/MODEL.md §3.8)",
+    hws = [load_hardware(h) for h in g.hardware]
+    kinds = [(h.name, "spec-derived what-if: the H100 kernel-curve shapes rescaled by its bandwidth, H100 fixed costs "
+              "kept" if h.what_if else "calibrated on measured per-op tables") for h in hws]
+    settings = ("GPUs: " + "; ".join(f"{n} ({k})" for n, k in kinds) + " (docs/MODEL.md §3.7–3.8)",
                 f"formats {', '.join(g.dtype)}; deployment by the sweep's default rule with the format forced",
                 f"drafter {exp.speculation.drafter}, acceptance {exp.speculation.acceptance.label}; batch "
                 f"{list(g.batch)}, draft length {list(g.draft_len)} (best per batch), context {g.context}",
-                f"fixed-cost variant: every fixed cost x{a.fixed_cost_scale:g}, hypothetical (no source says how "
-                "Blackwell launch floors compare with Hopper's)")
+                f"fixed-cost variant: every fixed cost x{a.fixed_cost_scale:g}, hypothetical ("
+                + (f"no source says how {a.target}'s launch floors compare with {a.base}'s)" if load_hardware(
+                    a.target).what_if else f"a sensitivity check: {a.target}'s own floors are fitted)"))
     return Part(keys, (grid_t, skip_t, attr_t), figs, findings, settings)
 
 
@@ -240,15 +243,23 @@ def _findings(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings):
           + "; hypothetical fixed costs: " + ", ".join(f"{x.label} {x.ds:+.3f}" for x in group("hypothetical")) + ". "
           + (f"The change that drives it is **{change(top)}**: {why.get(change(top), 'see the attribution table')}. "
              + l2_text if top else ""))
+    hws = [load_hardware(h) for h in exp.grid.hardware]
     ratio = load_hardware(a.target).hbm_bandwidth / load_hardware(a.base).hbm_bandwidth
-    s3 = ("How sure: these are what-if predictions, never checked against Blackwell measurements. The what-if rule "
-          f"keeps {a.base}'s fixed costs (launch floors, collective latencies, host overhead); with {ratio:.1f}× the "
-          "bandwidth those fixed costs become a larger share of a step, which is why the hypothetical fixed-cost "
-          "variant is shown"
+    whatif = [h.name for h in hws if h.what_if]
+    ran = {r.gpu for r in grid_rows if r.format == a.four_bit and r.s is not None}
+    no_fp4 = [h.name for h in hws if h.name in ran and a.four_bit not in h.kernels.classes["moe"]]
+    assumed = [f"{h.name} {k.split('.')[-1]}" for h in hws for k, pv in h.provenance.items()
+               if pv.source == "assumed" and k.split(".")[0] in ("memory", "cache", "compute", "interconnect")]
+    s3 = ("How sure: " + (f"the {', '.join(whatif)} profile{'s are' if len(whatif) > 1 else ' is a'} what-if"
+                          f"{'s' if len(whatif) > 1 else ''}, never checked against measurements. " if whatif else "")
+          + f"The one-change variants apply the what-if rule to {a.base}, which keeps {a.base}'s fixed costs (launch "
+          f"floors, collective latencies, host overhead); with {ratio:.1f}× the bandwidth those fixed costs become a "
+          "larger share of a step, which is why the hypothetical fixed-cost variant is shown"
           + (f" (with every fixed cost x{a.fixed_cost_scale:g} on {a.target}, the gain over {a.base} is "
-             f"{hyp.ds:+.3f} instead of {full.ds:+.3f})" if hyp and full else "")
-          + ". nvfp4 kernels use the fp8_block MoE kernel parameters (no fp4 measurement exists), and the B300 L2 "
-            "size is assumed equal to B200's.")
+             f"{hyp.ds:+.3f} instead of {full.ds:+.3f})" if hyp and full else "") + "."
+          + (f" {a.four_bit} experts on {', '.join(no_fp4)} use the fp8_block MoE kernel parameters (no "
+             f"{a.four_bit} measurement in {'their profiles' if len(no_fp4) > 1 else 'its profile'})." if no_fp4 else "")
+          + (f" Assumed spec values (sources in the profiles): {', '.join(assumed)}." if assumed else ""))
     return keys, (s1, s2, s3)
 
 
