@@ -258,7 +258,8 @@ def _findings(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings):
           + (f" (with every fixed cost x{a.fixed_cost_scale:g} on {a.target}, the gain over {a.base} is "
              f"{hyp.ds:+.3f} instead of {full.ds:+.3f})" if hyp and full else "") + "."
           + (f" {a.four_bit} experts on {', '.join(no_fp4)} use the fp8_block MoE kernel parameters (no "
-             f"{a.four_bit} measurement in {'their profiles' if len(no_fp4) > 1 else 'its profile'})." if no_fp4 else "")
+             f"{a.four_bit} measurement in {'their profiles' if len(no_fp4) > 1 else 'its profile'})."
+             if no_fp4 else "")
           + (f" Assumed spec values (sources in the profiles): {', '.join(assumed)}." if assumed else ""))
     return keys, (s1, s2, s3)
 
