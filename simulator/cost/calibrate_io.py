@@ -268,8 +268,15 @@ def _set_source(lines: list[str], key: str, text: str) -> None:
 
 def write_engine_block(path: Path, cal: Calibration) -> int:
     """Replace (or add) the profile's ``engines.<engine>`` block with the calibration's values (only those)."""
+    from ..specs.catalog import load_hardware
+
     values = {**fitted_values(cal), **_tile_rows(cal)}
-    ordered = dict(sorted(values.items(), key=lambda kv: _order(kv[0])))
+    host = load_hardware(str(path)).kernels.step["host_overhead"] * 1e6
+    written = dict(values)
+    written["kernels.step.host_overhead"] = (
+        f"{{value: {host:g}, unit: us, source: assumed, reason: \"no per-step host measurement in the tables; the "
+        f"default engine's value is kept until {cal.engine}'s is measured\"}}")
+    ordered = dict(sorted(written.items(), key=lambda kv: _order(kv[0])))
     block = [f"  {cal.engine}:\n", "    kernels:\n", *_render(ordered, "kernels.", 6)]
     lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
     _set_source(lines, source_key(cal), source_text(cal))
