@@ -9,7 +9,7 @@ import argparse
 import sys
 import warnings
 
-from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PREDICTORS
+from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PREDICTORS, TREE_METHODS
 from ..overlap.trace_formats import DEFAULT_SEQ_TOKENS
 from ..overlap.trace_formats import FORMATS as TRACE_FORMATS
 from ..specs.routing_profile import SPLITS
@@ -62,7 +62,8 @@ def register(subparsers) -> None:
                         "(MoESD) baselines.", epilog=_PREDICT_EPILOG)
     pp.add_argument("--experts", type=int, required=True, metavar="E", help="routed experts per layer")
     pp.add_argument("--top-k", type=int, required=True, metavar="K", help="experts per token")
-    pp.add_argument("--tokens", type=int, required=True, metavar="N", help="tokens per request (verify: γ+1)")
+    pp.add_argument("--tokens", type=int, default=None, metavar="N", help="tokens per request (verify: γ+1); "
+                    "required unless --tree or --tree-parents is given")
     pp.add_argument("--batch", type=int, default=1, metavar="B", help="concurrent requests (default 1)")
     pp.add_argument("--overlap", type=csv_list(float, "--overlap"), default=None, metavar="O1,O2,..",
                     help="lag overlaps o(1),o(2),.. as fractions; omitted: independent tokens")
@@ -78,6 +79,18 @@ def register(subparsers) -> None:
     pp.add_argument("--placement", default=DEFAULT_PLACEMENT, choices=PLACEMENTS,
                     help=f"expert->rank placement with --ranks: random (expectation over placements), balanced "
                          f"(round-robin by usage) or contiguous blocks (default {DEFAULT_PLACEMENT})")
+    tree = pp.add_mutually_exclusive_group()
+    tree.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
+                      help="score a full draft tree instead of a chain: the root, B1 children, each with B2 "
+                      "children, ... (every node verified)")
+    tree.add_argument("--tree-parents", default=None, metavar="FILE", help="score a general draft tree: a text "
+                      "file with one parent index per node (root -1)")
+    pp.add_argument("--tree-method", default="auto", choices=TREE_METHODS, help="tree fit: auto (default), ipf "
+                    "(exact maximum entropy on the junction tree), stationary (tree-indexed stationary chain), "
+                    "independent, uniform")
+    pp.add_argument("--persistent", type=csv_list(float, "--persistent"), default=None, metavar="FLOOR[,SHARE]",
+                    help="per-request working set: FLOOR = lag overlap at long lags (fraction), SHARE = probability "
+                    "that an expert is hot in a request (default: the pure working set, Σπ²/(k·FLOOR))")
     add_json_flag(pp)
     pp.set_defaults(func=_predict)
 
@@ -150,6 +163,13 @@ def _emit_warnings(caught) -> None:
 def _predict(args) -> int:
     from ..overlap import OverlapStats, predict
 
+    if args.tree is not None or args.tree_parents is not None or args.persistent is not None:
+        return _predict_tree(args)
+    if args.tokens is None:
+        print("error: overlap predict: give --tokens N (a chain) or --tree B1,B2,.. / --tree-parents FILE (a tree)",
+              file=sys.stderr)
+        return 2
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         stats = OverlapStats.from_overlaps(args.experts, args.top_k, tuple(args.overlap or ()), args.popularity,
@@ -170,6 +190,54 @@ def _predict(args) -> int:
     print(f"  uniform (MoESD)     {float(res.uniform):9.3f}")
     if res.ranks is not None:
         print(f"  busiest of {res.ranks} ranks  {float(res.busiest_rank_experts):9.3f}  ({args.placement})")
+    return 0
+
+
+def _predict_tree(args) -> int:
+    from ..errors import ParameterError
+    from ..overlap import OverlapStats, Persistent, full_tree, predict_tree, read_parents
+
+    if args.tokens is not None and (args.tree is not None or args.tree_parents is not None):
+        print("error: overlap predict: --tokens and --tree/--tree-parents both give the tokens; use one",
+              file=sys.stderr)
+        return 2
+    persistent = None
+    if args.persistent is not None:
+        if len(args.persistent) > 2:
+            raise ParameterError(f"--persistent takes FLOOR or FLOOR,SHARE; got {args.persistent}")
+        persistent = Persistent(*args.persistent)
+    if args.tree is not None:
+        parents, shape = full_tree(args.tree), ",".join(str(b) for b in args.tree)
+    elif args.tree_parents is not None:
+        parents, shape = read_parents(args.tree_parents), args.tree_parents
+    else:
+        parents, shape = (-1,) + tuple(range(args.tokens - 1)) if args.tokens and args.tokens > 0 else (), "chain"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stats = OverlapStats.from_overlaps(args.experts, args.top_k, tuple(args.overlap or ()), args.popularity,
+                                           args.pooling)
+        res = predict_tree(stats, parents, args.batch, method=args.tree_method, persistent=persistent,
+                           ranks=args.ranks, placement=args.placement if args.ranks else None)
+    _emit_warnings(caught)
+    if args.json:
+        out = res.to_dict()
+        out.update(tree=shape, popularity=args.popularity, overlaps=[float(o) for o in stats.overlaps],
+                   pooling=args.pooling, independent_overlap=float(stats.skew))
+        print_json(out)
+        return 0
+    print(f"unique experts for B={args.batch} request(s) verifying a {res.n_tokens}-node tree ({shape}, depth "
+          f"{res.depth}; E={stats.experts}, k={stats.top_k}, method {res.method}, lags 1..{res.lags_used} of "
+          f"{res.lags_given}):")
+    print(f"  expected            {float(res.unique_experts):9.3f}  (std {float(res.unique_experts_std):.3f})")
+    print(f"  independent routing {float(res.independent):9.3f}")
+    print(f"  uniform (MoESD)     {float(res.uniform):9.3f}")
+    if res.ranks is not None:
+        print(f"  busiest of {res.ranks} ranks  {float(res.busiest_rank_experts):9.3f}  ({args.placement})")
+    if res.approximation:
+        print(f"  approximation: {res.approximation}")
+    if res.persistent:
+        p = res.persistent
+        print(f"  persistent working set: floor {p['floor']:.3f}, hot share {p['share']:.3f}")
     return 0
 
 

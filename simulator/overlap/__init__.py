@@ -31,6 +31,11 @@ Closed forms of P_e(0…0) and unique experts (U vectorised over an array of bat
     ``independent_unique(popularity, n_tokens, batch)``, ``uniform_unique(experts, top_k, n_tokens, batch)``
     ``predict(stats, n_tokens, batch=1, *, method="auto", ranks=None, placement=None, check=True)
         -> OverlapPrediction``;  ``realisability_warnings(stats, n_tokens, method)``
+Draft trees and the persistent working set (``tree``; docs/MODEL.md §2.6)
+    ``full_tree(branching) -> parents``, ``read_parents(path)``, ``check_parents(parents)`` (root −1, ≤ 4096 nodes),
+    ``tree_p_zero(stats, parents, *, method="auto", persistent=None) -> TreeFit`` (TREE_METHODS: auto, ipf,
+    stationary, independent, uniform), ``predict_tree(stats, parents, batch=1, *, method, persistent, ranks,
+    placement) -> TreePrediction``, ``Persistent(floor, share=None)``, ``fit_persistent(trace, layer=0)``
 Traces and the synthetic router
     ``read_trace(path, num_experts=None, *, format="auto", seq_tokens=None) -> Trace`` (TRACE_FORMATS: auto, npy,
     npz, jsonl, sglang, vllm: SGLang / vLLM routing dumps), ``write_trace(trace, path)``,
@@ -53,6 +58,18 @@ from .synth import synth_trace
 from .trace_formats import FORMATS as TRACE_FORMATS
 from .trace_formats import read_trace
 from .traces import Trace, empirical_unique, layer_stats, validate_routing, write_trace
+from .tree import (
+    TREE_METHODS,
+    Persistent,
+    TreeFit,
+    TreePrediction,
+    check_parents,
+    fit_persistent,
+    full_tree,
+    predict_tree,
+    read_parents,
+    tree_p_zero,
+)
 from .unique import (
     DEFAULT_PLACEMENT,
     PLACEMENTS,
@@ -67,6 +84,16 @@ from .unique import (
 )
 
 __all__ = [
+    "TREE_METHODS",
+    "Persistent",
+    "TreeFit",
+    "TreePrediction",
+    "check_parents",
+    "fit_persistent",
+    "full_tree",
+    "predict_tree",
+    "read_parents",
+    "tree_p_zero",
     "DEFAULT_PLACEMENT",
     "METHODS",
     "PLACEMENTS",
