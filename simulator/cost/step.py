@@ -136,7 +136,8 @@ def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_m
     """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU."""
     c = param_counts(model)
     fmt = FORMATS[dep.dtype]
-    experts = (c.routed_experts / dep.ep / dep.moe_tp) * fmt.bytes_per_weight
+    copies = 1 + dep.redundant_experts / model.ffn.experts if model.ffn.experts else 1.0  # EPLB replicas
+    experts = (c.routed_experts * copies / dep.ep / dep.moe_tp) * fmt.bytes_per_weight
     rest = weight_bytes(model, dep.attn_dtype) - c.routed_experts * FORMATS[dep.attn_dtype].bytes_per_weight
     w = experts + rest / dep.tp
     kv = batch_max / dep.dp * (context + tokens) * kv_bytes_per_token(model, dep.kv_dtype) / dep.tp \

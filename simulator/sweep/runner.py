@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..cost.deployment import Deployment, Mechanisms, preset
+from ..cost.deployment import Deployment, Mechanisms, preset, validate
 from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import InfeasibleError, SimulatorError
@@ -87,22 +87,27 @@ def price(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas,
           variant: Variant | None = None, acceptance: Acceptance | None = None, drafter: str | Drafter = "eagle",
           context: int = DEFAULT_CONTEXT, cache: StepCache | None = None) -> Case:
     """Speculative decoding of one grid point over (batch, draft length): the mode's preset mechanisms with the
-    variant's edits (hardware, overlap, acceptance, drafter, mechanisms). ``hw`` and ``dep`` are already resolved;
-    ``variant.hardware(hw)`` is applied here."""
+    variant's edits (hardware, overlap, acceptance, drafter, mechanisms, placement). ``hw`` and ``dep`` are already
+    resolved; ``variant.hardware(hw)`` and ``variant.deployment(dep)`` are applied here."""
     v = variant or Variant()
     mech: Mechanisms = v.mechanisms_for(preset(mode))
     acc = v.acceptance or resolve_acceptance(acceptance)
     dr = parse_drafter(v.drafter or drafter)
     hw2 = v.hardware(hw)
+    dep = v.deployment(dep)
     res = speculative(model, hw2, dep, np.asarray(batch, float), np.asarray(gammas), acc, dr, context, mech,
                       v.overlap, cache)
     return Case(model, hw2, dep, mode, res, dr, acc, int(context), v.name)
 
 
 def deploy(model: ModelSpec, hw: HardwareProfile, layout: Layout, batch, max_gamma: int,
-           context: int) -> tuple[Deployment, list[float], str]:
-    """(deployment by the default rule, the batches that fit, why the others do not ("" if all fit))."""
+           context: int, variant: Variant | None = None) -> tuple[Deployment, list[float], str]:
+    """(deployment by the default rule, the batches that fit, why the others do not ("" if all fit)); with the
+    ``variant``'s placement and redundant experts when given (checked here: replicas need memory and must fit)."""
     dep = default_deployment(model, hw, layout)
+    if variant is not None and variant.deployment(dep) is not dep:
+        dep = variant.deployment(dep)
+        validate(model, hw, dep)
     ok, why = fitting_batches(model, hw, dep, batch, int(max_gamma) + 1, context)
     return dep, ok, why
 
@@ -112,12 +117,14 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
               batch: Sequence[int] = DEFAULT_BATCH, draft_len: Sequence[int] = DEFAULT_DRAFT_LEN,
               acceptance: Acceptance | float | Sequence[float] | None = None, drafter: str | Drafter = DEFAULT_DRAFTER,
               context: int = DEFAULT_CONTEXT, modes: Sequence[str] = DEFAULT_MODES, overlap=None,
-              popularity: str | None = None, variants: Sequence[Variant] = (),
+              popularity: str | None = None, variants: Sequence[Variant] = (), placement: str | None = None,
+              redundant_experts: int | None = None,
               progress: Callable[[str], None] | None = None) -> SweepResult:
     """Models × GPUs × variants × modes over batch × draft length (all arguments optional; defaults = the default
     study). ``models=None`` runs every bundled MoE target that fits each GPU (those that do not are listed in
     ``result.skipped``); ``overlap`` is a list of lag overlaps o(1..D) replacing the models' own statistics;
-    ``variants`` (default: one empty variant) are priced for every model × GPU."""
+    ``variants`` (default: one empty variant) are priced for every model × GPU; ``placement`` and
+    ``redundant_experts`` replace the deployment's (docs/MODEL.md §2.7)."""
     t0 = time.perf_counter()
     b = grid_values(batch, "batch")
     g = grid_values(draft_len, "draft_len")
@@ -140,7 +147,8 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
         if progress is not None:
             progress(f"sweep: [{i + 1}/{total}] {model.name} on {hw.name}")
         try:
-            dep, ok, why = deploy(model, hw, layout, b, int(g.max()), context)
+            dep, ok, why = deploy(model, hw, layout, b, int(g.max()), context,
+                                  Variant(placement=placement, redundant_experts=redundant_experts))
         except SimulatorError as exc:
             skipped.append((model.name, hw.name, str(exc)))
             continue

@@ -1,8 +1,9 @@
 """Variants of a grid point: what a study changes besides model × GPU × format × deployment × mode.
 
 A :class:`Variant` edits the hardware profile (copy fields from another profile, scale fields, scale every fixed
-cost), replaces the routing-overlap statistics, the acceptance or the drafter, or switches mechanisms on top of the
-mode's preset. :func:`~simulator.sweep.runner.price` applies it; the empty variant (``Variant()``) changes nothing.
+cost), replaces the routing-overlap statistics, the acceptance or the drafter, switches mechanisms on top of the
+mode's preset, or changes the deployment's expert placement / redundant experts.
+:func:`~simulator.sweep.runner.price` applies it; the empty variant (``Variant()``) changes nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from ..cost.deployment import Mechanisms
+from ..cost.deployment import Deployment, Mechanisms
 from ..cost.routing import OverlapInput
 from ..specdec import Acceptance
 from ..specs.hardware import HardwareProfile
@@ -46,6 +47,8 @@ class Variant:
     acceptance_label: str = ""
     drafter: str | None = None
     mechanisms: tuple[tuple[str, str], ...] = ()
+    placement: str | None = None  # expert placement of the deployment (Deployment.placement)
+    redundant_experts: int | None = None  # EPLB replicas (Deployment.redundant_experts)
 
     @property
     def edits_hardware(self) -> bool:
@@ -64,6 +67,11 @@ class Variant:
         if self.fixed_cost_scale is not None:
             out = out.with_changes(kernels=scale_fixed(out.kernels, self.fixed_cost_scale))
         return out
+
+    def deployment(self, dep: Deployment) -> Deployment:
+        """``dep`` with the variant's placement and redundant experts (checked when priced)."""
+        changes = {f: getattr(self, f) for f in ("placement", "redundant_experts") if getattr(self, f) is not None}
+        return replace(dep, **changes) if changes else dep
 
     def mechanisms_for(self, base: Mechanisms) -> Mechanisms:
         return base.with_(**dict(self.mechanisms)) if self.mechanisms else base
