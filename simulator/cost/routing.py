@@ -26,14 +26,19 @@ from .ops import ExpertLoad
 
 @dataclass(frozen=True)
 class OverlapInput:
-    """Routing statistics for the cost engine: lag overlaps o(1..D) and a popularity spec."""
+    """Routing statistics for the cost engine: lag overlaps o(1..D) and a popularity spec. ``tree``: the parent list
+    of the draft tree a verify pass scores (empty: a chain); a pass of len(tree) tokens per request then takes its
+    unique experts from the tree fit (:func:`simulator.overlap.tree_p_zero`), other passes stay chains."""
 
     lags: tuple[float, ...] = ()
     popularity: str = "uniform"
+    tree: tuple = ()
 
     def __post_init__(self):
         if len(self.lags):  # no lags: independent routing
             LAGS.check(self.lags, "lags", "OverlapInput")
+        if self.tree:
+            object.__setattr__(self, "tree", ov.check_parents(self.tree, "OverlapInput"))
 
 
 def model_overlap(model: ModelSpec, override: OverlapInput | None = None) -> OverlapInput:
@@ -71,6 +76,8 @@ def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routin
     st = _stats(experts, top_k, stats)
     if routing == "independent" or not stats.lags or n_tokens == 1:
         return ov.independent_p_zero(st.popularity, n_tokens)
+    if len(stats.tree) == n_tokens:  # the verify pass of a draft tree
+        return np.asarray(ov.tree_p_zero(st, stats.tree).p_zero, dtype=float)
     fit = ov.fit_window(st, n_tokens=n_tokens, method="auto")
     return np.asarray(fit.p_zero, dtype=float)
 
@@ -94,7 +101,10 @@ def _group_p_zero(f: FFN, stats: OverlapInput, n_tokens: int, routing: str) -> t
     s_g = float(rho @ rho)
     lam = [max(0.0, (f.top_k * o - s_e) / max(f.top_k - s_e, 1e-12)) for o in stats.lags]
     lags = tuple(min(1.0, (s_g + x * (kg - s_g)) / kg) for x in lam)
-    fit = ov.fit_window(ov.OverlapStats(rho, kg, overlaps=lags), n_tokens=n_tokens, method="auto")
+    group_stats = ov.OverlapStats(rho, kg, overlaps=lags)
+    if len(stats.tree) == n_tokens:  # the verify pass of a draft tree
+        return gid, np.asarray(ov.tree_p_zero(group_stats, stats.tree).p_zero, dtype=float)
+    fit = ov.fit_window(group_stats, n_tokens=n_tokens, method="auto")
     return gid, np.asarray(fit.p_zero, dtype=float)
 
 

@@ -31,7 +31,7 @@ Closed forms of P_e(0…0) and unique experts (U vectorised over an array of bat
     ``independent_unique(popularity, n_tokens, batch)``, ``uniform_unique(experts, top_k, n_tokens, batch)``
     ``predict(stats, n_tokens, batch=1, *, method="auto", ranks=None, placement=None, check=True)
         -> OverlapPrediction``;  ``realisability_warnings(stats, n_tokens, method)``
-Draft trees and the persistent working set (``tree``; docs/MODEL.md §2.6)
+Draft trees and the persistent working set (``tree``; docs/MODEL.md §2.15)
     ``full_tree(branching) -> parents``, ``read_parents(path)``, ``check_parents(parents)`` (root −1, ≤ 4096 nodes),
     ``tree_p_zero(stats, parents, *, method="auto", persistent=None) -> TreeFit`` (TREE_METHODS: auto, ipf,
     stationary, independent, uniform), ``predict_tree(stats, parents, batch=1, *, method, persistent, ranks,

@@ -1,6 +1,6 @@
 """A seeded synthetic router on draft trees: the ground truth the tree prediction is validated against.
 
-The hidden state is a Gaussian AR(1) process indexed by the tree (docs/MODEL.md §2.6): the root's state
+The hidden state is a Gaussian AR(1) process indexed by the tree (docs/MODEL.md §2.15): the root's state
 a_root ~ N(0, I); every child's a_child = ρ·a_parent + sqrt(1 − ρ²)·ε, ε ~ N(0, I); a per-sequence persistent
 component u ~ N(0, I) (one draw per request: a working set that does not decay with distance) enters as
 z = sqrt(c)·u + sqrt(1 − c)·a. Every node routes to the top-k of the logits W z + b, W with N(0, 1/h) entries and

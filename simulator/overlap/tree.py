@@ -1,4 +1,4 @@
-"""Draft trees: unique experts when the verify pass scores every node of a tree of drafted tokens (docs/MODEL.md §2.6).
+"""Draft trees: unique experts when the verify pass scores every node of a tree of drafted tokens (docs/MODEL.md §2.15).
 
 A tree is a parent list (``parents[v]`` = parent of node v, −1 at the root). Two nodes at tree distance d (edges on
 the path through their lowest common ancestor) carry the statistics of chain tokens at lag d: popularity π_e and the

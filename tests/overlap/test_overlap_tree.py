@@ -1,5 +1,5 @@
 """Draft trees: the exact tree fit against the chain and the 2^N table, closed forms, invariants, the synthetic tree
-router, and bad input (docs/MODEL.md §2.6)."""
+router, and bad input (docs/MODEL.md §2.15)."""
 
 from __future__ import annotations
 
@@ -178,3 +178,27 @@ def test_cli_tree_bad_input(capsys, tmp_path, argv):
     code, out, err = _run(capsys, *argv)
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_step_prices_the_verify_pass_of_a_tree():
+    """A verify pass over a draft tree takes its unique experts from the tree fit: a path of N nodes is the chain of
+    N tokens; a star of N nodes (every pair within distance 2, where the overlap is higher than at the path's longer
+    distances) touches fewer experts than the path; the decode pass (1 token) is unchanged; the step time follows the
+    expert reads."""
+    from simulator.cost.deployment import Deployment
+    from simulator.cost.routing import OverlapInput
+    from simulator.cost.step import step_time
+    from simulator.specs.catalog import load_hardware, load_model
+
+    model, hw = load_model("olmoe-1b-7b"), load_hardware("h100-sxm")
+    dep = Deployment(tp=1)
+    lags = (0.45, 0.35, 0.3)
+    chain = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags))
+    path = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags, tree=_path(7)))
+    star = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags, tree=full_tree((6,))))
+    assert np.allclose(path.unique_experts_total, chain.unique_experts_total, rtol=1e-9)
+    assert np.all(star.unique_experts_total < path.unique_experts_total - 0.1)
+    assert np.all(star.time < path.time)
+    one = step_time(model, hw, dep, [1, 4], 1, 1024, overlap=OverlapInput(lags, tree=full_tree((6,))))
+    base = step_time(model, hw, dep, [1, 4], 1, 1024, overlap=OverlapInput(lags))
+    assert np.allclose(one.time, base.time)

@@ -1,5 +1,5 @@
 """Exact maximum-entropy law of one expert's activations on the nodes of a draft tree, by IPF on a junction tree
-(``overlap.tree`` turns routing statistics into the targets here; docs/MODEL.md §2.6).
+(``overlap.tree`` turns routing statistics into the targets here; docs/MODEL.md §2.15).
 
 Nodes 0..N−1 with ``parents`` (root −1). Two nodes at tree distance d ≤ L carry a pair constraint (the 2x2 law of
 (x_u, x_v), cells [00, 01, 10, 11]). The constraint graph is the L-th power of the tree, which is chordal: ordering
