@@ -14,14 +14,14 @@ import numpy as np
 
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import SimulatorError
-from ..overlap import layer_stats, parse_popularity, synth_trace
+from ..overlap import PLACEMENTS, layer_stats, parse_popularity, synth_trace
 from ..overlap.popularity import independent_overlap
 from ..specdec import StepCache
 from ..specs.catalog import load_hardware, load_model
 from ..specs.model import ModelSpec
 from ..sweep import Case, Layout, Variant, deploy, price
 from ..sweep.variants import SCALABLE
-from ..validation import Interval, Param, param_field
+from ..validation import Interval, Options, Param, param_field
 from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
 
 PROFILES = ("cohere", "markov")
@@ -72,6 +72,8 @@ class VariantSpec:
     acceptance: AcceptanceSpec | None = None
     drafter: str | None = None
     mechanisms: dict | None = None
+    placement: str | None = param_field(Param(Options(PLACEMENTS), None), None)  # expert placement (MODEL.md §2.7)
+    redundant_experts: int | None = param_field(Param(Interval(int, 0, 65536), None), None)  # EPLB replicas
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,8 @@ def build_variant(e: Expanded, model: ModelSpec, kernel_base=None) -> Variant | 
     return Variant(name=e.name, scale=tuple((hw.scale or {}).items()), fixed_cost_scale=hw.fixed_cost_scale,
                    overlap=overlap_for(v.overlap, model, e.profile, e.lag1) if v.overlap else None,
                    acceptance=acc.build() if acc else None, acceptance_label=acc.label if acc else "",
-                   drafter=v.drafter, mechanisms=tuple((v.mechanisms or {}).items()), kernel_base=kernel_base)
+                   drafter=v.drafter, mechanisms=tuple((v.mechanisms or {}).items()), kernel_base=kernel_base,
+                   placement=v.placement, redundant_experts=v.redundant_experts)
 
 
 # -- pricing -----------------------------------------------------------------------------------------------------

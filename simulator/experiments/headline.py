@@ -38,6 +38,7 @@ class Settings:
     batch: int = on_grid("batch", 1)
     explain_draft_len: int = positive(3)
     bracket: str = variant_name("")  # the grid's overlap variants (expanded over lag1) that bracket the refined ratio
+    placements: tuple[str, ...] = variant_name(())  # the grid's variants that change the expert placement
 
 
 def check(r, study, s: Settings) -> None:
@@ -86,6 +87,15 @@ def run(study, priced, ctx, s: Settings) -> Part:
                  ("lag-1 overlap o(1)", "refined T_decode/T_verify"), tuple(bracket.items()), ("{:.3f}", "{:.3f}"),
                  note="Lag profile: the Cohere lag correlations rescaled to each o(1); popularity as in the file. "
                       "A sensitivity check, not a fit.")
+    place = _placements(priced, m, ref, s, gam, bi)
+    pl_t = Table("placement", f"Refined T_decode/T_verify by expert placement (batch {b0}, draft length {gam})",
+                 ("placement", "busiest-rank experts decode", "busiest-rank experts verify",
+                  "refined T_decode/T_verify"),
+                 tuple((k, *v) for k, v in place.items()), ("", "{:.2f}", "{:.2f}", "{:.3f}"),
+                 note="random: the expectation over uniformly random expert→rank placements (the default: expert "
+                      "indices carry no popularity order); balanced: greedy packing by popularity (EPLB-like); "
+                      "contiguous: index blocks of the index-sorted popularity profile (a worst case); docs/MODEL.md "
+                      "§2.7.")
     figs = (Figure("waterfall", f"explain waterfall: {model.display_name} on {hw.display_name}, batch {b0}, draft "
                    f"length {s.explain_draft_len}", lambda path: plot_waterfall(attr, path)),
             Figure("ratio", "T_decode / T_verify vs draft length, prior and refined, with the study's values",
@@ -99,6 +109,9 @@ def run(study, priced, ctx, s: Settings) -> Part:
     if bracket:
         keys += (("refined ratio at o(1) = " + " / ".join(f"{x:g}" for x in bracket),
                   " / ".join(f"{v:.3f}" for v in bracket.values())),)
+    if len(place) > 1:
+        keys += (("refined ratio by placement: " + " / ".join(place), " / ".join(f"{v[2]:.3f}"
+                                                                                 for v in place.values())),)
     acc_src = (study.grid.all_targets[0].acceptance or study.speculation.acceptance)
     settings = (f"target {model.display_name} on {dep.gpus}× {hw.display_name}, {dep.label} (attention TP{dep.tp}, "
                 f"experts EP{dep.ep}), KV {dep.kv_dtype}, context {ref.context} tokens, batch "
@@ -108,8 +121,26 @@ def run(study, priced, ctx, s: Settings) -> Part:
                 f"routing statistics: the model file's profile {_profile_text(model)}",
                 f"study numbers: {s.study.source}")
     ud, uv = float(ref.result.unique_decode_rank[bi]), float(ref.result.unique_verify_rank[ref.at_gamma(gam), bi])
-    return Part(keys, (comp, walk, brk, ratios, br_t), figs, findings(pred, pub, gam, attr, brk, bracket, ud, uv),
-                settings)
+    tables = (comp, walk, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ())
+    return Part(keys, tables, figs, findings(pred, pub, gam, attr, brk, bracket, ud, uv, place), settings)
+
+
+def _placements(priced, m: str, ref, s: Settings, gam: int, bi: int) -> dict[str, tuple[float, float, float]]:
+    """placement label -> (busiest-rank experts decode, verify, refined T_decode/T_verify): the file's deployment
+    first, then each placement variant."""
+    def row(c) -> tuple[float, float, float]:
+        return (float(c.result.unique_decode_rank[bi]), float(c.result.unique_verify_rank[c.at_gamma(gam), bi]),
+                c.decode_verify(gam, bi))
+
+    def label(dep) -> str:
+        return dep.placement + (f" +{dep.redundant_experts} replicas" if dep.redundant_experts else "")
+
+    out = {f"{label(ref.deployment)} (file)": row(ref)}
+    for e in priced.variants:
+        if e.spec.name in s.placements:
+            c = priced.find(m, "refined", e.name).case
+            out[label(c.deployment)] = row(c)
+    return out
 
 
 def _profile_text(model) -> str:
@@ -135,8 +166,8 @@ def _breakdown(model, hw, dep, batch: int, gamma: int, context: int) -> Table:
                   "refined extra"), tuple(rows), ("", *["{:.0f}"] * 6))
 
 
-def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, ud: float, uv: float
-             ) -> tuple[str, ...]:
+def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, ud: float, uv: float,
+             place: dict | None = None) -> tuple[str, ...]:
     """The three paragraphs; every direction word and verdict is computed from the numbers."""
     steps = attr.steps
     deltas = [(st.name.replace("+ ", ""), st.decode_verify_ratio - q.decode_verify_ratio)
@@ -170,8 +201,9 @@ def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, u
           "a decode step, mostly in " + ", ".join(f"{c} ({v:+.0f} µs)" for c, v in top3)
           + f": the busiest EP rank reads {ud:.2f} experts per layer in a decode step and {uv:.2f} in the verify pass. "
           + l2_text)
+    s4 = _placement_text(place or {}, pub["refined"])
     if not bracket:
-        return s1, s2
+        return (s1, s2, s4) if s4 else (s1, s2)
     lo, hi = min(bracket.values()), max(bracket.values())
     inside = lo <= pub["refined"] <= hi
     verdict = ("lies inside that range, so the remaining difference is within what the unpublished routing "
@@ -179,14 +211,29 @@ def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, u
                if inside else
                f"lies outside that range ({trend(hi, pub['refined'], 'above', 'below', 'at')} it), so the routing "
                f"proxy alone does not account for the remaining {err['refined']:+.3f}; what remains is expert traffic "
-               "on the busiest rank that the refined model still charges (placement, load balance across ranks, or "
+               "on the busiest rank that the refined model still charges ("
+               + ("placement, " if len(place or {}) < 2 else "") + "load balance across ranks, or "
                "an L2 effect at batch 1 that the model does not contain are candidates)")
     s3 = (f"How sure: the prior ratio is set by unique-expert counting and the MoE kernel's fixed cost per expert; "
           f"the refined ratio moves with the overlap statistics, from {lo:.3f} to {hi:.3f} across the measured "
           f"adjacent-token overlap range (o(1) = {min(bracket):g} to {max(bracket):g}, Cohere-shaped lags); the "
           f"study's {pub['refined']:.2f} {verdict}. The per-op errors of the calibrated kernels that set both ratios "
           "are in the validation study.")
-    return s1, s2, s3
+    return (s1, s2, s3, s4) if s4 else (s1, s2, s3)
+
+
+def _placement_text(place: dict, study: float) -> str:
+    """Where the expert placement puts the refined ratio, from the placement rows (empty without variants)."""
+    if len(place) < 2:
+        return ""
+    ratio = {k: v[2] for k, v in place.items()}
+    lo, hi = min(ratio, key=ratio.get), max(ratio, key=ratio.get)
+    reach = (f"the study's {study:.2f} lies inside that range" if ratio[lo] <= study <= ratio[hi] else
+             f"no placement reaches the study's {study:.2f} ({trend(ratio[hi], study, 'above', 'below', 'at')} the "
+             "range)")
+    return ("Expert placement sets the busiest rank: " + ", ".join(f"{k} {v[1]:.2f} experts in the verify pass "
+            f"(ratio {v[2]:.3f})" for k, v in place.items()) + f"; from {lo} to {hi} the refined ratio moves by "
+            f"{ratio[hi] - ratio[lo]:+.3f}, and {reach}.")
 
 
 def _plot_ratio(res, s: Settings, bi: int, path) -> str:
