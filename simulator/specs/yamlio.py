@@ -1,7 +1,17 @@
-"""Strict YAML loading: duplicate keys and syntax errors become one-line ConfigErrors."""
+"""Strict YAML loading: duplicate keys and syntax errors become one-line ConfigErrors naming the file.
+
+Parsing uses libyaml (``yaml.CSafeLoader``, ~10× faster than the pure-Python parser) when PyYAML was built with it,
+and the pure-Python ``yaml.SafeLoader`` otherwise; both give the same data and the same messages.
+
+Numbers: YAML 1.1 (PyYAML's schema) reads ``3.35e12`` and ``1e30`` as *strings*, because its float pattern wants a
+dot and a signed exponent (``3.35e+12``). Hardware and model files are written by people who write ``3.35e12``, so
+the loader also resolves scientific notation without a dot or without an exponent sign to a float (as YAML 1.2's
+core schema does). Plain integers stay integers; quoted values stay strings.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -9,30 +19,46 @@ import yaml
 
 from ..errors import ConfigError
 
+# Scientific notation that the YAML 1.1 float pattern misses: an exponent without a sign (3.35e12, 1.5E9) or a
+# mantissa without a dot (1e30, -2E-3). Underscores are allowed as in YAML 1.1 numbers.
+_SCI_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
 
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+def _construct_mapping(loader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[Any, Any] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
+        try:
+            duplicate = key in seen
+        except TypeError:  # an unhashable key (a list or mapping used as a key): the constructor reports it
+            break
+        if duplicate:
             mark = key_node.start_mark
-            raise ConfigError(str(mark.name), str(key), f"appears twice (line {mark.line + 1})",
+            raise ConfigError(loader.where, str(key), f"appears twice (line {mark.line + 1})",
                               "keep one of the two entries")
         seen[key] = True
     return loader.construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+def _strict(base: type) -> type:
+    """``base`` (a safe loader) that refuses duplicate keys and reads 3.35e12 as a number."""
+    cls = type(f"Strict{base.__name__}", (base,), {})
+    cls.add_implicit_resolver("tag:yaml.org,2002:float", _SCI_FLOAT, list("-+0123456789."))
+    cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    return cls
 
 
-def load_yaml_text(text: str, where: str) -> Any:
+PY_LOADER = _strict(yaml.SafeLoader)
+C_LOADER = _strict(yaml.CSafeLoader) if getattr(yaml, "__with_libyaml__", False) else None
+LIBYAML = C_LOADER is not None
+
+
+def load_yaml_text(text: str, where: str, *, loader_class: type | None = None) -> Any:
+    """Parse ``text``; errors name ``where`` (a file name or a bundled ``kind/name.yaml``). ``loader_class`` (tests):
+    ``PY_LOADER`` or ``C_LOADER``; by default libyaml's when PyYAML has it."""
     try:
-        loader = _StrictLoader(text)
-        loader.name = where
+        loader = (loader_class or C_LOADER or PY_LOADER)(text)
+        loader.where = where
         try:
             return loader.get_single_data()
         finally:
