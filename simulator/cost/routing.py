@@ -53,12 +53,19 @@ def model_overlap(model: ModelSpec, override: OverlapInput | None = None) -> Ove
 
 def layer_overlaps(model: ModelSpec, override: OverlapInput | None = None) -> tuple[OverlapInput, ...]:
     """The statistics of each MoE layer, in order: the per-depth entries of a ``by_layer`` profile, else the pooled
-    statistics of :func:`model_overlap` for every MoE layer (an override replaces a per-layer profile)."""
+    statistics of :func:`model_overlap` for every MoE layer. An override replaces a per-layer profile, except one
+    that only adds a draft tree (``tree``) to the model's own pooled statistics: the tree then applies per layer."""
     moe = model.moe_layer_count
-    by = model.overlap.by_layer if override is None and model.overlap is not None else None
+    by = model.overlap.by_layer if model.overlap is not None else None
+    tree: tuple = ()
+    if override is not None and by is not None and (override.lags, override.popularity) == \
+            (tuple(model.overlap.lags), model.overlap.popularity):
+        tree = override.tree  # the model's own statistics plus a draft tree: keep them per layer
+    elif override is not None:
+        by = None
     if by is None:
         return (model_overlap(model, override),) * moe
-    stats = tuple(OverlapInput(tuple(x.lags), x.popularity) for x in by.layers)
+    stats = tuple(OverlapInput(tuple(x.lags), x.popularity, tree) for x in by.layers)
     return tuple(stats[j] for j in by.segments(moe))
 
 

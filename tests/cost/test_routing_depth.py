@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simulator.cli import main
 from simulator.cost.deployment import Deployment
-from simulator.cost.routing import layer_overlaps
+from simulator.cost.routing import OverlapInput, layer_overlaps, model_overlap
 from simulator.cost.step import step_time
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.specs.routing_profile import ByLayer, LayerStats
@@ -102,3 +102,15 @@ def test_step_json_reports_placement_and_busiest_rank(capsys):
 def test_step_placement_errors_are_one_line(capsys, args, fragment):
     code, _, err = run(capsys, *BASE, *args)
     assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_draft_tree_keeps_the_per_layer_statistics():
+    """step --tree passes the model's own statistics plus a parent list: each third keeps its statistics."""
+    segs = [(0.25, 0.2), (0.5, 0.4), (0.3, 0.25)]
+    thirds = _with(ByLayer("thirds", tuple(LayerStats(s, MODEL.overlap.popularity) for s in segs)))
+    tree = (-1, 0, 0, 1)
+    over = replace(model_overlap(thirds), tree=tree)
+    layers = layer_overlaps(thirds, over)
+    assert [x.lags for x in layers[::16]] == segs and all(x.tree == tree for x in layers)
+    other = layer_overlaps(thirds, OverlapInput((0.4,), "uniform"))
+    assert all(x.lags == (0.4,) for x in other)
