@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..specs import catalog, derived
+from ..sweep.textable import fill
 from ._common import add_json_flag, print_json
+from ._table import WIDTH, Col, add_wide_flag, render
 
 
 def register(sub) -> None:
@@ -30,6 +32,7 @@ def register(sub) -> None:
     s.add_argument("kind", choices=("hardware", "model"))
     s.add_argument("name", metavar="NAME|PATH")
     add_json_flag(s)
+    add_wide_flag(s)
     s.set_defaults(func=cmd_show)
 
 
@@ -105,7 +108,15 @@ def _provenance_rows(obj) -> list[dict]:
     return [{"field": path, **p.as_dict()} for path, p in obj.provenance.items()]
 
 
+def _say(wide: bool):
+    """print, wrapping a line to the table width (continuations indented) unless ``wide``."""
+    if wide:
+        return print
+    return lambda text: print("\n".join(fill(text, WIDTH, " " * (len(text) - len(text.lstrip()) + 4))))
+
+
 def cmd_show(args) -> int:
+    say = _say(args.wide)
     if args.kind == "hardware":
         h = catalog.load_hardware(args.name)
         data = {**_hw_row(h), "description": h.description, "fields": _provenance_rows(h),
@@ -113,15 +124,15 @@ def cmd_show(args) -> int:
         if args.json:
             print_json(data)
             return 0
-        print(f"{h.display_name} ({h.name}) — {h.vendor} {h.architecture}, "
+        say(f"{h.display_name} ({h.name}) — {h.vendor} {h.architecture}, "
               f"{'what-if profile' if h.what_if else 'calibrated profile'}")
         if h.description:
-            print(f"  {h.description}")
-        _print_fields(h)
+            say(f"  {h.description}")
+        _print_fields(h, args.wide)
         k = h.kernels
-        print(f"  kernels: global efficiency {k.global_efficiency:.2f}; fixed costs "
-              + ", ".join(f"{n}/{v} {c.fixed * 1e6:.1f} us" for n, vs in k.classes.items() for v, c in vs.items()))
-        _print_sources(h)
+        say(f"  kernels: global efficiency {k.global_efficiency:.2f}; fixed costs "
+            + ", ".join(f"{n}/{v} {c.fixed * 1e6:.1f} us" for n, vs in k.classes.items() for v, c in vs.items()))
+        _print_sources(h, args.wide)
         return 0
     m = catalog.load_model(args.name)
     d = derived.derived_summary(m)
@@ -130,26 +141,26 @@ def cmd_show(args) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(f"{m.display_name} ({m.name}) — {m.role}")
+    say(f"{m.display_name} ({m.name}) — {m.role}")
     if m.description:
-        print(f"  {m.description}")
+        say(f"  {m.description}")
     for sec, fields in _model_fields(m).items():
         if fields is None:
             continue
         items = ", ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, 0, False, "", ()))
-        print(f"  {sec}: {items}")
-    print(f"  derived: total {d['total_params'] / 1e9:.2f} B params, active {d['active_params'] / 1e9:.2f} B")
+        say(f"  {sec}: {items}")
+    say(f"  derived: total {d['total_params'] / 1e9:.2f} B params, active {d['active_params'] / 1e9:.2f} B")
     if "official" in d:
         o = d["official"]
-        print(f"  official: total {o['total_params'] / 1e9:.1f} B ({o['total_error']:+.1%}), "
+        say(f"  official: total {o['total_params'] / 1e9:.1f} B ({o['total_error']:+.1%}), "
               f"active {o['active_params'] / 1e9:.1f} B ({o['active_error']:+.1%})")
     wb = ", ".join(f"{k} {v / 1e9:.1f} GB" for k, v in d["weight_bytes"].items())
-    print(f"  weight bytes: {wb}")
+    say(f"  weight bytes: {wb}")
     if "expert_bytes" in d:
-        print("  bytes per expert: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in d["expert_bytes"].items()))
-    print("  KV bytes per token: " + ", ".join(f"{k} {v / 1e3:.1f} kB" for k, v in d["kv_bytes_per_token"].items()))
-    _print_fields(m)
-    _print_sources(m)
+        say("  bytes per expert: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in d["expert_bytes"].items()))
+    say("  KV bytes per token: " + ", ".join(f"{k} {v / 1e3:.1f} kB" for k, v in d["kv_bytes_per_token"].items()))
+    _print_fields(m, args.wide)
+    _print_sources(m, args.wide)
     return 0
 
 
@@ -185,17 +196,27 @@ def _kernels_dict(h) -> dict:
             "derived_from": None if not h.what_if else "see docs/MODEL.md, What-if profiles"}
 
 
-def _print_fields(obj) -> None:
+def _print_fields(obj, wide: bool = False) -> None:
+    """The provenance table grouped by section (the path without its last part), notes wrapped."""
     if not obj.provenance:
         return
-    print("  fields (value as given, unit, source):")
+    print("  fields (value as given, unit, source; grouped by section):")
+    groups: dict[str, list] = {}
     for path, p in obj.provenance.items():
-        shown = f"{p.given:g} {p.unit if p.unit not in ('count', 'fraction') else ''}".strip()
-        note = f"  — {p.note}" if p.note else ""
-        print(f"    {path:<40} {shown:<18} [{p.source}]{note}")
+        sec, _, name = path.rpartition(".")
+        groups.setdefault(sec, []).append((name, p))
+    cols = (Col("field", "<"), Col("value", "<"), Col("source", "<"), Col("note", "<", wrap=True))
+    rows = {sec: [[name, f"{p.given:g} {p.unit if p.unit not in ('count', 'fraction') else ''}".strip(),
+                   f"[{p.source}]", p.note or ""] for name, p in items] for sec, items in groups.items()}
+    pads = [max(len(r[c]) for rs in rows.values() for r in rs) for c in range(3)]  # one width for every group
+    for sec, rs in rows.items():
+        print(f"    {sec or '(top)'}")
+        rs = [[f"{r[c]:<{pads[c]}}" for c in range(3)] + [r[3]] for r in rs]
+        print(render(cols, rs, width=WIDTH, wide=wide, indent="      ", header=False))
 
 
-def _print_sources(obj) -> None:
+def _print_sources(obj, wide: bool = False) -> None:
     print("  sources:")
     for key, text in obj.sources.items():
-        print(f"    [{key}] {text}")
+        line = f"    [{key}] {text}"
+        print(line if wide else "\n".join(fill(line, WIDTH, "        ")))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..cost.deployment import PRESETS, Deployment, Mechanisms
 from ..cost.ops import DEFAULT_CONTEXT
 from ._common import add_json_flag, choices_of, csv_list, default_of, print_json
+from ._table import Col, add_wide_flag, render, wide
 
 MECH_FLAGS = ("routing", "kernel_curves", "fixed_costs", "l2")
 
@@ -14,14 +16,16 @@ MECH_FLAGS = ("routing", "kernel_curves", "fixed_costs", "l2")
 def add_deployment_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="bundled model name or path to a model YAML")
     p.add_argument("--hardware", required=True, help="bundled hardware name or path to a profile YAML")
-    p.add_argument("--dtype", help="expert/linear weight format (default: the model's native dtype)")
+    p.add_argument("--dtype", help="expert/linear weight format (default: the deployment rule of sweep/explain: "
+                   "native, or fp8_block for bf16 checkpoints on GPUs with fp8)")
     kv = default_of(Deployment, "kv_dtype")
     p.add_argument("--kv-dtype", default=kv, help=f"KV-cache dtype: {', '.join(choices_of(Deployment, 'kv_dtype'))} "
                                                   f"(default {kv})")
-    for f, what in (("tp", "attention tensor parallelism"), ("dp", "attention data parallelism"),
-                    ("ep", "expert parallelism; moe_tp = GPUs / ep")):
-        p.add_argument(f"--{f}", type=int, default=default_of(Deployment, f),
-                       help=f"{what} (default {default_of(Deployment, f)})")
+    p.add_argument("--gpus", type=int, help="GPUs of the deployment (default 8, capped at the scale-up domain)")
+    for f, what in (("tp", "attention tensor parallelism (default: largest valid ≤ gpus)"),
+                    ("dp", "attention data parallelism (default gpus / tp)"),
+                    ("ep", "expert parallelism; moe_tp = GPUs / ep (default gcd(experts, gpus))")):
+        p.add_argument(f"--{f}", type=int, help=what)
     p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
                    help=f"cached tokens per request (default {DEFAULT_CONTEXT})")
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (adds the per-kernel eager cost)")
@@ -66,24 +70,31 @@ def register(sub) -> None:
     )
     add_deployment_flags(p)
     p.add_argument("--batch", type=csv_list(int, "--batch"), required=True, help="batch sizes, e.g. 1,8,64")
-    p.add_argument("--tokens", type=int, required=True, help="new tokens per request in this pass (s)")
+    p.add_argument("--tokens", type=int, default=None, help="new tokens per request in this pass (s); required "
+                   "unless --tree is given")
+    p.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
+                   help="verify a full draft tree per request (the root, B1 children, each with B2 children, ...): "
+                   "s = its node count, unique experts from the tree fit")
     add_mechanism_flags(p)
     add_json_flag(p)
+    add_wide_flag(p)
     p.set_defaults(func=run)
 
 
 def resolve(args):
     """(model, hardware, deployment, mechanisms, overlap) from parsed flags."""
-    from ..cost.deployment import Deployment, preset
+    from ..cost.deployment import preset
     from ..cost.routing import OverlapInput
     from ..errors import ParameterError
     from ..specs.catalog import load_hardware, load_model
+    from ..sweep.deploy import Layout, default_deployment
 
     model = load_model(args.model)
     hw = load_hardware(args.hardware)
-    dep = Deployment(dtype=args.dtype or model.native_dtype, kv_dtype=args.kv_dtype, tp=args.tp, dp=args.dp,
-                     ep=args.ep, cuda_graphs=not args.eager, engine=args.engine,
-                     placement=args.placement, redundant_experts=args.redundant_experts)
+    opts = (("cuda_graphs", not args.eager), ("engine", args.engine), ("placement", args.placement),
+            ("redundant_experts", args.redundant_experts))
+    dep = default_deployment(model, hw, Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep,
+                                               gpus=args.gpus, dp=args.dp, options=opts))
     mech = preset(args.mode).with_(**{f: getattr(args, f, None) for f in MECH_FLAGS})
     overlap = None
     if getattr(args, "overlap", None):
@@ -99,6 +110,22 @@ def run(args) -> int:
     from ..cost.step import step_time
 
     model, hw, dep, mech, overlap = resolve(args)
+    if args.tree is not None:
+        from dataclasses import replace
+
+        from ..cost.routing import model_overlap
+        from ..overlap import full_tree
+
+        parents = full_tree(args.tree)
+        if args.tokens is not None and args.tokens != len(parents):
+            print(f"error: step: --tokens {args.tokens} disagrees with the {len(parents)}-node --tree; give one",
+                  file=sys.stderr)
+            return 2
+        args.tokens = len(parents)
+        overlap = replace(model_overlap(model, overlap), tree=parents)
+    elif args.tokens is None:
+        print("error: step: give --tokens S (tokens per request) or --tree B1,B2,..", file=sys.stderr)
+        return 2
     r = step_time(model, hw, dep, args.batch, args.tokens, args.context, mech, overlap)
     records = []
     for i, b in enumerate(r.batch):
@@ -118,11 +145,13 @@ def run(args) -> int:
     if args.json:
         print_json(records)
         return 0
-    print(f"{model.display_name} on {dep.gpus}x {hw.name}, {dep.label}, "
-          f"s={args.tokens}, context={args.context}; mechanisms {mech.routing}/{mech.kernel_curves}/"
-          f"{mech.fixed_costs}/{mech.l2}")
-    print(f"  {'batch':>6} {'time us':>10} {'bound':>8} {'U/rank':>7}  breakdown (us)")
-    for rec in records:
-        parts = ", ".join(f"{k} {v:.0f}" for k, v in rec["breakdown"].items() if v > 0.5)
-        print(f"  {rec['batch']:>6} {rec['time_us']:>10.1f} {rec['bound']:>8} {rec['unique_experts']:>7.2f}  {parts}")
+    from ..sweep.deploy import resolved_line
+
+    print(resolved_line(dep, args.context))
+    title = (f"{model.display_name} on {dep.gpus}x {hw.name}, s={args.tokens}; mechanisms {mech.routing}/"
+             f"{mech.kernel_curves}/{mech.fixed_costs}/{mech.l2}")
+    cols = (Col("batch"), Col("time us"), Col("bound"), Col("U/rank"), Col("breakdown (us)", "<", wrap=True))
+    rows = [(str(rec["batch"]), f"{rec['time_us']:.1f}", rec["bound"], f"{rec['unique_experts']:.2f}",
+             ", ".join(f"{k} {v:.0f}" for k, v in rec["breakdown"].items() if v > 0.5)) for rec in records]
+    print(render(cols, rows, title=title, wide=wide(args)))
     return 0

@@ -1,5 +1,5 @@
-"""The default deployment rule of ``sweep``/``explain`` and the memory-fit filter (docs/MODEL.md §4,
-"Default study").
+"""The one deployment rule of ``step``, ``sweep``, ``explain`` and every study, and the memory-fit filter
+(docs/MODEL.md §4, "Default study"). Every command prints the deployment it resolved with :func:`resolved_line`.
 
 Rule, for ``gpus`` GPUs (default 8, one HGX node, capped at the GPU's scale-up domain):
 
@@ -8,15 +8,17 @@ Rule, for ``gpus`` GPUs (default 8, one HGX node, capped at the GPU's scale-up d
   constraint rejects the layout, the next of fp8_block → fp8 → bf16 is tried. A dtype given by the user is kept.
 - attention: the largest tp ≤ gpus that divides the heads (and dense widths), dp = gpus / tp (dp = 1: TP8).
 - experts: ep = gcd(experts, gpus) (EP8 when the expert count is divisible by 8), moe_tp = gpus / ep.
-- KV cache bf16. The first combination :func:`~simulator.cost.deployment.validate` accepts is used.
+- ``dp`` given (``step --dp``): tp = gpus / dp (gpus = tp · dp when both are given).
+- KV cache bf16; engine, placement, redundant experts and CUDA graphs as given (library defaults otherwise).
+  The first combination :func:`~simulator.cost.deployment.validate` accepts is used.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..cost.deployment import Deployment, validate
+from ..cost.deployment import WAYS, Deployment, validate
 from ..cost.step import check_memory
 from ..errors import InfeasibleError
 from ..specs.dtypes import FORMATS, compute_dtype
@@ -30,13 +32,16 @@ DTYPE_FALLBACK = ("fp8_block", "fp8", "bf16")
 
 @dataclass(frozen=True)
 class Layout:
-    """User overrides of the deployment (None = the default rule)."""
+    """User overrides of the deployment (None = the default rule). ``options``: other :class:`Deployment`
+    fields passed through as given, e.g. ``(("engine", "vllm"), ("cuda_graphs", False))``."""
 
     dtype: str | None = None
     kv_dtype: str = "bf16"
     tp: int | None = None
     ep: int | None = None
     gpus: int | None = None
+    dp: int | None = None
+    options: tuple[tuple[str, object], ...] = ()
 
 
 def _supports(hw: HardwareProfile, dtype: str) -> bool:
@@ -52,9 +57,12 @@ def default_dtype(model: ModelSpec, hw: HardwareProfile) -> tuple[str, ...]:
 
 def node_gpus(hw: HardwareProfile, gpus: int | None) -> int:
     if gpus is not None:
-        if gpus < 1 or (hw.domain_size > 0 and gpus > hw.domain_size):
+        d = hw.domain_size
+        if gpus < 1 or (d > 0 and gpus > d and (hw.scale_out_bandwidth <= 0 or gpus % d)):
+            fabric = (f"or a multiple of {d} (whole domains over the scale-out fabric)"
+                      if hw.scale_out_bandwidth > 0 else "(the profile states no scale-out fabric)")
             raise parameter_error("default_deployment", "gpus",
-                                  f"in [1, {hw.domain_size}] (the {hw.name} scale-up domain)", gpus)
+                                  f"in [1, {d}] (the {hw.name} scale-up domain) {fabric}", gpus)
         return gpus
     return min(DEFAULT_GPUS, hw.domain_size) if hw.domain_size > 0 else DEFAULT_GPUS
 
@@ -62,7 +70,17 @@ def node_gpus(hw: HardwareProfile, gpus: int | None) -> int:
 def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | None = None) -> Deployment:
     """The deployment the rule above picks (user overrides in ``layout`` are kept as given)."""
     lay = layout or Layout()
+    for name in ("tp", "ep", "dp", "gpus"):
+        if getattr(lay, name) is not None:
+            WAYS.check(getattr(lay, name), name, "default_deployment")
+    if lay.dp is not None and lay.gpus is None and lay.tp is not None:
+        lay = replace(lay, gpus=lay.tp * lay.dp)
     gpus = node_gpus(hw, lay.gpus)
+    if lay.dp is not None:
+        if gpus % lay.dp or (lay.tp is not None and lay.tp * lay.dp != gpus):
+            raise parameter_error("default_deployment", "dp", f"a divisor of the deployment's {gpus} GPUs with "
+                                  "tp · dp = GPUs", lay.dp)
+        lay = replace(lay, tp=gpus // lay.dp)
     if lay.tp is not None and gpus % lay.tp:
         raise parameter_error("default_deployment", "tp", f"a divisor of the deployment's {gpus} GPUs (the rest run "
                               "as data-parallel attention groups), or change 'gpus'", lay.tp)
@@ -85,13 +103,18 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
             for tp in tps:
                 try:
                     dep = Deployment(dtype=dtype, kv_dtype=lay.kv_dtype, tp=tp, dp=gpus // tp, ep=ep,
-                                     moe_tp=gpus // ep)
+                                     moe_tp=gpus // ep, **dict(lay.options))
                     validate(model, hw, dep)
                     return dep
                 except InfeasibleError as exc:
                     last = exc
     raise InfeasibleError(f"no valid deployment of {model.name} on {gpus}x {hw.name} with "
                           f"dtype={lay.dtype or 'auto'}, tp={lay.tp or 'auto'}, ep={lay.ep or 'auto'}: {last}")
+
+
+def resolved_line(dep: Deployment, context: int) -> str:
+    """The one printed form of a resolved deployment, e.g. ``resolved: fp8_block tp8 ep8 context 1024``."""
+    return f"resolved: {dep.label} context {int(context)}"
 
 
 def fitting_batches(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens: int,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..specdec import best_gamma, pays_up_to
+from .deploy import resolved_line
+from .textable import WIDTH, Col, render
 
 SUMMARY_KEYS = ("model", "hardware", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode", "reference",
                 "batch_min", "batch_max",
@@ -43,8 +45,20 @@ def _pays(s: dict) -> str:
     return f"{s['pays_from']}-{s['pays_up_to']}{tail}"
 
 
-def format_table(result) -> str:
-    """The compact table: one line per model × hardware × deployment, modes side by side as ``prior / refined``."""
+def resolved_lines(result, most: int = 4) -> list[str]:
+    """The deployment rule's result: one ``resolved: …`` line per model × GPU when there are at most ``most``
+    (the same line ``step`` and ``explain`` print), else one line pointing at the deployment column."""
+    deps = {(c.model.name, c.hardware.name): c.deployment for c in result.cases}
+    if len(deps) == 1:
+        return [resolved_line(next(iter(deps.values())), result.context)]
+    if len(deps) <= most:
+        return [f"{resolved_line(d, result.context)} ({m} on {h})" for (m, h), d in deps.items()]
+    return [f"resolved: the deployment column per row, context {result.context}"]
+
+
+def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
+    """The compact table: one line per model × hardware × deployment, modes side by side as ``prior / refined``;
+    fitted to ``width`` columns (``wide``: every column in full)."""
     rows = summarize(result)
     modes = list(dict.fromkeys(s["mode"] for s in rows))
     groups: dict[tuple, dict[str, dict]] = {}
@@ -56,7 +70,9 @@ def format_table(result) -> str:
         return " / ".join(fn(per[m]) if m in per else "-" for m in modes)
 
     bmin = min(s["batch_min"] for s in rows)
-    head = ("model", "hardware", "deployment", f"S@B={bmin}", f"best g@B={bmin}", "peak S@B", "SD pays for B")
+    cols = (Col("model", "<"), Col("hardware", "<", short="gpu"), Col("deployment", "<", wrap=True, short="deploy"),
+            Col(f"S@B={bmin}"), Col(f"best g@B={bmin}", drop=1, short=f"g@B={bmin}"), Col("peak S@B", short="peak"),
+            Col("SD pays for B", short="pays for B"))
     lines = []
     for (model, hw, dep, ref), per in groups.items():
         lines.append((
@@ -66,8 +82,6 @@ def format_table(result) -> str:
             join(per, lambda s: f"{s['peak_speedup']:.2f}@{s['peak_batch']}"),
             join(per, _pays),
         ))
-    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     acc = result.acceptance
     g = result.cases[0].result.gammas
     shown = [x for x in g if x in (1, 3, int(g.max()))]
@@ -75,8 +89,7 @@ def format_table(result) -> str:
     title = (f"Speculative decoding: drafter {result.drafter.label}, acceptance {acc.label} ({al}), context "
              f"{result.context} tokens; S = speedup at the best draft length g per batch; 'SD pays for B' = "
              f"smallest-largest batch with S > 1 (+: still > 1 at the largest batch); columns {' / '.join(modes)}")
-    out = [title, fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    out += [fmt.format(*x) for x in lines]
+    notes = resolved_lines(result)
     if any(k[3] for k in groups):
-        out.append("* reference deployment of the study (Qwen3-235B-A22B FP8, attention TP8 + MoE EP8, H100 SXM)")
-    return "\n".join(out)
+        notes.append("* reference deployment of the study (Qwen3-235B-A22B FP8, attention TP8 + MoE EP8, H100 SXM)")
+    return render(cols, lines, title=title, notes=notes, width=width, wide=wide)

@@ -24,6 +24,7 @@ from ..specs.catalog import bundled_files, load_hardware, load_model
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from .deploy import Layout, default_deployment, fitting_batches
+from .progress import Meter
 from .table import Case, SweepResult, tidy_columns
 from .variants import Variant
 
@@ -124,7 +125,8 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     study). ``models=None`` runs every bundled MoE target that fits each GPU (those that do not are listed in
     ``result.skipped``); ``overlap`` is a list of lag overlaps o(1..D) replacing the models' own statistics;
     ``variants`` (default: one empty variant) are priced for every model × GPU; ``placement`` and
-    ``redundant_experts`` replace the deployment's (docs/MODEL.md §2.7)."""
+    ``redundant_experts`` replace the deployment's (docs/MODEL.md §2.7). ``progress`` receives a line per priced
+    case, at most every :data:`~.progress.EVERY_S` seconds: points priced of the total and the time left."""
     t0 = time.perf_counter()
     b = grid_values(batch, "batch")
     g = grid_values(draft_len, "draft_len")
@@ -142,19 +144,21 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     cases: list[Case] = []
     skipped: list[tuple[str, str, str]] = []
     notes: list[str] = []
-    total = len(targets) * len(hws)
-    for i, (hw, model) in enumerate((h, m) for h in hws for m in targets):
-        if progress is not None:
-            progress(f"sweep: [{i + 1}/{total}] {model.name} on {hw.name}")
+    per_pair = len(b) * len(g) * len(modes) * max(1, len(variants))
+    meter = Meter("sweep", len(targets) * len(hws) * per_pair, progress)
+    for hw, model in ((h, m) for h in hws for m in targets):
         try:
             dep, ok, why = deploy(model, hw, layout, b, int(g.max()), context,
                                   Variant(placement=placement, redundant_experts=redundant_experts))
         except SimulatorError as exc:
             skipped.append((model.name, hw.name, str(exc)))
+            meter.drop(per_pair)
             continue
         if not ok:
             skipped.append((model.name, hw.name, why))
+            meter.drop(per_pair)
             continue
+        meter.drop(per_pair // len(b) * (len(b) - len(ok)))
         if len(ok) < len(b):
             notes.append(f"{model.name} on {hw.name}: batches above {ok[-1]:g} dropped ({why})")
         if drafter.kind == "model" and load_model(drafter.model).vocab_size != model.vocab_size:
@@ -166,6 +170,7 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
             for mode in modes:
                 cases.append(price(model, hw, dep, ok, g, mode=mode, variant=v, acceptance=acc, drafter=drafter,
                                    context=context, cache=cache))
+                meter.add(len(ok) * len(g), f"{model.name} on {hw.name}")
     if not cases:
         first = skipped[0][2] if skipped else "nothing to run"
         raise InfeasibleError(f"no model/hardware combination could run: {first}")

@@ -39,7 +39,8 @@ def test_step_mechanism_flags_override_the_preset():
 @pytest.mark.parametrize("args, fragment", [
     (("step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "1", "--tp", "3"),
      "tp"),
-    (("step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "1"), "GB per GPU"),
+    (("step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "1",
+     "--gpus", "1"), "GB per GPU"),
     (("step", "--model", "nope", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "1"), "unknown model"),
     (("step", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "x", "--tokens", "1"), "--batch"),
     (("step", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "1",

@@ -1,0 +1,59 @@
+"""Progress of a long run, counted in priced points, with an estimate of the time left (one home for ``sweep``
+and the study runner). Messages go to a callback (the CLI prints them on stderr; ``--quiet`` passes none)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+EVERY_S = 0.5  # at most one message per this many seconds (the first and the last are always sent)
+
+
+def _secs(s: float) -> str:
+    return f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+@dataclass
+class Meter:
+    """``total`` points expected; :meth:`add` counts priced points, :meth:`drop` removes points that will not be
+    priced (a model that does not fit), so the estimate stays right. ``clock`` is injectable for tests."""
+
+    label: str
+    total: int
+    callback: Callable[[str], None] | None = None
+    every: float = EVERY_S
+    clock: Callable[[], float] = time.perf_counter
+    done: int = 0
+    start: float = field(default=0.0)
+    _last: float | None = None
+
+    def __post_init__(self):
+        self.start = self.clock()
+
+    def message(self, what: str = "") -> str:
+        el = self.clock() - self.start
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        eta = el * (self.total - self.done) / self.done if self.done else float("nan")
+        left = f", ~{_secs(eta)} left" if self.done and self.done < self.total else ""
+        tail = f" ({what})" if what else ""
+        return f"{self.label}: {self.done:,}/{self.total:,} points ({pct:.0f}%), {_secs(el)}{left}{tail}"
+
+    def add(self, n: int, what: str = "") -> None:
+        self.done += int(n)
+        self._say(what)
+
+    def drop(self, n: int) -> None:
+        self.total = max(self.done, self.total - int(n))
+
+    def _say(self, what: str) -> None:
+        if self.callback is None:
+            return
+        now = self.clock()
+        final = self.done >= self.total
+        if self._last is None or final or now - self._last >= self.every:
+            self._last = now
+            self.callback(self.message(what))
+
+
+__all__ = ["EVERY_S", "Meter"]
