@@ -250,6 +250,7 @@ def _fit(args) -> int:
         report = evaluate_trace(trace, args.tokens, args.batch, window=args.window, layers=args.layer,
                                 samples=args.samples, seed=args.seed)
     _emit_warnings(caught)
+    persistent = _persistent_of(trace, [x.layer for x in report.summaries])
     if args.write_profile:
         from pathlib import Path
 
@@ -263,6 +264,7 @@ def _fit(args) -> int:
         out = report.to_dict()
         if trace.layer_ids:
             out["model_layers"] = list(trace.layer_ids)  # model layer of each trace layer (engine dumps)
+        out["persistent"] = persistent
         print_json(out)
         return 0
     print(f"trace {report.source}: {report.sequences} sequences x {report.tokens} tokens, {report.layers} layers, "
@@ -273,6 +275,9 @@ def _fit(args) -> int:
     for s in report.summaries:
         ov = " ".join(f"{o:.3f}" for o in s.overlaps[:8])
         print(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
+    for p in persistent:
+        print(f"layer {p['layer']}: persistent working set floor {p['floor']:.3f}, share {p['share']:.3f} "
+              f"(overlap predict --persistent {p['floor']:.3f},{p['share']:.3f})")
     head = f"{'layer':>5} {'N':>3} {'B':>4} {'empirical':>10}" + "".join(f" {m:>18}" for m in report.predictors)
     print(head)
     for r in report.rows:
@@ -281,6 +286,16 @@ def _fit(args) -> int:
     mean = report.mean_abs_error()
     print("mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%" for m, v in mean.items()))
     return 0
+
+
+def _persistent_of(trace, layers) -> list:
+    """The persistent working set of each layer (fit_persistent), when sequences are long enough (else none)."""
+    from ..overlap import fit_persistent
+
+    if trace.tokens < 48:
+        return []
+    return [{"layer": int(layer), "floor": float(p.floor), "share": float(p.share)}
+            for layer, p in ((layer, fit_persistent(trace, layer)) for layer in layers)]
 
 
 def _ranges(ids) -> str:

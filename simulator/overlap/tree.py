@@ -225,8 +225,23 @@ def _largest_lag(parents: tuple, lags: int) -> int:
     return min(lags, 1)
 
 
+_Q_CACHE: dict = {}
+_Q_CACHE_SIZE = 64
+
+
 def _stationary_q(pi: np.ndarray, pairs: np.ndarray, lags: int, tol: float) -> np.ndarray:
-    """q[:, j] = P(x_t = 0 | the j previous tokens are 0), j = 0..L, of the maximum-entropy-rate chain (G, L+1)."""
+    """q[:, j] = P(x_t = 0 | the j previous tokens are 0), j = 0..L, of the maximum-entropy-rate chain (G, L+1);
+    cached per statistics (the chain fit is the cost of method ``stationary``; every tree reuses it)."""
+    key = (pi.tobytes(), pairs[:, :lags].tobytes(), lags, tol)
+    if key not in _Q_CACHE:
+        if len(_Q_CACHE) >= _Q_CACHE_SIZE:
+            _Q_CACHE.pop(next(iter(_Q_CACHE)))
+        _Q_CACHE[key] = _fit_q(pi, pairs, lags, tol)
+        _Q_CACHE[key].setflags(write=False)
+    return _Q_CACHE[key]
+
+
+def _fit_q(pi: np.ndarray, pairs: np.ndarray, lags: int, tol: float) -> np.ndarray:
     w = lags + 1
     const = (pi <= 0) | (pi >= 1) | (np.abs(pairs[:, 0] - pi) <= 1e-12)
     q = np.ones((pi.size, w))

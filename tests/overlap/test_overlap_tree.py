@@ -202,3 +202,15 @@ def test_step_prices_the_verify_pass_of_a_tree():
     one = step_time(model, hw, dep, [1, 4], 1, 1024, overlap=OverlapInput(lags, tree=full_tree((6,))))
     base = step_time(model, hw, dep, [1, 4], 1, 1024, overlap=OverlapInput(lags))
     assert np.allclose(one.time, base.time)
+
+
+def test_cli_fit_reports_the_persistent_component(capsys, tmp_path):
+    path = str(tmp_path / "t.npz")
+    assert main(["overlap", "synth", "--experts", "32", "--top-k", "4", "--sequences", "64", "--tokens", "96",
+                 "--context", "0.4", "--out", path]) == 0
+    capsys.readouterr()
+    assert main(["overlap", "fit", path, "--tokens", "2", "--samples", "50", "--json"]) == 0
+    data = json.loads(capsys.readouterr()[0])
+    (pers,) = data["persistent"]
+    skew = data["summaries"][0]["skew"] if "summaries" in data else 4 / 32
+    assert pers["layer"] == 0 and skew < pers["floor"] < 1 and 0 < pers["share"] < 1
