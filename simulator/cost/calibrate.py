@@ -119,7 +119,7 @@ def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str,
         return (op_time(op, h, REFINED).time[mask] - y[mask]) / y[mask]
 
     mask = np.ones(len(y), bool)
-    th, mf, ml = _fit(res, [4.0, 0.85, 10.0, 0.7, 3.0], [0.0, 0.3, 0.5, 0.1, 1.0], [50.0, 1.0, 200.0, 1.0, 20.0],
+    th, mf, ml = _fit(res, [4.0, 0.85, 10.0, 0.7, 3.0], [0.0, 0.3, 0.5, 0.1, 1.0], [1000.0, 1.0, 200.0, 1.0, 20.0],
                       groups, mask)
     h = _with_class(hw, "gemm", dtype, kernel(th))
     return Fit("gemm", dtype, kernel(th), len(y), mf, ml, mape(op_time(op, h, REFINED).time, y),
