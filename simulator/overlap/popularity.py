@@ -17,14 +17,13 @@ import warnings
 import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
+from .brent import brentq
 
 __all__ = ["parse_popularity", "water_fill", "zipf_popularity", "skew_popularity", "independent_overlap"]
 
 
 def root_scalar(func, lo: float, hi: float, **kwargs) -> float:
-    """Brent's root finder (scipy.optimize.brentq, imported on first use: scipy.optimize takes ~0.2 s to import)."""
-    from scipy.optimize import brentq
-
+    """Brent's root finder (:func:`.brent.brentq`: scipy's ``brentq`` iteration without importing scipy)."""
     return brentq(func, lo, hi, **kwargs)
 
 
