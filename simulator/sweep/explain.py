@@ -18,9 +18,11 @@ from ..errors import ParameterError
 from ..specdec import Acceptance, StepCache, parse_drafter, speculative
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from .deploy import Layout, default_deployment, fitting_batches
+from .deploy import Layout, default_deployment, fitting_batches, resolved_line
 from .figures import save
 from .runner import DEFAULT_CONTEXT, resolve_acceptance, resolve_hardware, resolve_models
+from .textable import WIDTH, Col, render
+from .variants import Variant
 
 
 @dataclass(frozen=True)
@@ -86,12 +88,14 @@ def walk_mechanisms() -> list[tuple[str, Mechanisms]]:
 def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm",
             deployment: Deployment | Layout | None = None, *, batch: int = 1, draft_len: int = 3,
             acceptance: Acceptance | float | None = None, drafter: str = "eagle", context: int = DEFAULT_CONTEXT,
-            overlap: OverlapInput | None = None) -> Attribution:
+            overlap: OverlapInput | None = None, placement: str | None = None,
+            redundant_experts: int | None = None) -> Attribution:
     """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK.
 
     ``deployment``: a resolved :class:`Deployment` is used as given; a :class:`Layout` (or None) goes through the
     default rule. ``overlap``: routing statistics replacing the model's own (see
-    :func:`~simulator.sweep.runner.overlap_input`)."""
+    :func:`~simulator.sweep.runner.overlap_input`). ``placement``/``redundant_experts``: replace the deployment's
+    (docs/MODEL.md §2.7)."""
     if int(draft_len) < 1:
         raise ParameterError(f"the 'draft_len' parameter of explain must be >= 1 (γ = 0 is plain decoding). "
                              f"Got {draft_len} instead.")
@@ -102,6 +106,7 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
     acc = resolve_acceptance(acceptance)
     dr = parse_drafter(drafter)
     dep = deployment if isinstance(deployment, Deployment) else default_deployment(m, hw, deployment)
+    dep = Variant(placement=placement, redundant_experts=redundant_experts).deployment(dep)
     ok, why = fitting_batches(m, hw, dep, [batch], int(draft_len) + 1, context)
     if not ok:
         raise ParameterError(f"the 'batch' parameter of explain is {batch}: {why}")
@@ -118,12 +123,15 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
                        tuple(steps))
 
 
-def format_attribution(a: Attribution) -> str:
-    head = (f"{a.model} on {a.hardware} ({a.deployment.label}), batch {a.batch}, draft length "
-            f"{a.draft_len}, drafter {a.drafter}, acceptance {a.acceptance} (AL {a.steps[0].accept_length:.2f}), "
-            f"context {a.context}")
-    cols = ("step", "T_dec us", "T_ver us", "T_ver/T_dec", "T_dec/T_ver", "uniq dec", "uniq ver", "T_round us",
-            "speedup", "d speedup")
+def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False) -> str:
+    """The walk as a table fitted to ``width`` columns (``wide``: every column), headed by the resolved
+    deployment."""
+    head = (f"{a.model} on {a.hardware}, batch {a.batch}, draft length {a.draft_len}, drafter {a.drafter}, "
+            f"acceptance {a.acceptance} (AL {a.steps[0].accept_length:.2f})")
+    cols = (Col("step", "<", wrap=True), Col("T_dec us", short="T_dec"), Col("T_ver us", short="T_ver"),
+            Col("T_ver/T_dec", short="ver/dec"), Col("T_dec/T_ver", drop=2, short="dec/ver"),
+            Col("uniq dec", drop=3, short="U dec"), Col("uniq ver", drop=3, short="U ver"),
+            Col("T_round us", drop=1, short="T_round"), Col("speedup", short="S"), Col("d speedup", short="dS"))
     rows = []
     prev = None
     for s in a.steps:
@@ -132,14 +140,12 @@ def format_attribution(a: Attribution) -> str:
                      f"{s.decode_verify_ratio:.3f}", f"{s.unique_experts_decode:.1f}",
                      f"{s.unique_experts_verify:.1f}", f"{s.t_round_us:.1f}", f"{s.speedup:.3f}", delta))
         prev = s.speedup
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    fmt = "  ".join([f"{{:<{widths[0]}}}"] + [f"{{:>{w}}}" for w in widths[1:]])
-    lines = [head, fmt.format(*cols), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
     gap = a.refined.speedup - a.prior.speedup
-    lines.append(f"prior -> refined: speedup {a.prior.speedup:.3f} -> {a.refined.speedup:.3f} ({gap:+.3f}); "
-                 f"verify runs at {a.prior.decode_verify_ratio:.0%} -> {a.refined.decode_verify_ratio:.0%} of "
-                 f"decode speed (unique experts per MoE layer are all-rank totals)")
-    return "\n".join(lines)
+    notes = [f"prior -> refined: speedup {a.prior.speedup:.3f} -> {a.refined.speedup:.3f} ({gap:+.3f}); "
+             f"verify runs at {a.prior.decode_verify_ratio:.0%} -> {a.refined.decode_verify_ratio:.0%} of "
+             f"decode speed (unique experts per MoE layer are all-rank totals)"]
+    table = render(cols, rows, title=head, notes=notes, width=width, wide=wide)
+    return resolved_line(a.deployment, a.context) + "\n" + table
 
 
 def plot_waterfall(a: Attribution, path) -> str:
