@@ -1,0 +1,231 @@
+"""Panel grids of a sweep figure: where each panel goes (pure layout, no matplotlib) and a fast renderer.
+
+Layout (:func:`panel_grid`): panels are keyed by (row name, column name), a sweep's (model, GPU). With at least two
+of each the figure is a model × GPU grid (rows = models, columns = GPUs; transposed when there are more than
+:data:`MAX_COLS` GPUs but at most that many models); with one model or one GPU the panels wrap into at most
+:data:`WRAP_COLS` columns. Beyond :data:`MAX_PANELS` panels a figure is split (:func:`split_panels`): one file per
+GPU or per model (whichever makes fewer files), in pages of at most :data:`MAX_PANELS` panels, with an index.
+
+Renderer (:func:`draw_grid`): every panel of a figure shares one x range (log2 batch, sparse power-of-two ticks)
+and one y range, so the whole figure is drawn on one canvas: frames, grid lines and all curves of one style are
+single artists (curves of different panels separated by NaN breaks), tick labels only on the outer panels, fonts
+set once. A Matplotlib ``Axes`` per panel costs ~0.1 s of tick and text layout; this costs a few ms per panel.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAX_PANELS = 24  # panels per file; larger figures are split per GPU (pages) with an index
+WRAP_COLS = 4  # columns when panels wrap (one model or one GPU)
+MAX_COLS = 6  # GPU columns of a model × GPU grid before it is transposed
+MAX_XTICKS = 6  # power-of-two batch ticks per axis (every 2nd, 4th, ... power when the grid is denser)
+
+# panel geometry (inches)
+PANEL_W, PANEL_H = 3.4, 2.2
+GAP_W, GAP_H = 0.25, 0.62  # between panels (room for a two-line panel title)
+LEFT, RIGHT, BOTTOM = 0.95, 0.2, 0.75
+HEAD = 1.25  # figure title (two lines) and the legend row
+
+
+@dataclass(frozen=True)
+class Grid:
+    """``nrows`` × ``ncols`` panels; ``cells[i]`` is the (row, column) of panel ``i``."""
+
+    nrows: int
+    ncols: int
+    cells: tuple[tuple[int, int], ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.nrows, self.ncols
+
+    def below_is_empty(self, i: int) -> bool:
+        r, c = self.cells[i]
+        return (r + 1, c) not in set(self.cells)
+
+    def left_is_empty(self, i: int) -> bool:
+        r, c = self.cells[i]
+        return (r, c - 1) not in set(self.cells)
+
+
+def _wrap(n: int) -> Grid:
+    ncols = max(1, min(WRAP_COLS, n))
+    return Grid(math.ceil(n / ncols), ncols, tuple(divmod(i, ncols) for i in range(n)))
+
+
+def panel_grid(keys: Sequence[tuple[str, str]]) -> Grid:
+    """The grid of panels keyed (row name, column name), e.g. (model, GPU), in the order given."""
+    rows = list(dict.fromkeys(k[0] for k in keys))
+    cols = list(dict.fromkeys(k[1] for k in keys))
+    if len(rows) < 2 or len(cols) < 2 or len(set(keys)) < len(keys):
+        return _wrap(len(keys))
+    if len(cols) > MAX_COLS and len(rows) <= MAX_COLS:  # many GPUs, few models: GPUs down, models across
+        return Grid(len(cols), len(rows), tuple((cols.index(c), rows.index(r)) for r, c in keys))
+    return Grid(len(rows), len(cols), tuple((rows.index(r), cols.index(c)) for r, c in keys))
+
+
+def split_panels(keys: Sequence[tuple[str, str]], limit: int = MAX_PANELS) -> list[tuple[str, list[int]]]:
+    """[(file suffix, panel indices)]: one file ("" suffix) up to ``limit`` panels, else one file per GPU (column
+    name) or per model (row name), whichever gives fewer files, in pages of at most ``limit`` panels (suffix
+    ``-name`` or ``-name-2``)."""
+    if len(keys) <= limit:
+        return [("", list(range(len(keys))))]
+    options = []
+    for axis in (1, 0):  # per GPU first: ties go to one file per GPU
+        out = []
+        for name in dict.fromkeys(k[axis] for k in keys):
+            idx = [i for i, k in enumerate(keys) if k[axis] == name]
+            pages = [idx[j:j + limit] for j in range(0, len(idx), limit)]
+            safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
+            out += [(f"-{safe}" + (f"-{p + 1}" if len(pages) > 1 else ""), page) for p, page in enumerate(pages)]
+        options.append(out)
+    return min(options, key=len)
+
+
+def batch_ticks(batch: Sequence[float], most: int = MAX_XTICKS) -> list[int]:
+    """Sparse power-of-two ticks covering ``batch``: every power of two in range, thinned to at most ``most``."""
+    lo, hi = float(min(batch)), float(max(batch))
+    p0, p1 = math.floor(math.log2(max(lo, 1e-9))), math.ceil(math.log2(max(hi, 1e-9)))
+    powers = [p for p in range(p0, p1 + 1) if lo * (1 - 1e-9) <= 2.0**p <= hi * (1 + 1e-9)] or [p0]
+    step = max(1, math.ceil(len(powers) / most))
+    keep = powers[::step]
+    return [int(2**p) if p >= 0 else 2.0**p for p in keep]
+
+
+def y_range(values: Sequence[float], refs: Sequence[float] = (), integer: bool = False,
+            fixed: tuple[float, float] | None = None) -> tuple[float, float, list[float]]:
+    """(low, high, ticks): one y range for every panel of a figure, with at most five round ticks."""
+    from matplotlib.ticker import MaxNLocator
+
+    if fixed is not None:
+        lo, hi = fixed
+    else:
+        v = np.asarray([x for x in (*values, *refs) if np.isfinite(x)], float)
+        lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+        pad = 0.06 * (hi - lo) if hi > lo else max(0.5, abs(hi) * 0.1)
+        lo, hi = lo - pad, hi + pad
+    ticks = [float(t) for t in MaxNLocator(5, integer=integer).tick_values(lo, hi) if lo <= t <= hi]
+    return lo, hi, ticks
+
+
+@dataclass
+class Panel:
+    """One panel: title lines and series [(label, x, y, style)]; ``style`` holds color, linestyle, marker,
+    markerfacecolor, drawstyle (Matplotlib names)."""
+
+    title: str
+    series: list[tuple[str, Sequence[float], Sequence[float], dict]] = field(default_factory=list)
+
+
+def _steps_mid(pts: np.ndarray) -> np.ndarray:
+    """The vertices of a steps-mid line through ``pts`` (drawn explicitly: NaN breaks between panels would cut
+    Matplotlib's own first and last half-steps)."""
+    if len(pts) < 2:
+        return pts
+    mid = (pts[:-1, 0] + pts[1:, 0]) / 2
+    out = [pts[0]]
+    for k, m in enumerate(mid):
+        out += [(m, pts[k, 1]), (m, pts[k + 1, 1])]
+    out.append(pts[-1])
+    return np.asarray(out, float)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:g}"
+
+
+def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, ylabel: str, batch: Sequence[float],
+              yr: tuple[float, float, list[float]], refs: Sequence[tuple[str, float, dict]] = ()):
+    """A Figure with every panel of ``grid`` on one canvas (see the module docstring); ``refs`` are horizontal
+    reference lines drawn in every panel [(label, y, style)]."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    W = LEFT + RIGHT + grid.ncols * PANEL_W + (grid.ncols - 1) * GAP_W
+    H = HEAD + BOTTOM + grid.nrows * PANEL_H + (grid.nrows - 1) * GAP_H
+    fig = Figure(figsize=(max(W, 6.0), H))
+    W = max(W, 6.0)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    ax.set_xlim(0, W)
+    ax.set_ylim(0, H)
+    lx = np.log2(np.asarray(batch, float))
+    x0, x1 = float(lx.min()), float(lx.max())
+    if x1 - x0 < 1e-9:
+        x0, x1 = x0 - 1, x1 + 1
+    xpad = 0.05 * (x1 - x0)
+    x0, x1 = x0 - xpad, x1 + xpad
+    ylo, yhi, yticks = yr
+    xt = batch_ticks(batch)
+
+    def box(i):
+        r, c = grid.cells[i]
+        return LEFT + c * (PANEL_W + GAP_W), H - HEAD - (r + 1) * PANEL_H - r * GAP_H
+
+    def tx(bx, x):
+        return bx + (np.log2(np.asarray(x, float)) - x0) / (x1 - x0) * PANEL_W
+
+    def ty(by, y):
+        return by + (np.asarray(y, float) - ylo) / (yhi - ylo) * PANEL_H
+
+    frames, grids = [], []
+    curves: dict[tuple, list[np.ndarray]] = {}
+    styles: dict[tuple, tuple[str, dict]] = {}
+    texts = []  # (x, y, text, kwargs)
+    for i, p in enumerate(panels):
+        bx, by = box(i)
+        frames.append([(bx, by), (bx + PANEL_W, by), (bx + PANEL_W, by + PANEL_H), (bx, by + PANEL_H), (bx, by)])
+        for t in xt:
+            gx = float(tx(bx, t))
+            grids.append([(gx, by), (gx, by + PANEL_H)])
+        for t in yticks:
+            gy = float(ty(by, t))
+            grids.append([(bx, gy), (bx + PANEL_W, gy)])
+        for label, yv, st in refs:
+            key = ("ref", label)
+            styles.setdefault(key, (label, {**st, "marker": ""}))
+            curves.setdefault(key, []).append(np.array([[bx, float(ty(by, yv))], [bx + PANEL_W, float(ty(by, yv))],
+                                                        [np.nan, np.nan]]))
+        for label, x, y, st in p.series:
+            key = (label, tuple(sorted((k, str(v)) for k, v in st.items())))
+            styles.setdefault(key, (label, {k: v for k, v in st.items() if k != "drawstyle"}))
+            pts = np.column_stack([tx(bx, x), ty(by, y)])
+            if st.get("drawstyle") == "steps-mid":
+                pts = _steps_mid(pts)
+            curves.setdefault(key, []).append(np.vstack([pts, [np.nan, np.nan]]))
+        texts.append((bx + PANEL_W / 2, by + PANEL_H + 0.05, p.title, {"ha": "center", "va": "bottom"}))
+        if grid.left_is_empty(i):
+            texts += [(bx - 0.06, float(ty(by, t)), _fmt(t), {"ha": "right", "va": "center"}) for t in yticks]
+        if grid.below_is_empty(i):
+            texts += [(float(tx(bx, t)), by - 0.06, _fmt(t), {"ha": "center", "va": "top"}) for t in xt]
+    ax.add_collection(LineCollection(grids, colors="0.88", linewidths=0.6))
+    ax.add_collection(LineCollection(frames, colors="0.25", linewidths=0.8))
+    handles, labels = [], []
+    for key, segs in curves.items():
+        label, st = styles[key]
+        xy = np.vstack(segs)
+        kw = {"linewidth": 1.3, "markersize": 3.5, **st}
+        ax.plot(xy[:, 0], xy[:, 1], **kw)
+        if label and label not in labels:
+            labels.append(label)
+            handles.append(Line2D([], [], **kw))
+    for x, y, s, kw in texts:
+        ax.text(x, y, s, fontsize=7.5, **kw)
+    fig.text(0.5, BOTTOM * 0.3 / H, xlabel, ha="center", va="center", fontsize=9)
+    fig.text(0.25 / W, (BOTTOM + (H - HEAD - BOTTOM) / 2) / H, ylabel, ha="center", va="center", rotation=90,
+             fontsize=9)
+    fig.text(0.5, 1 - 0.1 / H, title, ha="center", va="top", fontsize=10.5)
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 1 - 0.55 / H))
+    return fig
+
+
+__all__ = ["MAX_PANELS", "Grid", "Panel", "batch_ticks", "draw_grid", "panel_grid", "split_panels", "y_range"]
