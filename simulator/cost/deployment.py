@@ -14,7 +14,7 @@ from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import DEFAULT_ENGINE, ENGINES
+from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE, ENGINES
 from ..specs.model import ModelSpec
 from ..validation import Interval, Options, Param, check_fields, param_field
 
@@ -92,6 +92,9 @@ class Deployment:
     redundant_experts: int = param_field(Param(Interval(int, 0, 65536), unit="experts"), 0)
     # serving engine whose measured kernel parameters price the ops (HardwareProfile.for_engine)
     engine: str = param_field(Param(Options(ENGINES)), DEFAULT_ENGINE)
+    # MoE dispatch/combine kernels under attention DP (docs/MODEL.md §3.9): the engine's all-to-all (nccl), or
+    # DeepEP's normal (high-throughput) or low-latency mode (the profile's deepep_* collectives)
+    all_to_all: str = param_field(Param(Options(A2A_MODES)), "nccl")
 
     def __post_init__(self):
         check_fields(self)
@@ -118,6 +121,8 @@ class Deployment:
             parts.append(f"+{self.redundant_experts} redundant experts")
         if self.engine != DEFAULT_ENGINE:
             parts.append(self.engine)
+        if self.all_to_all != "nccl":
+            parts.append(self.all_to_all)
         return " ".join(parts)
 
     @property
@@ -137,9 +142,7 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
     if dep.ep * dep.moe_tp != dep.gpus:
         raise _bad("ep", dep.ep, f"ep × moe_tp = {dep.ep} × {dep.moe_tp} ≠ gpus = tp × dp = {dep.gpus}",
                    "choose ep and moe_tp whose product is the GPU count")
-    if dep.gpus > hw.domain_size and hw.domain_size > 0:
-        raise _bad("tp", dep.tp, f"{dep.gpus} GPUs exceed the {hw.name} scale-up domain of {hw.domain_size}",
-                   "multi-node deployments are not modelled; use at most the domain size")
+    validate_domains(hw, dep)
     if a.q_heads % dep.tp:
         raise _bad("tp", dep.tp, f"does not divide the {a.q_heads} attention heads of {model.name}",
                    "pick a tp that divides the head count")
@@ -165,7 +168,7 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
         if f.expert_intermediate % dep.moe_tp:
             raise _bad("moe_tp", dep.moe_tp, f"does not divide the expert width {f.expert_intermediate}",
                        "raise ep (fewer ways of expert tensor parallelism)")
-        if fmt.block and width % fmt.block:
+        if fmt.block and width % fmt.block:  # mxfp4 has none: engines pad its shards (specs.dtypes.padded_width)
             raise _bad("dtype", dep.dtype, f"needs expert widths divisible by {fmt.block}, but "
                        f"{f.expert_intermediate}/{dep.moe_tp} = {width}", "raise ep or use another dtype")
         if f.shared_experts and f.shared_intermediate % dep.tp:
@@ -173,6 +176,29 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
                        "pick another tp")
     validate_op_dtype(hw, dep.dtype)
     validate_op_dtype(hw, dep.attn_dtype)
+    key = A2A_MODES[dep.all_to_all]
+    if key not in hw.kernels.collectives:
+        raise _bad("all_to_all", dep.all_to_all, f"{hw.name} has no measured parameters for it "
+                   f"(kernels.collectives.{key})", "use all_to_all 'nccl', or add the collective with its source")
+
+
+def validate_domains(hw: HardwareProfile, dep: Deployment) -> None:
+    """Layouts beyond one scale-up domain (docs/MODEL.md §3.9): whole domains joined by the scale-out fabric, and
+    every tensor-parallel group either inside one domain or made of whole domains."""
+    d = hw.domain_size
+    if dep.gpus <= d:
+        return
+    if hw.scale_out_bandwidth <= 0:
+        raise _bad("gpus", dep.gpus, f"exceed the {hw.name} scale-up domain of {d} and the profile states no "
+                   "scale-out fabric (interconnect.scale_out_bandwidth)", f"use at most {d} GPUs, or add the "
+                   "fabric's bandwidth and latency per GPU with their source to the profile")
+    if dep.gpus % d:
+        raise _bad("gpus", dep.gpus, f"is not a whole number of {hw.name} scale-up domains of {d} GPUs",
+                   f"use a multiple of {d} GPUs")
+    for name, ways in (("tp", dep.tp), ("moe_tp", dep.moe_tp)):
+        if ways > d and ways % d:
+            raise _bad(name, ways, f"splits a group across {hw.name} scale-up domains of {d} GPUs unevenly",
+                       f"use {name} ≤ {d} or a multiple of {d}")
 
 
 def validate_op_dtype(hw: HardwareProfile, dtype: str) -> None:

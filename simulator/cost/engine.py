@@ -72,24 +72,69 @@ LARGE_FACTOR = {"all_reduce": lambda n: 2.0 * (n - 1.0) / n, "all_gather": lambd
                 "all_to_all": lambda n: (n - 1.0) / n}
 
 
-def collective_seconds(kind: str, wire_bytes, n: int, hw: HardwareProfile, mech: Mechanisms) -> tuple:
-    """(time, fixed) of one collective of ``wire_bytes`` per GPU over ``n`` GPUs."""
-    wire = np.asarray(wire_bytes, dtype=float)
-    if n <= 1:
-        return np.zeros_like(wire), np.zeros_like(wire)
-    col = hw.kernels.collectives[kind]
+def _domain_seconds(kind: str, col, wire: np.ndarray, n: int, hw: HardwareProfile, mech: Mechanisms,
+                    peers: int | None = None, ring_only: bool = False) -> tuple:
+    """(time, fixed) of one collective's NVLink part: ``min(small, large)`` with byte factors for ``n`` GPUs and
+    the latency of ``peers`` GPUs taking part (default ``n``); ``ring_only``: the large (ring) algorithm alone."""
     on = mech.fixed_costs_on
     curves = mech.kernel_curves == "on"
     g = hw.kernels.global_efficiency
-    lat = (col.latency + col.latency_per_gpu * n) if on else 0.0
+    lat = (col.latency + col.latency_per_gpu * (peers or n)) if on else 0.0
     small = lat + wire * SMALL_FACTOR[kind](n) / (hw.link_bandwidth * (col.efficiency if curves else g))
+    if ring_only:
+        small = lat + wire * LARGE_FACTOR[kind](n) / (hw.link_bandwidth * (col.efficiency if curves else g))
     best, fixed = small, np.full_like(wire, lat)
     if col.large_latency is not None:
         llat = col.large_latency if on else 0.0
         large = llat + wire * LARGE_FACTOR[kind](n) / (hw.link_bandwidth * (col.large_efficiency if curves else g))
+        if ring_only:
+            return large, np.full_like(wire, llat)
         fixed = np.where(large < small, llat, lat)
         best = np.minimum(small, large)
     return best, fixed
+
+
+def fabric_seconds(col, fabric_bytes, domains: int, hw: HardwareProfile, mech: Mechanisms) -> tuple:
+    """(transfer, latency) of the cross-domain part: ``fabric_latency + fabric_latency_per_doubling ·
+    log2(domains)`` and ``bytes / (scale_out_bandwidth · fabric_efficiency)``."""
+    b = np.asarray(fabric_bytes, dtype=float)
+    flat = col.fabric_latency if col.fabric_latency is not None else hw.scale_out_latency
+    lat = (flat + col.fabric_latency_per_doubling * np.log2(domains)) if mech.fixed_costs_on else 0.0
+    eff = (col.fabric_efficiency or col.efficiency) if mech.kernel_curves == "on" else \
+        hw.kernels.global_efficiency
+    return b / (hw.scale_out_bandwidth * eff), lat
+
+
+def collective_seconds(kind: str, wire_bytes, n: int, hw: HardwareProfile, mech: Mechanisms) -> tuple:
+    """(time, fixed) of one collective of ``wire_bytes`` per GPU over ``n`` GPUs (docs/MODEL.md §3.9).
+
+    ``kind`` is all_reduce, all_gather or an all-to-all (all_to_all, deepep_normal, deepep_low_latency; the
+    latter two use the all-to-all byte factors). Inside one scale-up domain (``n ≤ domain_size``) this is the
+    single-domain formula. Across ``m = n / g`` domains of ``g`` GPUs (``L``: the NVLink latency of all n peers):
+
+    - all-to-all and all-gather: the ``(g−1)/n`` share of the message goes over NVLink (the single-domain transfer
+      on ``g`` GPUs of ``S·g/n``) while the ``(n−g)/n`` share crosses the fabric; both run at once and the slower
+      sets the pace: ``L + max(t_nvlink, fabric latency + t_fabric)``.
+    - all-reduce: reduce-scatter and all-gather inside each domain (together one ring all-reduce of S on g GPUs),
+      between them a ring all-reduce of the ``S/g`` shard across the m domains: ``t_ring(g) + fabric latency +
+      2(m−1)/m · (S/g) / (scale_out_bandwidth · fabric_efficiency)``."""
+    wire = np.asarray(wire_bytes, dtype=float)
+    if n <= 1:
+        return np.zeros_like(wire), np.zeros_like(wire)
+    col = hw.kernels.collectives[kind]
+    base = kind if kind in SMALL_FACTOR else "all_to_all"
+    g = min(n, hw.domain_size) if hw.domain_size > 0 else n
+    if g >= n:
+        return _domain_seconds(base, col, wire, n, hw, mech)
+    m = -(-n // g)
+    if base == "all_reduce":
+        t_in, f_in = _domain_seconds(base, col, wire, g, hw, mech, ring_only=True)
+        t_out, lat = fabric_seconds(col, 2.0 * (m - 1) / m * wire / g, m, hw, mech)
+        return t_in + lat + t_out, f_in + lat
+    t_in, f_in = _domain_seconds(base, col, wire * g / n, g, hw, mech, peers=n)
+    t_out, lat = fabric_seconds(col, wire * (n - g) / n, m, hw, mech)
+    cross = f_in + lat + t_out
+    return np.maximum(t_in, cross), np.where(cross >= t_in, f_in + lat, f_in)
 
 
 def collective_time(op: Op, hw: HardwareProfile, mech: Mechanisms) -> OpCost:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..specs.derived import ffn_matrices
-from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, KV_BYTES
+from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, KV_BYTES, padded_width
 from ..specs.model import ModelSpec
 from ..validation import Interval, Param
 from .deployment import Deployment
@@ -172,7 +172,7 @@ def ffn_ops(model: ModelSpec, dep: Deployment, wl: Workload, moe: bool, load: Ex
     ops = [Op("router", "router", "bf16", "any", weight_bytes=H * f.experts * 2.0,
               other_bytes=T_attn * (H + f.experts) * A,
               flops=2.0 * T_attn * H * f.experts, rows=T_attn, tokens=T_attn)]
-    width = f.expert_intermediate // dep.moe_tp
+    width = padded_width(f.expert_intermediate // dep.moe_tp, FORMATS[dep.dtype])  # mxfp4 shards are padded
     ops.append(experts_op(H, width, m, dep.dtype, computes["moe"], load.unique, load.pairs, f.experts // dep.ep, T))
     if f.shared_experts:
         inter = f.shared_experts * f.shared_intermediate // dep.tp

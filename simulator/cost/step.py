@@ -14,18 +14,24 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InfeasibleError
-from ..specs.derived import kv_bytes_per_token, linear_state_bytes, param_counts, weight_bytes
+from ..specs.derived import param_counts, weight_bytes
 from ..specs.dtypes import ACTIVATION_BYTES, FORMATS
 from ..specs.hardware import HardwareProfile
+from ..specs.kernels import A2A_MODES
 from ..specs.model import ModelSpec
 from ..validation import declare
 from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
 from .engine import OpCost, op_time, step_fixed
 from .graph import critical_path, structure
+from .memory import kv_bytes_per_gpu
 from .ops import BATCH, CONTEXT, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
 from .routing import OverlapInput, expert_load, layer_overlaps, mean_load
 
 A = ACTIVATION_BYTES
+# Bytes per hidden element a token carries in the MoE dispatch (docs/MODEL.md §3.9): bf16 activations for the
+# engine's all-to-all; DeepEP casts dispatched tokens to fp8 with one fp32 scale per 128 channels (its low-latency
+# kernels always, its normal kernels as SGLang runs DeepSeek); the combine returns bf16 in every mode.
+DISPATCH_BYTES = {"nccl": A, "deepep_normal": 1.0 + 4.0 / 128, "deepep_low_latency": 1.0 + 4.0 / 128}
 CLASSES = ("gemm", "moe", "attention", "elementwise", "router", "embedding", "sampling", "collective", "host")
 
 
@@ -116,8 +122,10 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
     H, k = model.hidden_size, model.ffn.top_k
     ops = [router]
     if dep.dp > 1:
-        ops += [collective_op("moe_dispatch", "all_to_all", T_attn * k * H * A, dep.gpus), experts,
-                collective_op("moe_combine", "all_to_all", T_attn * k * H * A, dep.gpus, after=("experts",))]
+        kind = A2A_MODES[dep.all_to_all]
+        ops += [collective_op("moe_dispatch", kind, T_attn * k * H * DISPATCH_BYTES[dep.all_to_all], dep.gpus),
+                experts,
+                collective_op("moe_combine", kind, T_attn * k * H * A, dep.gpus, after=("experts",))]
     else:
         ops.append(experts)
         if dep.gpus > 1:
@@ -140,8 +148,7 @@ def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_m
     experts = (c.routed_experts * copies / dep.ep / dep.moe_tp) * fmt.bytes_per_weight
     rest = weight_bytes(model, dep.attn_dtype) - c.routed_experts * FORMATS[dep.attn_dtype].bytes_per_weight
     w = experts + rest / dep.tp
-    kv = batch_max / dep.dp * (context + tokens) * kv_bytes_per_token(model, dep.kv_dtype) / dep.tp \
-        + batch_max / dep.dp * linear_state_bytes(model) / dep.tp
+    kv = kv_bytes_per_gpu(model, dep, batch_max, tokens, context)  # window-limited, replicated KV (cost.memory)
     need, have = w + kv, hw.hbm_capacity * MEMORY_HEADROOM
     if need > have:
         raise InfeasibleError(

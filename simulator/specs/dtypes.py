@@ -19,6 +19,7 @@ class WeightFormat:
     fallback_compute: str | None  # used when the hardware lacks `compute` (weight-only dequant), else None
     block: int  # the weight-matrix dimension must be a multiple of this (0: no constraint)
     description: str
+    pad: int = 0  # engines pad a sharded expert width up to a multiple of this (0: no padding)
 
     @property
     def bytes_per_weight(self) -> float:
@@ -33,8 +34,12 @@ FORMATS: dict[str, WeightFormat] = {
     "fp8_block": WeightFormat("fp8_block", 8.0 + 32.0 / (128 * 128), "fp8", None, 128,
                               "fp8 e4m3, fp32 scale per 128x128 block"),
     "nvfp4": WeightFormat("nvfp4", 4.0 + 8.0 / 16, "fp4", None, 16, "fp4 e2m1, fp8 scale per 16 values"),
-    "mxfp4": WeightFormat("mxfp4", 4.0 + 8.0 / 32, "fp4", FALLBACK_COMPUTE, 32,
-                          "fp4 e2m1, e8m0 scale per 32 values (W4A16 dequant where no fp4 tensor cores)"),
+    # Engines pad the per-rank expert width of mxfp4 MoE weights to a multiple of 2 × the 32-value scale block
+    # (vLLM/SGLang quantization/mxfp4.py: "pad the intermediate size to be a multiple of 2 * mxfp4_block ... to hold
+    # non-uniform sharded tensor"; some backends round further, to 128/256) instead of refusing the shard, so
+    # gpt-oss runs at moe_tp 4/8 (widths 720/360): no divisibility rule, the padded width is priced.
+    "mxfp4": WeightFormat("mxfp4", 4.0 + 8.0 / 32, "fp4", FALLBACK_COMPUTE, 0,
+                          "fp4 e2m1, e8m0 scale per 32 values (W4A16 dequant where no fp4 tensor cores)", pad=64),
     "int4_wo": WeightFormat("int4_wo", 4.0 + 16.0 / 128, "bf16", FALLBACK_COMPUTE, 128,
                             "int4 weight-only, bf16 scale per 128-group, bf16 compute"),
 }
@@ -45,6 +50,11 @@ KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0}
 KV_DTYPES = tuple(KV_BYTES)
 
 ACTIVATION_BYTES = 2.0  # bf16 activations between ops
+
+
+def padded_width(width: int, fmt: WeightFormat) -> int:
+    """The expert width a kernel stores and runs for a per-rank shard of ``width`` (``fmt.pad``)."""
+    return -(-width // fmt.pad) * fmt.pad if fmt.pad else width
 
 
 def weight_format(name: str) -> WeightFormat:

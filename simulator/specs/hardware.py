@@ -42,15 +42,20 @@ class HardwareProfile:
     peak_flops: Mapping[str, float]  # dtype -> dense FLOP/s
     link_bandwidth: float  # B/s per direction, scale-up (NVLink / xGMI / PCIe)
     link_latency: float  # s
-    domain_size: int  # GPUs per scale-up domain
+    domain_size: int  # GPUs per scale-up domain (HGX: 8; NVL72 rack: 72)
     tdp: float  # W (0 when unknown)
-    kernels: Kernels  # the default engine's (DEFAULT_ENGINE)
+    kernels: Kernels  # the kernel parameters of `engine` (as read: the default engine's, DEFAULT_ENGINE)
     # other engines' kernels, each the default block with the engine's measured entries in place (docs/MODEL.md §3.7)
     engine_kernels: Mapping[str, Kernels] = field(default_factory=lambda: MappingProxyType({}))
+    engine: str = DEFAULT_ENGINE  # whose parameters `kernels` holds (HardwareProfile.for_engine)
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False,
                                                  compare=False)
     origin: str = field(default="", compare=False)
+    # scale-out fabric between scale-up domains (InfiniBand / RoCE; docs/MODEL.md §3.9): B/s per GPU per direction
+    # and s per crossing; 0 = none stated (a deployment beyond one domain is then refused)
+    scale_out_bandwidth: float = 0.0
+    scale_out_latency: float = 0.0
 
     def peak(self, compute_dtype: str) -> float | None:
         """Dense peak FLOP/s for a compute dtype, or None when the GPU has no such tensor-core path."""
@@ -58,14 +63,16 @@ class HardwareProfile:
 
     @property
     def engines(self) -> tuple[str, ...]:
-        """Engines this profile has kernel parameters for (the default engine's ``kernels:`` block, then
-        ``engines:``)."""
-        return (DEFAULT_ENGINE, *(e for e in ENGINES if e in self.engine_kernels))
+        """Engines this profile has kernel parameters for (``kernels`` holds ``engine``'s, ``engine_kernels`` the
+        others'), in ``ENGINES`` order."""
+        return tuple(e for e in ENGINES if e == self.engine or e in self.engine_kernels)
 
     def for_engine(self, engine: str) -> HardwareProfile:
         """This profile with ``engine``'s kernel parameters as its ``kernels`` (the one place an engine selects
-        them). A profile without that engine's parameters is refused with a one-line fix."""
-        if engine == DEFAULT_ENGINE:
+        them); the other engines' blocks stay in ``engine_kernels``, so an edit made after selecting an engine
+        (a what-if variant) is kept when the same engine is selected again. A profile without that engine's
+        parameters is refused with a one-line fix."""
+        if engine == self.engine:
             return self
         if engine not in self.engine_kernels:
             raise ConfigError(self.origin or self.name, f"engines.{engine}",
@@ -73,7 +80,10 @@ class HardwareProfile:
                               f"{', '.join(self.engines)})",
                               f"use engine {' or '.join(repr(e) for e in self.engines)}, or calibrate it: python -m "
                               f"simulator calibrate --hardware {self.name} --engine {engine} --write <profile>")
-        return replace(self, kernels=self.engine_kernels[engine])
+        others = {e: k for e, k in self.engine_kernels.items() if e != engine}
+        others[self.engine] = self.kernels
+        return replace(self, kernels=self.engine_kernels[engine], engine=engine,
+                       engine_kernels=MappingProxyType(others))
 
     def with_changes(self, **changes) -> HardwareProfile:
         """A modified copy (what-if studies, tests): e.g. ``hw.with_changes(l2_size=0.0)``."""
@@ -96,7 +106,8 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
     peaks_obj = r.mapping(comp["peak_flops"], "compute.peak_flops", PEAK_DTYPES, ("bf16",))
     peaks = {d: r.quantity(peaks_obj, d, "compute.peak_flops", "flops", open_low=True)
              for d in PEAK_DTYPES if d in peaks_obj}
-    net = r.mapping(top["interconnect"], "interconnect", ("link_bandwidth", "link_latency", "domain_size"),
+    net = r.mapping(top["interconnect"], "interconnect", ("link_bandwidth", "link_latency", "domain_size",
+                                                          "scale_out_bandwidth", "scale_out_latency"),
                     ("link_bandwidth", "link_latency", "domain_size"))
     power = r.mapping(top.get("power", {}), "power", ("tdp",))
     llc_size = r.quantity(cache, "llc_size", "cache", "bytes", default=0.0)
@@ -125,6 +136,8 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
         link_latency=r.quantity(net, "link_latency", "interconnect", "time"),
         domain_size=int(r.quantity(net, "domain_size", "interconnect", "count", low=1)),
         tdp=r.quantity(power, "tdp", "power", "power", default=0.0),
+        scale_out_bandwidth=r.quantity(net, "scale_out_bandwidth", "interconnect", "bandwidth", default=0.0),
+        scale_out_latency=r.quantity(net, "scale_out_latency", "interconnect", "time", default=0.0),
         kernels=read_kernels(r, top["kernels"]),
         sources=MappingProxyType(dict(r.sources)),
         provenance=MappingProxyType(dict(r.provenance)),

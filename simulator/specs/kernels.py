@@ -63,7 +63,11 @@ REQUIRED_VARIANTS = {"gemm": ("bf16",), "moe": ("bf16",), "attention": ("bf16",)
 # A variant with no parameters of its own uses the first of these that the profile has (docs/MODEL.md).
 VARIANT_FALLBACK = {"nvfp4": ("fp8_block", "fp8", "bf16"), "int4_wo": ("mxfp4", "bf16"),
                     "mxfp4": ("bf16",), "fp8_block": ("fp8", "bf16"), "fp8": ("bf16",)}
-COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")
+COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")  # every profile states these (NCCL / the engine's own)
+# MoE dispatch/combine kernels a deployment may choose instead of the plain all-to-all (Deployment.all_to_all;
+# docs/MODEL.md §3.9): DeepEP's normal (high-throughput) and low-latency modes. Optional in a profile.
+A2A_MODES = {"nccl": "all_to_all", "deepep_normal": "deepep_normal", "deepep_low_latency": "deepep_low_latency"}
+OPTIONAL_COLLECTIVES = ("deepep_normal", "deepep_low_latency")
 # Serving engines whose kernels a profile may state (docs/MODEL.md §3.7). The profile's ``kernels:`` block is the
 # default engine's; ``engines: {<engine>: {kernels: ...}}`` states another engine's measured values, each replacing
 # the same entry of the default block (everything it does not state is the default engine's: the documented
@@ -118,13 +122,19 @@ class Collective:
     """``min(small, large)`` algorithm costs for one collective on ``n`` GPUs (docs/MODEL.md, "Collectives").
 
     small: ``latency + latency_per_gpu · n + S · f_small(n) / (link · efficiency)`` (one-shot for all-reduce);
-    large: ``large_latency + S · f_large(n) / (link · large_efficiency)`` when stated (ring / NCCL)."""
+    large: ``large_latency + S · f_large(n) / (link · large_efficiency)`` when stated (ring / NCCL).
+    Beyond one scale-up domain the cross-domain part pays ``fabric_latency + fabric_latency_per_doubling ·
+    log2(domains)`` and runs at ``scale_out_bandwidth · fabric_efficiency`` (unstated: the profile's
+    ``scale_out_latency``, no per-doubling term, and ``efficiency``)."""
 
     latency: float
     latency_per_gpu: float
     efficiency: float
     large_latency: float | None = None
     large_efficiency: float | None = None
+    fabric_latency: float | None = None
+    fabric_latency_per_doubling: float = 0.0
+    fabric_efficiency: float | None = None
 
 
 @dataclass(frozen=True)
@@ -192,14 +202,18 @@ def _kernel_class(r: Reader, obj: object, p: str, extras: dict[str, str]) -> Ker
 
 
 def _collective(r: Reader, obj: object, p: str) -> Collective:
-    keys = ("latency", "latency_per_gpu", "efficiency", "large_latency", "large_efficiency", "note")
+    keys = ("latency", "latency_per_gpu", "efficiency", "large_latency", "large_efficiency", "fabric_latency",
+            "fabric_latency_per_doubling", "fabric_efficiency", "note")
     c = r.mapping(obj, p, keys, ("latency", "efficiency"))
     large = "large_latency" in c or "large_efficiency" in c
     return Collective(
         r.quantity(c, "latency", p, "time"), r.quantity(c, "latency_per_gpu", p, "time", default=0.0),
         r.quantity(c, "efficiency", p, "fraction", high=1.0, open_low=True),
         r.quantity(c, "large_latency", p, "time") if large else None,
-        r.quantity(c, "large_efficiency", p, "fraction", high=1.0, open_low=True) if large else None)
+        r.quantity(c, "large_efficiency", p, "fraction", high=1.0, open_low=True) if large else None,
+        r.quantity(c, "fabric_latency", p, "time", default=None),
+        r.quantity(c, "fabric_latency_per_doubling", p, "time", default=0.0),
+        r.quantity(c, "fabric_efficiency", p, "fraction", high=1.0, open_low=True, default=None))
 
 
 def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Kernels:
@@ -218,7 +232,7 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
     collectives = dict(base.collectives)
     if "collectives" in k:
         colpath = r.join(path, "collectives")
-        for name, cobj in r.mapping(k["collectives"], colpath, COLLECTIVES).items():
+        for name, cobj in r.mapping(k["collectives"], colpath, COLLECTIVES + OPTIONAL_COLLECTIVES).items():
             collectives[name] = _collective(r, cobj, r.join(colpath, name))
     step = dict(base.step)
     if "step" in k:
@@ -249,10 +263,11 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
         classes[name] = MappingProxyType({v: _kernel_class(r, vobj[v], r.join(vp, v), extras)
                                           for v in variants if v in vobj})
     colpath = r.join(path, "collectives")
-    col_obj = r.mapping(k["collectives"], colpath, COLLECTIVES, COLLECTIVES)
+    col_obj = r.mapping(k["collectives"], colpath, COLLECTIVES + OPTIONAL_COLLECTIVES, COLLECTIVES)
     collectives = {}
-    for name in COLLECTIVES:
-        collectives[name] = _collective(r, col_obj[name], r.join(colpath, name))
+    for name in (*COLLECTIVES, *OPTIONAL_COLLECTIVES):
+        if name in col_obj:
+            collectives[name] = _collective(r, col_obj[name], r.join(colpath, name))
     spath = r.join(path, "step")
     s = r.mapping(k["step"], spath, STEP_FIXED, STEP_FIXED)
     step = {name: r.quantity(s, name, spath, "time") for name in STEP_FIXED}
