@@ -1,7 +1,7 @@
 """The import graph of ``simulator``: no circles between modules, and no import from a lower layer to a higher one.
 
-Layers, lowest first (data flows one way, DEVELOPERS.md): errors/validation → specs → overlap → cost → specdec →
-sweep → experiments → cli. Every ``import`` counts, the lazy ones inside functions too: a lazy import hides a
+Layers, lowest first (data flows one way, DEVELOPERS.md): errors/validation → outputs → specs → overlap → cost →
+specdec → sweep → experiments → cli. Every ``import`` counts, the lazy ones inside functions too: a lazy import hides a
 circle from Python, not from the design.
 """
 
@@ -13,7 +13,8 @@ from pathlib import Path
 import networkx as nx
 
 PKG = Path(__file__).resolve().parents[1] / "simulator"
-LAYERS = ("errors", "validation", "specs", "overlap", "cost", "specdec", "sweep", "experiments", "cli", "__main__")
+LAYERS = ("errors", "validation", "outputs", "specs", "overlap", "cost", "specdec", "sweep", "experiments", "cli",
+          "__main__")
 BASE = {"errors": 0, "validation": 0}  # the two base modules may import each other's names only one way (no cycle)
 
 

@@ -41,7 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line already printed) returns 2; --help still exits
+        if exc.code == 2:
+            return 2
+        raise
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
@@ -52,3 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. `... | head`
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically (simulator.outputs), nothing partial remains
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -23,7 +23,8 @@ FLAGS = {
     "redundant_experts": "--redundant-experts", "drafter": "--drafter", "engine": "--engine",
     "num_experts": "--experts", "samples": "--samples", "seed": "--seed", "seq_tokens": "--seq-tokens",
     "format": "--format",
-    "hw": "--hardware",
+    "hw": "--hardware", "out": "--out", "plot": "--plot", "report": "--report", "write": "--write",
+    "report_dir": "--report-dir",
 }
 
 
@@ -45,13 +46,46 @@ def default_of(cls, name: str):
 
 def error_line(exc: SimulatorError) -> str:
     """The one-line message the CLI prints for ``exc``: a declared parameter is named by its flag."""
-    if isinstance(exc, ParameterError) and exc.param in FLAGS and exc.expected:
-        return f"{FLAGS[exc.param]}: must be {exc.expected}; got {exc.value!r}"
+    if isinstance(exc, ParameterError) and exc.param in FLAGS:
+        if exc.expected:
+            return f"{FLAGS[exc.param]}: must be {exc.expected}; got {exc.value!r}"
+        if exc.owner == "output":  # simulator.outputs: "cannot write out 'x': ..." -> "--out: cannot write 'x': ..."
+            return str(exc).replace(f"cannot write {exc.param} ", f"{FLAGS[exc.param]}: cannot write ", 1)
     return str(exc)
 
 
+# Integers given on the command line must fit the 64-bit arithmetic they feed (numpy): larger ones are refused
+# while parsing, with the flag named, instead of overflowing later.
+INT_LIMIT = 2**53
+
+
+def _int(text: str) -> int:
+    v = int(text)
+    if abs(v) > INT_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be an int of magnitude at most {INT_LIMIT:.3g}; got {v}")
+    return v
+
+
+_int.__name__ = "int"
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are a single line on stderr with exit status 2."""
+    """An ArgumentParser whose errors are a single line on stderr with exit status 2. Every ``type=int`` argument
+    is bounded (:data:`INT_LIMIT`), and an empty value (``--model ''``, e.g. from an unset shell variable) is an
+    error, never the default."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.register("type", int, _int)
+
+    def _get_value(self, action, arg_string):
+        if isinstance(arg_string, str) and not arg_string.strip() and action.nargs not in (argparse.PARSER,
+                                                                                            argparse.REMAINDER):
+            name = "/".join(action.option_strings) or action.metavar or action.dest
+            what = "list" if getattr(action.type, "is_list", False) else "value"
+            self.error(f"argument {name}: must be a non-empty {what} (an unset shell variable?); got "
+                       f"{arg_string!r}: give a value or leave the flag out")
+        return super()._get_value(action, arg_string)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
@@ -82,15 +116,37 @@ def _default(obj: Any) -> Any:
 def csv_list(kind: type, name: str):
     """An argparse type for comma-separated lists: ``1,2,4`` -> [1, 2, 4]."""
 
+    convert = _int if kind is int else kind
+
     def parse(text: str):
         try:
-            return [kind(x) for x in text.split(",") if x.strip() != ""]
+            values = [convert(x) for x in text.split(",") if x.strip() != ""]
         except ValueError:
+            values = None
+        if not values:
             raise argparse.ArgumentTypeError(
-                f"{name} must be a comma-separated list of {kind.__name__} values, e.g. 1,2,4; got {text!r}"
-            ) from None
+                f"{name} must be a comma-separated list of {kind.__name__} values, e.g. 1,2,4; got {text!r}")
+        return values
 
+    parse.is_list = True
     return parse
+
+
+_NOT_ARGUMENTS = ("func", "command", "force", "quiet", "out", "json", "wide")
+
+
+def add_force_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true", help="write into a folder that holds a different run's "
+                        "files (that run's recorded files are replaced; see manifest.json)")
+
+
+def run_folder(args, out, **extra):
+    """The :class:`~simulator.outputs.RunFolder` of this command's run into ``out`` (its manifest records the
+    command and the parsed arguments)."""
+    from ..outputs import RunFolder
+
+    arguments = {k: v for k, v in vars(args).items() if k not in _NOT_ARGUMENTS}
+    return RunFolder(out, args.command, {**arguments, **extra}, force=getattr(args, "force", False))
 
 
 def progress(msg: str, quiet: bool = False) -> None:

@@ -49,6 +49,7 @@ def run_all(args) -> int:
     from ..cost.aic_tables import available_gpus, engines_with_data
     from ..cost.calibrate import calibrate_engine
     from ..cost.calibrate_io import index_markdown, report_markdown, write_profile
+    from ..outputs import atomic_text
     from ..specs.catalog import bundled_files
 
     bundled = set(bundled_files("hardware"))
@@ -64,28 +65,30 @@ def run_all(args) -> int:
             if args.write_bundled:
                 write_profile(args.write_bundled / f"{gpu}.yaml", cal)
             if args.report_dir:
-                args.report_dir.mkdir(parents=True, exist_ok=True)
-                (args.report_dir / f"{gpu}-{engine}.md").write_text(report_markdown(cal), encoding="utf-8")
+                atomic_text(args.report_dir / f"{gpu}-{engine}.md", report_markdown(cal), param="report_dir")
             done.append(cal)
             print(f"{gpu:<10} {engine:<7} " + ", ".join(f"{f.cls} {f.variant} {f.mape_fit:.1%}/{f.mape_loso:.1%}"
                                                          for f in cal.fits))
     if args.report_dir:
-        (args.report_dir / "README.md").write_text(index_markdown(done), encoding="utf-8")
+        atomic_text(args.report_dir / "README.md", index_markdown(done), param="report_dir")
     return 0
 
 
 def run(args) -> int:
     from ..cost.calibrate import calibrate, calibrate_engine
     from ..cost.calibrate_io import report_markdown, write_profile
+    from ..outputs import atomic_text, check_writable
     from ..specs.catalog import load_hardware
 
     if args.all:
         return run_all(args)
+    if args.report is not None:  # before any fitting
+        check_writable(args.report, param="report")
     hw = load_hardware(args.hardware)
     if args.write is not None and not args.write.is_file():
         from ..errors import ConfigError
 
-        raise ConfigError(str(args.write), "", "does not exist", "--write names an existing profile file")
+        raise ConfigError(str(args.write), "", "is not an existing file", "--write names an existing profile file")
     if args.engine is not None or args.version is not None:
         cal = calibrate_engine(hw.name, args.engine or "trtllm",
                                args.version, progress=lambda m: progress(m, args.quiet), hw=hw)
@@ -96,8 +99,7 @@ def run(args) -> int:
             for f in cal.fits]
     written = write_profile(args.write, cal, force=args.force) if args.write else 0
     if args.report:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(report_markdown(cal), encoding="utf-8")
+        atomic_text(args.report, report_markdown(cal), param="report")
     if args.json:
         print_json({"gpu": cal.gpu, "engine": cal.engine, "data": cal.data, "fits": rows, "missing": cal.missing,
                     "launch_eager_us": cal.eager_extra * 1e6})

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from ..errors import ParameterError
-from ._common import progress
+from ..outputs import RunFolder
+from ._common import add_force_flag, progress
 
 DEFAULT_OUT = "results"
 
@@ -38,6 +39,7 @@ def register(sub) -> None:
     p.add_argument("--check", action="store_true", help="only validate the experiment file(s): read them, deploy "
                    "every target and case, build every variant and read the measured tables, without pricing")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_force_flag(p)
     p.set_defaults(func=cmd_experiment)
 
 
@@ -57,6 +59,17 @@ def cmd_experiment(args) -> int:
                              "(see python -m simulator list experiments)")
     names = bundled_names() if args.all else list(args.experiment)
     exps = [load_experiment(n) for n in names]
+    if args.report:  # before any work
+        from ..outputs import check_writable
+
+        check_writable(args.report, param="report", suffixes=(".md",))
+    folders = {}
+    if not args.check and (not args.report or args.out):  # checked before any experiment runs
+        for e in exps:
+            out = Path(args.out or DEFAULT_OUT)
+            out = out / e.name if (len(exps) > 1 or not args.out) else out
+            folders[e.name] = RunFolder(out, "experiment", {"experiment": e.name, "file": str(e.where),
+                                                           "data": args.data}, force=args.force)
     ctx = RunContext(data=args.data, progress=None if args.quiet else lambda m: progress(m, False))
     if args.check:
         for e in exps:
@@ -71,11 +84,11 @@ def cmd_experiment(args) -> int:
         progress(f"experiment: running {e.name} ({', '.join(e.analyses)})", args.quiet)
         o = run_experiment(e, ctx)
         outcomes.append(o)
-        if not args.report or args.out:
-            out = Path(args.out or DEFAULT_OUT)
-            out = out / e.name if (len(exps) > 1 or not args.out) else out
-            written = write_outcome(o, out)
-            print(f"{e.name}: wrote {len(written)} files to {out}/")
+        if e.name in folders:
+            folder = folders[e.name]
+            with folder as stage:
+                written = write_outcome(o, stage)
+            print(f"{e.name}: wrote {len(written)} files to {folder.folder}/")
         _print_keys(o)
         print(f"{e.name}: {time.perf_counter() - start:.1f} s")
         sys.stdout.flush()

@@ -74,7 +74,23 @@ def _grid(**lists):
     return {k: m.ravel() for k, m in zip(keys, mesh, strict=True)}
 
 
+# The op builders' parameter names (simulator.cost.opviews.OP_PARAMS) that are flags of `op` only.
+_OP_FLAGS = {"m": "--m", "n": "--n", "k": "--k", "heads": "--heads", "kv_heads": "--kv-heads",
+             "head_dim": "--head-dim", "kv_len": "--kv-len", "message_bytes": "--bytes"}
+
+
 def run(args) -> int:
+    from ..errors import ParameterError
+
+    try:
+        return _run(args)
+    except ParameterError as exc:
+        if exc.param in _OP_FLAGS and exc.expected:
+            raise ParameterError(f"{_OP_FLAGS[exc.param]}: must be {exc.expected}; got {exc.value!r}") from None
+        raise
+
+
+def _run(args) -> int:
     import numpy as np
 
     from ..cost.deployment import Deployment, validate_op_dtype

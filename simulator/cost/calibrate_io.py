@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError
+from ..outputs import atomic_text
 from ..specs.kernels import (
     DEFAULT_ENGINE,
     KERNEL_PARAMS,
@@ -211,7 +212,7 @@ def write_in_place(path: Path, cal: Calibration, force: bool = False) -> int:
             raise ConfigError(where, "sources", "is missing", "add a sources table")
         j += len(anchor)
         out = out[:j] + f"  {src}: \"{src_text}\"\n" + out[j:]
-    Path(path).write_text(_drop_uncited_fits(out), encoding="utf-8")
+    atomic_text(path, _drop_uncited_fits(out), param="write")
     return len(done)
 
 
@@ -294,7 +295,7 @@ def write_engine_block(path: Path, cal: Calibration) -> int:
         after = [i for i, n in zip(subs, names, strict=True) if _engine_rank(n) > _engine_rank(cal.engine)]
         at = after[0] if after else end
         lines[at:at] = block
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    atomic_text(path, "".join(lines), param="write")
     return len(values)
 
 
@@ -376,7 +377,7 @@ def write_calibrated_kernels(path: Path, cal: Calibration) -> int:
     out = re.sub(r"what-if profile: kernel curves derived from the calibrated H100 SXM by the rule in\s*#?\s*"
                  r"simulator/cost/whatif\.py\.",
                  "kernel parameters calibrated per engine on aiconfigurator-core's tables (docs/calibration/).", out)
-    Path(path).write_text(out, encoding="utf-8")
+    atomic_text(path, out, param="write")
     return len(fitted)
 
 

@@ -37,13 +37,25 @@ OP_PARAMS = {
 
 
 def _check_moe(owner: str, experts, top_k, ep) -> None:
-    """top_k and ep are at most the expert count, row by row (bounds that depend on another parameter)."""
+    """top_k is at most the expert count and ep divides it, row by row (bounds that depend on another parameter)."""
     e, k, p = np.broadcast_arrays(*(np.asarray(v) for v in (experts, top_k, ep)))
-    for name, v in (("top_k", k), ("ep", p)):
-        bad = v > e
-        if np.any(bad):
-            raise parameter_error(owner, name, f"at most the number of experts ({int(e[bad].flat[0])})",
-                                  int(v[bad].flat[0]))
+    bad = k > e
+    if np.any(bad):
+        raise parameter_error(owner, "top_k", f"at most the number of experts ({int(e[bad].flat[0])})",
+                              int(k[bad].flat[0]))
+    bad = e % p != 0
+    if np.any(bad):
+        raise parameter_error(owner, "ep", f"a divisor of the number of experts ({int(e[bad].flat[0])}), so that "
+                              f"every rank holds the same number", int(p[bad].flat[0]))
+
+
+def _check_heads(owner: str, heads, kv_heads) -> None:
+    """Grouped-query attention: the KV heads divide the query heads, row by row."""
+    h, kv = np.broadcast_arrays(np.asarray(heads), np.asarray(kv_heads))
+    bad = h % kv != 0
+    if np.any(bad):
+        raise parameter_error(owner, "kv_heads", f"a divisor of the query heads ({int(h[bad].flat[0])})",
+                              int(kv[bad].flat[0]))
 
 
 @declare(tokens=OP_PARAMS["tokens"], experts=OP_PARAMS["experts"], top_k=OP_PARAMS["top_k"], ep=OP_PARAMS["ep"])
@@ -90,6 +102,7 @@ def gemm_op(m, n, k, dtype: str, compute: str | None = None) -> Op:
 @declare(**{k: OP_PARAMS[k] for k in ("batch", "heads", "kv_heads", "head_dim", "kv_len")}, tokens=_COUNTS)
 def attention_op(batch, heads, kv_heads, head_dim, kv_len, kv_dtype: str = "bf16", tokens=1) -> Op:
     """Decode (or verify, ``tokens`` > 1) attention for ``batch`` requests; heads are per GPU."""
+    _check_heads("attention_op", heads, kv_heads)
     b, h, kvh, hd, L, s = (np.asarray(v, dtype=float) for v in (batch, heads, kv_heads, head_dim, kv_len, tokens))
     kv = b * L * 2.0 * kvh * hd * KV_BYTES[kv_dtype]
     return Op("attention", "attention", "bf16", kv_dtype, other_bytes=kv + b * s * h * hd * 2.0 * A,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..outputs import atomic_text, atomic_write
 from ..sweep.table import tidy_columns
 
 CSV_FLOAT = "{:.6g}"
@@ -102,8 +103,7 @@ def _csv_cell(v):
 
 
 def write_csv(table: Table, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_write(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(table.columns)
         for r in table.rows:
@@ -158,7 +158,7 @@ def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
             f.draw(p)
             written.append(p)
     summary = out / "summary.md"
-    summary.write_text(render(o, ".", csv_dir=".") + "\n", encoding="utf-8")
+    atomic_text(summary, render(o, ".", csv_dir=".") + "\n")
     written.append(summary)
     return written
 

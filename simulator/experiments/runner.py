@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ..outputs import atomic_text
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
 from .outcome import Outcome, figure_file, render
@@ -124,6 +125,5 @@ def write_report(outcomes: list[Outcome], path: str | Path) -> list[Path]:
             p = path.parent / FIGURE_DIR / figure_file(o, f)
             f.draw(p)
             written.append(p)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report_markdown(outcomes), encoding="utf-8")
+    atomic_text(path, report_markdown(outcomes), param="report")
     return [path, *written]

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+from ..outputs import atomic_text, atomic_write
 from .report import summarize
 from .table import COLUMN_NAMES
 
@@ -22,9 +23,8 @@ def _cell(v):
 def write_csv(result, path) -> str:
     """Write ``result`` as CSV with the columns of :data:`~simulator.sweep.table.COLUMNS`; returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     cols = [result.columns[c].tolist() for c in COLUMN_NAMES]
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_write(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMN_NAMES)
         for row in zip(*cols, strict=True):
@@ -52,8 +52,7 @@ def _clean(v):
 def write_json(result, path) -> str:
     """Write ``{"meta": ..., "summary": [...], "rows": [...]}``; returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     rows = [{k: _clean(v) for k, v in r.items()} for r in result.records]
     doc = {"meta": metadata(result), "summary": summarize(result), "rows": rows}
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    atomic_text(path, json.dumps(doc, indent=1) + "\n")
     return str(path)
