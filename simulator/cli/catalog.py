@@ -18,6 +18,7 @@ def register(sub) -> None:
     )
     p.add_argument("kind", nargs="?", choices=("all", *catalog.KINDS), default="all")
     add_json_flag(p)
+    add_wide_flag(p)
     p.set_defaults(func=cmd_list)
 
     s = sub.add_parser(
@@ -95,8 +96,8 @@ def cmd_list(args) -> int:
         print(f"routing profiles ({len(out['routing'])})")
         for r in out["routing"]:
             lags = ", ".join(f"{x:g}" for x in r["lags"])
-            print(f"  {r['name']:<24} E={r['experts']} k={r['top_k']}  o(1..{len(r['lags'])}) = {lags}, "
-                  f"{r['popularity']}  [{r['source']}] {r['citation']}")
+            _say(args.wide)(f"  {r['name']:<24} E={r['experts']} k={r['top_k']}  o(1..{len(r['lags'])}) = {lags}, "
+                            f"{r['popularity']}  [{r['source']}] {r['citation']}")
     if "experiments" in out:
         print(f"experiments ({len(out['experiments'])})")
         for r in out["experiments"]:

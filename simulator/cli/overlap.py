@@ -13,7 +13,9 @@ from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PRE
 from ..overlap.trace_formats import DEFAULT_SEQ_TOKENS
 from ..overlap.trace_formats import FORMATS as TRACE_FORMATS
 from ..specs.routing_profile import SPLITS
+from ..sweep.textable import fill
 from ._common import OneLineParser, add_json_flag, csv_list, print_json
+from ._table import WIDTH, Col, add_wide_flag, render, wide
 
 _PREDICT_EPILOG = """\
 examples:
@@ -123,6 +125,7 @@ def register(subparsers) -> None:
                     help="with --write-profile: early/middle/final thirds of the layers, or one entry per layer "
                     "(default thirds)")
     add_json_flag(pf)
+    add_wide_flag(pf)
     pf.set_defaults(func=_fit)
 
     ps = sub.add_parser("synth", help="write a synthetic correlated routing trace", formatter_class=fmt,
@@ -267,24 +270,26 @@ def _fit(args) -> int:
         out["persistent"] = persistent
         print_json(out)
         return 0
-    print(f"trace {report.source}: {report.sequences} sequences x {report.tokens} tokens, {report.layers} layers, "
-          f"E={report.experts}, k={report.top_k}; window predictor m={report.window}")
+    say = print if wide(args) else (lambda text: print("\n".join(fill(text, WIDTH, "  "))))
+    say(f"trace {report.source}: {report.sequences} sequences x {report.tokens} tokens, {report.layers} layers, "
+        f"E={report.experts}, k={report.top_k}; window predictor m={report.window}")
     if trace.layer_ids:
-        print(f"trace layers 0..{trace.layers - 1} are model layers {_ranges(trace.layer_ids)} (the others carry no "
-              f"routed experts)")
+        say(f"trace layers 0..{trace.layers - 1} are model layers {_ranges(trace.layer_ids)} (the others carry no "
+            f"routed experts)")
     for s in report.summaries:
         ov = " ".join(f"{o:.3f}" for o in s.overlaps[:8])
-        print(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
+        say(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
     for p in persistent:
-        print(f"layer {p['layer']}: persistent working set floor {p['floor']:.3f}, share {p['share']:.3f} "
-              f"(overlap predict --persistent {p['floor']:.3f},{p['share']:.3f})")
-    head = f"{'layer':>5} {'N':>3} {'B':>4} {'empirical':>10}" + "".join(f" {m:>18}" for m in report.predictors)
-    print(head)
-    for r in report.rows:
-        cells = "".join(f" {r.predictions[m]:9.2f} ({100 * r.rel_error(m):+6.1f}%)" for m in report.predictors)
-        print(f"{r.layer:>5} {r.n_tokens:>3} {r.batch:>4} {r.empirical:>10.2f}{cells}")
+        say(f"layer {p['layer']}: persistent working set floor {p['floor']:.3f}, share {p['share']:.3f} "
+            f"(overlap predict --persistent {p['floor']:.3f},{p['share']:.3f})")
+    cols = [Col("layer"), Col("N"), Col("B"), Col("empirical", short="emp.")]
+    cols += [Col(f"{m} (err)", drop=max(0, k - 2), short=m) for k, m in enumerate(report.predictors)]
+    rows = [[str(r.layer), str(r.n_tokens), str(r.batch), f"{r.empirical:.2f}"]
+            + [f"{r.predictions[m]:.2f} {100 * r.rel_error(m):+.1f}%" for m in report.predictors] for r in report.rows]
     mean = report.mean_abs_error()
-    print("mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%" for m, v in mean.items()))
+    print(render(cols, rows, notes=["mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%"
+                                                                        for m, v in mean.items())],
+                 wide=wide(args)))
     return 0
 
 
