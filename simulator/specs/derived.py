@@ -28,7 +28,11 @@ def attention_params(a: Attention, hidden: int, kind: str) -> int:
             else H * a.q_heads * qd
         kv = H * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank \
             + a.kv_lora_rank * a.q_heads * (a.qk_nope_head_dim + a.v_head_dim)
-        return q + kv + a.q_heads * a.v_head_dim * H
+        # DSA lightning indexer: wq_b (q latent -> heads x dim), wk (+ its norm), per-head weights_proj
+        q_in = a.q_lora_rank or H
+        indexer = (q_in * a.indexer_heads * a.indexer_head_dim + H * a.indexer_head_dim + 2 * a.indexer_head_dim
+                   + H * a.indexer_heads) if a.sparse else 0
+        return q + kv + a.q_heads * a.v_head_dim * H + indexer
     q = H * a.q_heads * a.head_dim * (2 if a.output_gate else 1)
     kv = 2 * H * a.kv_heads * a.head_dim
     o = a.q_heads * a.head_dim * H

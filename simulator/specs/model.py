@@ -20,7 +20,8 @@ TOP_KEYS = ("schema", "name", "display_name", "role", "description", "sources", 
             "attention", "ffn", "routing_overlap")
 ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qkv_bias", "output_gate",
              "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-             "layer_pattern", "window", "chunk", "linear")
+             "layer_pattern", "window", "chunk", "linear", "indexer_heads", "indexer_head_dim", "indexer_topk")
+INDEXER_KEYS = ("indexer_heads", "indexer_head_dim", "indexer_topk")  # DeepSeek Sparse Attention (MLA only)
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 LINEAR_KEYS = ("key_heads", "value_heads", "key_head_dim", "value_head_dim", "conv_kernel")
 FFN_KEYS = ("source", "gated", "dense_intermediate", "first_dense", "moe_every", "experts", "top_k",
@@ -58,6 +59,15 @@ class Attention:
     window: int = 0  # sliding-window length (tokens)
     chunk: int = 0  # chunked-attention chunk length (tokens)
     linear: LinearAttention | None = None
+    # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): a lightning indexer of indexer_heads x indexer_head_dim scores
+    # every cached token; each query then attends to its indexer_topk best tokens only (0: dense attention)
+    indexer_heads: int = 0
+    indexer_head_dim: int = 0
+    indexer_topk: int = 0
+
+    @property
+    def sparse(self) -> bool:
+        return self.indexer_topk > 0
 
 
 @dataclass(frozen=True)
@@ -178,8 +188,14 @@ def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
             if k in a:
                 raise r.fail(f"{p}.{k}", "is not used by MLA attention", "remove it; MLA uses the *_rank/*_dim fields")
         m = {k: r.integer(a, k, p, low=0 if k == "q_lora_rank" else 1) for k in MLA_KEYS}
-        return Attention(kind, qh, 1, m["qk_nope_head_dim"] + m["qk_rope_head_dim"], **m, **common)
-    for k in MLA_KEYS:
+        given = [k for k in INDEXER_KEYS if k in a]
+        if given and len(given) < len(INDEXER_KEYS):
+            missing = [k for k in INDEXER_KEYS if k not in a]
+            raise r.fail(f"{p}.{missing[0]}", "is missing while other indexer fields are given",
+                         f"give all of {list(INDEXER_KEYS)} (DeepSeek Sparse Attention) or none")
+        idx = {k: r.integer(a, k, p, low=1) for k in given}
+        return Attention(kind, qh, 1, m["qk_nope_head_dim"] + m["qk_rope_head_dim"], **m, **common, **idx)
+    for k in (*MLA_KEYS, *INDEXER_KEYS):
         if k in a:
             raise r.fail(f"{p}.{k}", f"is an MLA field but kind is {kind!r}", "remove it or set kind: mla")
     kvh = r.integer(a, "kv_heads", p, low=1, default=qh if kind == "mha" else ...)

@@ -56,10 +56,9 @@ def test_catalog_has_the_study_range():
 def test_moe_fields_are_consistent(name):
     m = load_model(name)
     f = m.ffn
-    if m.role == "drafter":
+    if m.role == "drafter" or not f.is_moe:  # drafters and dense targets (Llama-3.1, Qwen3-32B)
         assert not f.is_moe and m.overlap is None
         return
-    assert f.is_moe
     assert 1 <= f.top_k <= f.experts
     assert f.expert_intermediate > 0
     assert (f.shared_experts > 0) == (f.shared_intermediate > 0)
