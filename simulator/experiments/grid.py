@@ -18,6 +18,7 @@ from ..overlap import PLACEMENTS, layer_stats, parse_popularity, synth_trace
 from ..overlap.popularity import independent_overlap
 from ..specdec import StepCache
 from ..specs.catalog import load_hardware, load_model
+from ..specs.kernels import ENGINES
 from ..specs.model import ModelSpec
 from ..sweep import Case, Layout, Variant, deploy, price
 from ..sweep.variants import SCALABLE
@@ -74,6 +75,7 @@ class VariantSpec:
     mechanisms: dict | None = None
     placement: str | None = param_field(Param(Options(PLACEMENTS), None), None)  # expert placement (MODEL.md §2.7)
     redundant_experts: int | None = param_field(Param(Interval(int, 0, 65536), None), None)  # EPLB replicas
+    engine: str | None = param_field(Param(Options(ENGINES), None), None)  # serving engine (MODEL.md §3.7)
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ def build_variant(e: Expanded, model: ModelSpec, kernel_base=None) -> Variant | 
                    overlap=overlap_for(v.overlap, model, e.profile, e.lag1) if v.overlap else None,
                    acceptance=acc.build() if acc else None, acceptance_label=acc.label if acc else "",
                    drafter=v.drafter, mechanisms=tuple((v.mechanisms or {}).items()), kernel_base=kernel_base,
-                   placement=v.placement, redundant_experts=v.redundant_experts)
+                   placement=v.placement, redundant_experts=v.redundant_experts, engine=v.engine)
 
 
 # -- pricing -----------------------------------------------------------------------------------------------------
@@ -248,7 +250,8 @@ def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: s
     first = ""
     for k, d in enumerate((dtype or t.dtype, *(g.fallback_dtypes if fallbacks is None else fallbacks))):
         try:
-            dep, ok, why = deploy(model, hw, Layout(d, t.kv_dtype, t.tp, t.ep, t.gpus), batch, max(gammas), context)
+            lay = Layout(d, t.kv_dtype, t.tp, t.ep, t.gpus, options=(("engine", t.engine),) if t.engine else ())
+            dep, ok, why = deploy(model, hw, lay, batch, max(gammas), context)
         except SimulatorError as exc:
             ok, why = [], str(exc)
         if ok:

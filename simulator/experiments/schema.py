@@ -23,6 +23,7 @@ from ..errors import SimulatorError
 from ..specdec.acceptance import ALPHA
 from ..specdec.rounds import DRAFT_LENS, MAX_DRAFT_LEN
 from ..specs.dtypes import FORMATS, KV_DTYPES
+from ..specs.kernels import ENGINES
 from ..specs.schema import Reader
 from ..sweep.runner import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DRAFT_LEN, DEFAULT_DRAFTER, DEFAULT_MODES
 from ..validation import Interval, Options, Param, param_field
@@ -94,6 +95,7 @@ class Target:
     tp: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
     ep: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
     gpus: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
+    engine: str | None = param_field(Param(Options(ENGINES), None), None)  # serving engine (docs/MODEL.md §3.7)
     drafter: str | None = loadable("drafter", None)
     acceptance: AcceptanceSpec | None = None
     note: str = ""

@@ -20,6 +20,11 @@ PEAK_DTYPES = ("bf16", "fp8", "fp4", "int8")
 TOP_KEYS = ("schema", "name", "display_name", "vendor", "architecture", "what_if", "description", "sources",
             "memory", "cache", "compute", "interconnect", "power", "kernels", "engines")
 SCHEMA = "hardware/v1"
+# Sanity bounds on counts (whole numbers): the largest GPU has 304 compute units (MI300X/MI355X), so 1024 catches
+# unit slips (1e30) with room for future parts; a scale-up domain spans at most the 1024 GPUs a deployment may use
+# (cost.deployment.WAYS).
+MAX_SM_COUNT = 1024
+MAX_DOMAIN = 1024
 
 
 @dataclass(frozen=True)
@@ -126,15 +131,16 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
         hbm_bandwidth=r.quantity(mem, "hbm_bandwidth", "memory", "bandwidth", open_low=True),
         l2_size=r.quantity(cache, "l2_size", "cache", "bytes"),
         l2_bandwidth=r.quantity(cache, "l2_bandwidth", "cache", "bandwidth", open_low=True),
-        l2_partitions=int(r.quantity(cache, "l2_partitions", "cache", "count", low=1, high=16)),
+        l2_partitions=int(r.quantity(cache, "l2_partitions", "cache", "count", low=1, high=16, integer=True)),
         llc_size=llc_size,
         llc_bandwidth=llc_bw,
-        sm_count=int(r.quantity(comp, "sm_count", "compute", "count", low=1)),
+        sm_count=int(r.quantity(comp, "sm_count", "compute", "count", low=1, high=MAX_SM_COUNT, integer=True)),
         clock=r.quantity(comp, "clock", "compute", "frequency", open_low=True),
         peak_flops=MappingProxyType(peaks),
         link_bandwidth=r.quantity(net, "link_bandwidth", "interconnect", "bandwidth", open_low=True),
         link_latency=r.quantity(net, "link_latency", "interconnect", "time"),
-        domain_size=int(r.quantity(net, "domain_size", "interconnect", "count", low=1)),
+        domain_size=int(r.quantity(net, "domain_size", "interconnect", "count", low=1, high=MAX_DOMAIN,
+                                       integer=True)),
         tdp=r.quantity(power, "tdp", "power", "power", default=0.0),
         scale_out_bandwidth=r.quantity(net, "scale_out_bandwidth", "interconnect", "bandwidth", default=0.0),
         scale_out_latency=r.quantity(net, "scale_out_latency", "interconnect", "time", default=0.0),

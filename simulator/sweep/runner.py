@@ -18,6 +18,7 @@ from ..cost.deployment import Deployment, Mechanisms, preset, validate
 from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import InfeasibleError, SimulatorError
+from ..overlap.feasible import check_model_statistics, check_overlap_flags
 from ..specdec import DEFAULT_ACCEPTANCE, Acceptance, Drafter, StepCache, parse_drafter, speculative
 from ..specdec.rounds import DRAFT_LENS
 from ..specs.catalog import bundled_files, load_hardware, load_model
@@ -41,7 +42,9 @@ def resolve_models(models) -> list[ModelSpec] | None:
         return None
     out = []
     for m in [models] if isinstance(models, (str, ModelSpec)) else models:
-        out.append(m if isinstance(m, ModelSpec) else load_model(str(m)))
+        spec = m if isinstance(m, ModelSpec) else load_model(str(m))
+        check_model_statistics(spec)  # infeasible statistics fail here, naming the file and field
+        out.append(spec)
     return out
 
 
@@ -74,8 +77,11 @@ def overlap_input(model: ModelSpec, lags=None, popularity: str | None = None) ->
     if lags is None and popularity is None:
         return None
     base = model_overlap(model)
-    return OverlapInput(tuple(float(x) for x in lags) if lags is not None else base.lags,
-                        popularity if popularity is not None else base.popularity)
+    out = OverlapInput(tuple(float(x) for x in lags) if lags is not None else base.lags,
+                       popularity if popularity is not None else base.popularity)
+    if model.ffn.is_moe:
+        check_overlap_flags(model.ffn.experts, model.ffn.top_k, out.lags, out.popularity)
+    return out
 
 
 def grid_values(values, name: str) -> np.ndarray:
@@ -94,8 +100,8 @@ def price(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas,
     mech: Mechanisms = v.mechanisms_for(preset(mode))
     acc = v.acceptance or resolve_acceptance(acceptance)
     dr = parse_drafter(v.drafter or drafter)
-    hw2 = v.hardware(hw)
     dep = v.deployment(dep)
+    hw2 = v.hardware(hw.for_engine(dep.engine))  # the engine's kernels, then the variant's edits of them
     res = speculative(model, hw2, dep, np.asarray(batch, float), np.asarray(gammas), acc, dr, context, mech,
                       v.overlap, cache)
     return Case(model, hw2, dep, mode, res, dr, acc, int(context), v.name)
@@ -119,14 +125,16 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
               acceptance: Acceptance | float | Sequence[float] | None = None, drafter: str | Drafter = DEFAULT_DRAFTER,
               context: int = DEFAULT_CONTEXT, modes: Sequence[str] = DEFAULT_MODES, overlap=None,
               popularity: str | None = None, variants: Sequence[Variant] = (), placement: str | None = None,
-              redundant_experts: int | None = None,
+              redundant_experts: int | None = None, engine: str | None = None,
               progress: Callable[[str], None] | None = None) -> SweepResult:
     """Models × GPUs × variants × modes over batch × draft length (all arguments optional; defaults = the default
     study). ``models=None`` runs every bundled MoE target that fits each GPU (those that do not are listed in
     ``result.skipped``); ``overlap`` is a list of lag overlaps o(1..D) replacing the models' own statistics;
     ``variants`` (default: one empty variant) are priced for every model × GPU; ``placement`` and
-    ``redundant_experts`` replace the deployment's (docs/MODEL.md §2.7). ``progress`` receives a line per priced
-    case, at most every :data:`~.progress.EVERY_S` seconds: points priced of the total and the time left."""
+    ``redundant_experts`` replace the deployment's (docs/MODEL.md §2.7); ``engine`` picks the profile's kernel
+    parameters of that serving engine (docs/MODEL.md §3.7; default: the deployment's, trtllm). ``progress``
+    receives a line per priced case, at most every :data:`~.progress.EVERY_S` seconds: points priced of the total
+    and the time left."""
     t0 = time.perf_counter()
     b = grid_values(batch, "batch")
     g = grid_values(draft_len, "draft_len")
@@ -149,7 +157,7 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     for hw, model in ((h, m) for h in hws for m in targets):
         try:
             dep, ok, why = deploy(model, hw, layout, b, int(g.max()), context,
-                                  Variant(placement=placement, redundant_experts=redundant_experts))
+                                  Variant(placement=placement, redundant_experts=redundant_experts, engine=engine))
         except SimulatorError as exc:
             skipped.append((model.name, hw.name, str(exc)))
             meter.drop(per_pair)

@@ -49,6 +49,7 @@ class Variant:
     mechanisms: tuple[tuple[str, str], ...] = ()
     placement: str | None = None  # expert placement of the deployment (Deployment.placement)
     redundant_experts: int | None = None  # EPLB replicas (Deployment.redundant_experts)
+    engine: str | None = None  # serving engine whose kernel parameters price it (Deployment.engine)
 
     @property
     def edits_hardware(self) -> bool:
@@ -69,8 +70,9 @@ class Variant:
         return out
 
     def deployment(self, dep: Deployment) -> Deployment:
-        """``dep`` with the variant's placement and redundant experts (checked when priced)."""
-        changes = {f: getattr(self, f) for f in ("placement", "redundant_experts") if getattr(self, f) is not None}
+        """``dep`` with the variant's placement, redundant experts and engine (checked when priced)."""
+        changes = {f: getattr(self, f) for f in ("placement", "redundant_experts", "engine")
+                   if getattr(self, f) is not None}
         return replace(dep, **changes) if changes else dep
 
     def mechanisms_for(self, base: Mechanisms) -> Mechanisms:

@@ -71,3 +71,47 @@ def test_cli_engine_changes_the_step_time():
     out = {e: subprocess.run([sys.executable, "-m", "simulator", *base, "--engine", e], capture_output=True,
                              text=True, check=True).stdout for e in ("trtllm", "vllm")}
     assert out["trtllm"] != out["vllm"] and '"engine": "vllm"' in out["vllm"]
+
+
+def test_sweep_engine_and_a_variant_edit_of_the_engines_kernels():
+    """run_sweep(engine=...) prices with that engine's block; a hardware variant edits the selected engine's kernels
+    (not the default engine's)."""
+    from simulator.sweep import Variant, price
+    from simulator.sweep.runner import run_sweep
+
+    runs = {e: run_sweep([MODEL], ["h200-sxm"], batch=[1, 16], draft_len=[3], engine=e, modes=["refined"]).cases[0]
+            for e in (None, "sglang")}
+    assert runs[None].deployment.engine == "trtllm" and runs["sglang"].deployment.engine == "sglang"
+    assert not (runs[None].result.t_decode == runs["sglang"].result.t_decode).all()
+    hw, dep = load_hardware("h200-sxm"), runs["sglang"].deployment
+    case = price(load_model(MODEL), hw, dep, [1], [3], variant=Variant(name="half", fixed_cost_scale=0.5))
+    sg = hw.for_engine("sglang").kernels.classes["gemm"]["bf16"].fixed
+    assert case.hardware.engine == "sglang"
+    assert case.hardware.kernels.classes["gemm"]["bf16"].fixed == pytest.approx(0.5 * sg)
+    assert case.hardware.for_engine("sglang") is case.hardware  # selecting it again keeps the edit
+
+
+def _study(target_engine=None, variant_engine="vllm"):
+    t = {"model": MODEL, "hardware": "h200-sxm", "dtype": "fp8_block", "tp": 8, "ep": 8}
+    if target_engine:
+        t["engine"] = target_engine
+    return {"schema": "study/v2", "name": "engines", "title": "engines", "description": "engine axis",
+            "question": "q", "grid": {"targets": [t], "batch": [1], "draft_len": [3], "modes": ["prior", "refined"],
+                                      "variants": [{"name": "other-engine", "engine": variant_engine}]},
+            "speculation": {"drafter": "eagle", "acceptance": {"alpha": 0.7}},
+            "analyses": {"curve_shapes": {"tolerance": 0.1, "low_batch_max": 8}}}
+
+
+def test_study_engine_axis_target_and_variant():
+    """A study states the engine per target and as a variant (an axis); a bad name is a one-line error."""
+    from simulator.experiments.grid import build_variant
+    from simulator.experiments.runner import read_experiment
+
+    st = read_experiment(_study("sglang"), "x.yaml")
+    assert st.grid.targets[0].engine == "sglang"
+    (e,) = st.variants
+    assert build_variant(e, load_model(MODEL)).engine == "vllm"
+    with pytest.raises(ConfigError, match="engine"):
+        read_experiment(_study(variant_engine="tensorrt"), "x.yaml")
+    with pytest.raises(ConfigError, match="engine"):
+        read_experiment(_study(target_engine="tensorrt"), "x.yaml")
