@@ -21,7 +21,8 @@ def add_deployment_flags(p: argparse.ArgumentParser) -> None:
     kv = default_of(Deployment, "kv_dtype")
     p.add_argument("--kv-dtype", default=kv, help=f"KV-cache dtype: {', '.join(choices_of(Deployment, 'kv_dtype'))} "
                                                   f"(default {kv})")
-    p.add_argument("--gpus", type=int, help="GPUs of the deployment (default 8, capped at the scale-up domain)")
+    p.add_argument("--gpus", type=int, help="GPUs of the deployment (default 8, capped at the scale-up domain; more: "
+                   "whole domains over the scale-out fabric)")
     for f, what in (("tp", "attention tensor parallelism (default: largest valid ≤ gpus)"),
                     ("dp", "attention data parallelism (default gpus / tp)"),
                     ("ep", "expert parallelism; moe_tp = GPUs / ep (default gcd(experts, gpus))")):
@@ -31,6 +32,10 @@ def add_deployment_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eager", action="store_true", help="no CUDA graphs (adds the per-kernel eager cost)")
     add_placement_flags(p)
     add_engine_flag(p)
+    a2a = default_of(Deployment, "all_to_all")
+    p.add_argument("--all-to-all", default=a2a, choices=choices_of(Deployment, "all_to_all"),
+                   help=f"MoE dispatch/combine kernels under attention DP (default {a2a}; deepep_*: DeepEP's "
+                        "normal / low-latency modes, docs/MODEL.md §3.9)")
 
 
 def add_engine_flag(p: argparse.ArgumentParser) -> None:
@@ -86,19 +91,23 @@ def resolve(args):
     from ..cost.deployment import preset
     from ..cost.routing import OverlapInput
     from ..errors import ParameterError
+    from ..overlap.feasible import check_model_statistics, check_overlap_flags
     from ..specs.catalog import load_hardware, load_model
     from ..sweep.deploy import Layout, default_deployment
 
     model = load_model(args.model)
+    check_model_statistics(model)
     hw = load_hardware(args.hardware)
     opts = (("cuda_graphs", not args.eager), ("engine", args.engine), ("placement", args.placement),
-            ("redundant_experts", args.redundant_experts))
+            ("redundant_experts", args.redundant_experts), ("all_to_all", args.all_to_all))
     dep = default_deployment(model, hw, Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep,
                                                gpus=args.gpus, dp=args.dp, options=opts))
     mech = preset(args.mode).with_(**{f: getattr(args, f, None) for f in MECH_FLAGS})
     overlap = None
     if getattr(args, "overlap", None):
         overlap = OverlapInput(tuple(args.overlap), args.popularity or "uniform")
+        if model.ffn.is_moe:
+            check_overlap_flags(model.ffn.experts, model.ffn.top_k, overlap.lags, overlap.popularity)
     elif getattr(args, "popularity", None):
         raise ParameterError("--popularity needs --overlap; give the lag overlaps too")
     return model, hw, dep, mech, overlap
@@ -131,7 +140,8 @@ def run(args) -> int:
     for i, b in enumerate(r.batch):
         records.append({
             "model": model.name, "hardware": hw.name, "dtype": dep.dtype, "kv_dtype": dep.kv_dtype, "tp": dep.tp,
-            "dp": dep.dp, "ep": dep.ep, "engine": dep.engine, "batch": int(b), "tokens": int(r.tokens[i]),
+            "dp": dep.dp, "ep": dep.ep, "engine": dep.engine, "all_to_all": dep.all_to_all, "batch": int(b),
+            "tokens": int(r.tokens[i]),
             "context": args.context,
             "mechanisms": asdict(mech),
             "time_us": float(r.time[i] * 1e6),

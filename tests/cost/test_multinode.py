@@ -124,3 +124,16 @@ def test_gpt_oss_mxfp4_at_moe_tp_4_and_8_is_accepted_and_priced_padded(moe_tp):
     padded = -(-width // 64) * 64
     assert op.working_set == pytest.approx(3 * m.hidden_size * padded * 4.25 / 8)
     assert padded > width
+
+
+def test_cli_all_to_all_mode_reaches_the_deployment(capsys):
+    import json
+    args = ["step", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--gpus", "16", "--tp", "1", "--dp", "16",
+            "--ep", "16", "--tokens", "1", "--batch", "64", "--json"]
+    out = {}
+    for mode in ("nccl", "deepep_low_latency"):
+        assert main([*args, "--all-to-all", mode]) in (0, None)
+        rec = json.loads(capsys.readouterr().out)[0]
+        assert rec["all_to_all"] == mode
+        out[mode] = rec["time_us"]
+    assert out["nccl"] != out["deepep_low_latency"]
