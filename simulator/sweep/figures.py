@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..outputs import atomic_path
 from ..specdec import best_gamma
+from .panels import MAX_PANELS, Panel, batch_ticks, draw_grid, panel_grid, split_panels, y_range
 
 # Plot styles (one home: the sweep's figures and every study's figures use these).
 PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666", "#1f78b4",
@@ -40,37 +42,29 @@ def _panels(result) -> dict[tuple, list]:
     return groups
 
 
-def _figure(n: int, title: str):
-    """A grid of ``n`` panels with fixed margins (a layout engine would cost seconds on large grids)."""
-    from matplotlib.figure import Figure
-
-    ncols = min(4, n)
-    nrows = math.ceil(n / ncols)
-    w, h = max(4.2 * ncols, 8.0), 3.4 * nrows + 1.0
-    fig = Figure(figsize=(w, h))
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    fig.subplots_adjust(left=0.75 / w, right=1 - 0.15 / w, bottom=0.6 / h, top=1 - 1.25 / h, wspace=0.32,
-                        hspace=0.75 if nrows > 1 else 0.2)
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontsize=11, y=1 - 0.08 / h)
-    return fig, axes
+def panel_keys(result) -> list[tuple[str, str]]:
+    """(row, column) of each panel of a sweep figure: (model [variant], GPU) — the model × GPU grid."""
+    return [(cs[0].model.name + (f" [{cs[0].variant}]" if cs[0].variant else ""), cs[0].hardware.name)
+            for cs in _panels(result).values()]
 
 
 def log2_batch(ax, batch, label: str = "batch size B") -> None:
+    """A log2 batch axis with sparse power-of-two ticks (at most :data:`~.panels.MAX_XTICKS`)."""
     from matplotlib.ticker import FixedLocator, NullLocator
 
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(list(batch)))
+    ticks = batch_ticks(batch)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([str(int(b)) for b in batch], fontsize=7)
+    ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
     ax.set_xlabel(label, fontsize=8)
     ax.grid(True, which="major", alpha=0.3)
 
 
 def _panel_title(case) -> str:
-    return f"{case.model.name}\n{case.hardware.name}, {case.deployment.label}"
+    name = case.model.name + (f" [{case.variant}]" if case.variant else "")
+    return f"{name[:48]}\n{case.hardware.name}, {case.deployment.label}"[:110]
 
 
 def _context_line(result) -> str:
@@ -78,44 +72,58 @@ def _context_line(result) -> str:
             f"context {result.context} tokens")
 
 
-def plot_speedup(result, path) -> str:
-    """Speedup at the best draft length per batch vs batch, prior and refined on one axes per model."""
-    panels = _panels(result)
-    fig, axes = _figure(len(panels), "Speculative-decoding speedup vs batch (best draft length per batch)\n"
-                        + _context_line(result))
-    for ax, cases in zip(axes, panels.values(), strict=False):
-        for i, c in enumerate(cases):
-            _, spd = best_gamma(c.result.gammas, c.result.speedup)
-            ax.plot(c.result.batch, spd, label=c.mode, **_style(c.mode, i), markersize=4)
-        ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label="no speedup")
-        log2_batch(ax, cases[0].result.batch, "batch size B (concurrent requests)")
-        ax.set_ylabel("speedup over plain decoding (x)", fontsize=8)
-        ax.set_title(_panel_title(cases[0]), fontsize=9)
-    _legend(fig, axes[0])
-    return _save(fig, path)
+BATCH_LABEL = "batch size B (concurrent requests, log2 axis)"
 
 
-def plot_best_gamma(result, path) -> str:
+def _draw(result, path, title: str, ylabel: str, series_of, refs=(), integer: bool = False,
+          fixed=None) -> list[str]:
+    """One figure kind over the model × GPU grid; split per GPU beyond MAX_PANELS panels. Returns the files."""
+    groups = list(_panels(result).values())
+    keys = panel_keys(result)
+    path = Path(path)
+    batch = sorted({float(b) for c in result.cases for b in c.result.batch})
+    built = [Panel(_panel_title(cs[0]), [s for i, c in enumerate(cs) for s in series_of(c, i)]) for cs in groups]
+    values = [float(v) for p in built for _, _, y, _ in p.series for v in np.asarray(y, float)]
+    yr = y_range(values, [r[1] for r in refs], integer=integer, fixed=fixed)
+    files = []
+    for suffix, idx in split_panels(keys):
+        sub_keys = [keys[i] for i in idx]
+        fig = draw_grid(panel_grid(sub_keys), [built[i] for i in idx],
+                        title=title + (f" — {suffix[1:]}" if suffix else ""), xlabel=BATCH_LABEL, ylabel=ylabel,
+                        batch=batch, yr=yr, refs=refs)
+        files.append(save(fig, path.with_name(path.stem + suffix + path.suffix), dpi=100, compress=1))
+    return files
+
+
+def plot_speedup(result, path) -> list[str]:
+    """Speedup at the best draft length per batch vs batch, prior and refined on one panel per model × GPU."""
+    def series(c, i):
+        _, spd = best_gamma(c.result.gammas, c.result.speedup)
+        return [(c.mode, c.result.batch, spd, _style(c.mode, i))]
+
+    return _draw(result, path, "Speculative-decoding speedup vs batch (best draft length per batch)\n"
+                 + _context_line(result), "speedup over plain decoding (x)", series,
+                 refs=(("no speedup", 1.0, {"color": "0.4", "linestyle": ":", "linewidth": 0.9}),))
+
+
+def plot_best_gamma(result, path) -> list[str]:
     """Best draft length per batch; hollow markers where even the best γ does not pay (speedup ≤ 1)."""
-    panels = _panels(result)
-    fig, axes = _figure(len(panels), "Best draft length vs batch (hollow: speculation does not pay)\n"
-                        + _context_line(result))
-    for ax, cases in zip(axes, panels.values(), strict=False):
-        for i, c in enumerate(cases):
-            gam, spd = best_gamma(c.result.gammas, c.result.speedup)
-            st = _style(c.mode, i)
-            ax.step(c.result.batch, gam, where="mid", color=st["color"], linestyle=st["linestyle"], label=c.mode)
-            pays = spd > 1.0
-            ax.plot(c.result.batch[pays], gam[pays], st["marker"], color=st["color"], markersize=5)
-            ax.plot(c.result.batch[~pays], gam[~pays], st["marker"], color=st["color"], markersize=5,
-                    markerfacecolor="none")
-        log2_batch(ax, cases[0].result.batch, "batch size B (concurrent requests)")
-        g = cases[0].result.gammas
-        ax.set_ylim(-0.3, max(g) + 0.5)
-        ax.set_ylabel("best draft length (tokens)", fontsize=8)
-        ax.set_title(_panel_title(cases[0]), fontsize=9)
-    _legend(fig, axes[0])
-    return _save(fig, path)
+    def series(c, i):
+        gam, spd = best_gamma(c.result.gammas, c.result.speedup)
+        st = _style(c.mode, i)
+        line = {"color": st["color"], "linestyle": st["linestyle"], "drawstyle": "steps-mid", "marker": ""}
+        pays = spd > 1.0
+        out = [(c.mode, c.result.batch, gam, line),
+               ("", c.result.batch[pays], gam[pays], {"color": st["color"], "linestyle": "", "marker": st["marker"]})]
+        if (~pays).any():
+            out.append(("", c.result.batch[~pays], gam[~pays], {"color": st["color"], "linestyle": "",
+                                                                "marker": st["marker"], "markerfacecolor": "none"}))
+        return out
+
+    gmax = max(int(max(c.result.gammas)) for c in result.cases)
+    return _draw(result, path, "Best draft length vs batch (hollow: speculation does not pay)\n"
+                 + _context_line(result), "best draft length (tokens)", series, integer=True,
+                 fixed=(-0.3, gmax + 0.5))
 
 
 def ratio_gamma(gammas, gamma_ref: int = 3) -> int:
@@ -124,38 +132,28 @@ def ratio_gamma(gammas, gamma_ref: int = 3) -> int:
     return min(g, key=lambda x: (abs(x - gamma_ref), x))
 
 
-def plot_ratio(result, path, gamma_ref: int = 3) -> str:
+def plot_ratio(result, path, gamma_ref: int = 3) -> list[str]:
     """T_verify / T_decode = T(B, γ+1) / T(B, 1) at one draft length vs batch, prior and refined."""
-    panels = _panels(result)
     gref = ratio_gamma(result.cases[0].result.gammas, gamma_ref)
-    fig, axes = _figure(len(panels), f"Verify / decode cost ratio T(B,{gref + 1}) / T(B,1) vs batch "
-                        f"(draft length {gref})\n" + _context_line(result))
-    for ax, cases in zip(axes, panels.values(), strict=False):
-        for i, c in enumerate(cases):
-            j = int(np.flatnonzero(c.result.gammas == gref)[0])
-            ax.plot(c.result.batch, c.result.verify_decode_ratio[j], label=c.mode, **_style(c.mode, i),
-                    markersize=4)
-        ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label="verify = decode")
-        ax.axhline(gref + 1.0, color="0.7", linewidth=0.8, linestyle="-.", label=f"{gref + 1} decode steps")
-        log2_batch(ax, cases[0].result.batch, "batch size B (concurrent requests)")
-        ax.set_ylabel("T_verify / T_decode (x)", fontsize=8)
-        ax.set_title(_panel_title(cases[0]), fontsize=9)
-    _legend(fig, axes[0])
-    return _save(fig, path)
+
+    def series(c, i):
+        j = int(np.flatnonzero(c.result.gammas == gref)[0])
+        return [(c.mode, c.result.batch, c.result.verify_decode_ratio[j], _style(c.mode, i))]
+
+    return _draw(result, path, f"Verify / decode cost ratio T(B,{gref + 1}) / T(B,1) vs batch (draft length "
+                 f"{gref})\n" + _context_line(result), "T_verify / T_decode (x)", series,
+                 refs=(("verify = decode", 1.0, {"color": "0.4", "linestyle": ":", "linewidth": 0.9}),
+                       (f"{gref + 1} decode steps", gref + 1.0, {"color": "0.6", "linestyle": "-.",
+                                                                 "linewidth": 0.9})))
 
 
-def _legend(fig, ax) -> None:
-    """One legend for the whole figure (every panel uses the same styles), under the title."""
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, 1 - 0.62 / fig.get_figheight()))
-
-
-def save(fig, path, dpi: int = 110) -> str:
-    """Write a PNG without the software/date metadata (same inputs, same bytes)."""
+def save(fig, path, dpi: int = 110, compress: int = 6) -> str:
+    """Write a PNG without the software/date metadata (same inputs, same bytes); ``compress``: zlib level (the
+    sweep's figures use 1: a quarter of the encoding time for somewhat larger files)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, metadata={"Software": None})
+    kw = {"pil_kwargs": {"compress_level": compress}} if compress != 6 and path.suffix.lower() == ".png" else {}
+    with atomic_path(path) as tmp:  # written under a temporary name, renamed when complete (simulator.outputs)
+        fig.savefig(tmp, dpi=dpi, metadata={"Software": None}, **kw)
     return str(path)
 
 
@@ -188,10 +186,34 @@ def legend_top(fig, ax, ncol: int | None = None) -> None:
                    bbox_to_anchor=(0.5, 1 - 0.55 / fig.get_figheight()))
 
 
+INDEX = "figures.md"
+
+
 def plot_all(result, outdir, gamma_ref: int = 3) -> list[str]:
+    """The three figures (one file each, or one per GPU beyond MAX_PANELS panels plus an index ``figures.md``);
+    returns the files written."""
     out = Path(outdir)
-    return [plot_speedup(result, out / FILES["speedup"]), plot_best_gamma(result, out / FILES["best_gamma"]),
-            plot_ratio(result, out / FILES["ratio"], gamma_ref)]
+    parts = {"speedup": plot_speedup(result, out / FILES["speedup"]),
+             "best_gamma": plot_best_gamma(result, out / FILES["best_gamma"]),
+             "ratio": plot_ratio(result, out / FILES["ratio"], gamma_ref)}
+    files = [f for fs in parts.values() for f in fs]
+    if len(files) > len(parts):
+        files.append(write_index(parts, out / INDEX))
+    return files
+
+
+def write_index(parts: dict[str, list[str]], path) -> str:
+    """A Markdown index of split figures: one section per figure kind, one image link per file."""
+    from ..outputs import atomic_path
+
+    path = Path(path)
+    lines = ["# Sweep figures", "", f"More than {MAX_PANELS} panels per figure: one file per GPU (pages when a GPU "
+             f"has more than {MAX_PANELS} panels).", ""]
+    for kind, fs in parts.items():
+        lines += [f"## {FILES[kind]}", ""] + [f"- [{Path(f).name}]({Path(f).name})" for f in fs] + [""]
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text("\n".join(lines), encoding="utf-8")
+    return str(path)
 
 
 def line_figure(path, panels, title: str, *, ncols: int = 3, panel=(5.0, 3.8), xlabel: str = "",

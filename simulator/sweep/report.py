@@ -67,7 +67,7 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
                            s["deployment"], s["reference"]), {})[s["mode"]] = s
 
     def join(per: dict, fn) -> str:
-        return " / ".join(fn(per[m]) if m in per else "-" for m in modes)
+        return "/".join(fn(per[m]) if m in per else "-" for m in modes)
 
     bmin = min(s["batch_min"] for s in rows)
     cols = (Col("model", "<"), Col("hardware", "<", short="gpu"), Col("deployment", "<", wrap=True, short="deploy"),

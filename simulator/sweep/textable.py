@@ -55,18 +55,24 @@ def layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int = WIDT
     heads = [c.short or c.name for c in cols]
     widths = _widths(cols, heads, rows)
     hidden: list[str] = []
-    while _total([widths[i] for i in keep]) > width:
+    wrap = [i for i in range(len(cols)) if cols[i].wrap]
+    while True:  # wrap the wrappable column if that is enough, else hide the next optional column
+        over = _total([widths[i] for i in keep]) - width
+        if over <= 0:
+            break
+        w = next((i for i in wrap if i in keep), None)
+        least = max(len(heads[w]), 12) if w is not None else 0
+        if w is not None and widths[w] - over >= least:
+            widths[w] -= over
+            break
         droppable = [i for i in keep if cols[i].drop > 0]
         if not droppable:
+            if w is not None:
+                widths[w] = least
             break
         worst = max(droppable, key=lambda i: (cols[i].drop, i))
         keep.remove(worst)
         hidden.append(cols[worst].name)
-    over = _total([widths[i] for i in keep]) - width
-    wrap = [i for i in keep if cols[i].wrap]
-    if over > 0 and wrap:
-        i = wrap[0]
-        widths[i] = max(len(heads[i]), 12, widths[i] - over)
     return keep, [heads[i] for i in keep], [widths[i] for i in keep], hidden
 
 
