@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 
 from ._common import add_json_flag, print_json
+from ._table import add_wide_flag, wide
 from .sweep import acceptance_from, add_study_options, check_common
+
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def register(sub) -> None:
@@ -23,21 +26,27 @@ def register(sub) -> None:
     add_study_options(p, single=True)
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--draft-len", type=int, default=3, help="draft length γ >= 1 (default 3)")
-    p.add_argument("--plot", metavar="FILE", help="write a waterfall figure (PNG) to FILE")
+    p.add_argument("--plot", metavar="FILE", help="write a waterfall figure to FILE (.png, .svg or .pdf)")
     add_json_flag(p)
+    add_wide_flag(p)
     p.set_defaults(func=cmd_explain)
 
 
 def cmd_explain(args) -> int:
+    from ..outputs import check_writable
     from ..sweep import Layout, explain, format_attribution, overlap_input, plot_waterfall
     from ..sweep.runner import resolve_models
 
     check_common(args)
+    if args.plot:  # before any work: exactly this file is written, or one line says why not
+        check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
     (model,) = resolve_models([args.model])
-    layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus)
+    layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus,
+                    options=(("engine", args.engine),))
     a = explain(model, args.hardware, layout, batch=args.batch, draft_len=args.draft_len,
                 acceptance=acceptance_from(args), drafter=args.drafter, context=args.context,
-                overlap=overlap_input(model, args.overlap, args.popularity))
+                overlap=overlap_input(model, args.overlap, args.popularity), placement=args.placement,
+                redundant_experts=args.redundant_experts)
     path = plot_waterfall(a, args.plot) if args.plot else None
     if args.json:
         d = a.as_dict()
@@ -45,7 +54,7 @@ def cmd_explain(args) -> int:
             d["plot"] = path
         print_json(d)
     else:
-        print(format_attribution(a))
+        print(format_attribution(a, wide=wide(args)))
         if path:
             print(f"wrote {path}")
     return 0

@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 
 from ..errors import ParameterError
+from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..sweep.runner import DEFAULT_CONTEXT, DEFAULT_DRAFTER
-from ._common import csv_list, progress
+from ..sweep.textable import fill
+from ._common import add_force_flag, csv_list, progress, run_folder
+from ._table import WIDTH, add_wide_flag, wide
+from .step import add_engine_flag
 
 DEFAULT_OUT = "results"
 
@@ -62,6 +66,12 @@ def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
     p.add_argument("--overlap", type=csv_list(float, "--overlap"), metavar="O1,O2,...",
                    help="routing overlap at lags 1,2,... as fractions (replaces the models' own statistics)")
     p.add_argument("--popularity", help="expert popularity: uniform, zipf:S or skew:X (with --overlap)")
+    add_engine_flag(p)
+    p.add_argument("--placement", choices=PLACEMENTS, default=None,
+                   help=f"expert -> EP rank placement (default {DEFAULT_PLACEMENT}: the expectation over random "
+                        "placements; balanced = greedy packing by popularity, contiguous = index blocks)")
+    p.add_argument("--redundant-experts", type=int, default=None, metavar="N",
+                   help="EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)")
 
 
 def acceptance_from(args):
@@ -111,7 +121,9 @@ def register(sub) -> None:
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="table file format (default csv)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default results/)")
     p.add_argument("--no-plots", action="store_true", help="do not draw figures (matplotlib is not imported)")
+    add_force_flag(p)
     p.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
+    add_wide_flag(p)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -129,25 +141,32 @@ def cmd_sweep(args) -> int:
 
     check_common(args)
     start = time.perf_counter()
+    folder = run_folder(args, args.out)  # checked before any work; files appear only when the run completes
 
-    def report(msg: str) -> None:  # progress only once a sweep has run for a while
-        if time.perf_counter() - start > 1.0:
-            progress(msg, args.quiet)
-
-    result = run_sweep(
-        _names(args.model), _names(args.hardware), dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp,
-        ep=args.ep, gpus=args.gpus, batch=args.batch or DEFAULT_BATCH, draft_len=args.draft_len or DEFAULT_DRAFT_LEN,
-        acceptance=acceptance_from(args), drafter=args.drafter, context=args.context,
-        modes=args.mode or DEFAULT_MODES, overlap=args.overlap, popularity=args.popularity, progress=report)
-    for model, hw, why in result.skipped:
-        progress(f"skipped {model} on {hw}: {why}", args.quiet)
-    for note in result.notes:
-        progress(f"note: {note}", args.quiet)
+    with folder as stage:
+        result = run_sweep(
+            _names(args.model), _names(args.hardware), dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp,
+            ep=args.ep, gpus=args.gpus, batch=args.batch or DEFAULT_BATCH,
+            draft_len=args.draft_len or DEFAULT_DRAFT_LEN, acceptance=acceptance_from(args), drafter=args.drafter,
+            context=args.context, modes=args.mode or DEFAULT_MODES, overlap=args.overlap,
+            popularity=args.popularity, progress=None if args.quiet else progress, placement=args.placement,
+            redundant_experts=args.redundant_experts, engine=args.engine)
+        for model, hw, why in result.skipped:
+            progress(f"skipped {model} on {hw}: {why}", args.quiet)
+        for note in result.notes:
+            progress(f"note: {note}", args.quiet)
+        written = [write_json(result, stage / "sweep.json") if args.format == "json"
+                   else write_csv(result, stage / "sweep.csv")]
+        if not args.no_plots:
+            progress("sweep: drawing figures", args.quiet)
+            written += plot_all(result, stage)
     out = Path(args.out)
-    table = write_json(result, out / "sweep.json") if args.format == "json" else write_csv(result, out / "sweep.csv")
-    figures = [] if args.no_plots else plot_all(result, out)
-    print(format_table(result))
-    print(f"\n{len(result)} points in {time.perf_counter() - start:.2f} s; wrote {table}"
-          + (f" and {', '.join(figures)}" if figures else ""))
+    table, *figures = (str(out / Path(p).relative_to(stage)) for p in written)
+    print(format_table(result, wide=wide(args)))
+    index = [f for f in figures if f.endswith(".md")]
+    shown = (f"{len(figures) - 1} figures (index {index[0]})" if index else ", ".join(figures))
+    done = (f"{len(result)} points in {time.perf_counter() - start:.2f} s; wrote {table}"
+            + (f" and {shown}" if figures else ""))
+    print("\n" + (done if wide(args) else "\n".join(fill(done, WIDTH, "  "))))
     sys.stdout.flush()
     return 0
