@@ -24,6 +24,7 @@ from ..specdec.rounds import DRAFT_LENS
 from ..specs.catalog import bundled_files, load_hardware, load_model
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
+from ..validation import params_of
 from .deploy import Layout, default_deployment, fitting_batches
 from .progress import Meter
 from .table import Case, SweepResult, tidy_columns
@@ -139,6 +140,8 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     b = grid_values(batch, "batch")
     g = grid_values(draft_len, "draft_len")
     CONTEXT.check(context, "context", "run_sweep")
+    if engine is not None:
+        params_of(Deployment)["engine"].check(engine, "engine", "run_sweep")
     modes = list(dict.fromkeys(modes))
     for m in modes:
         preset(m)

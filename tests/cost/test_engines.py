@@ -58,7 +58,10 @@ def test_bad_engine_value_names_the_parameter():
 @pytest.mark.parametrize("cmd", [["step", "--model", MODEL, "--hardware", "h100-sxm", "--batch", "1", "--tokens",
                                   "1", "--engine", "foo"],
                                  ["op", "gemm", "--hardware", "h100-sxm", "--m", "1", "--n", "4096", "--k", "4096",
-                                  "--dtype", "bf16", "--engine", "foo"]])
+                                  "--dtype", "bf16", "--engine", "foo"],
+                                 ["explain", "--model", MODEL, "--hardware", "h100-sxm", "--engine", "foo"],
+                                 ["sweep", "--model", MODEL, "--hardware", "h100-sxm", "--engine", "foo", "--batch",
+                                  "1", "--no-plots", "--quiet"]])
 def test_cli_bad_engine_exits_2_with_one_line(cmd):
     r = subprocess.run([sys.executable, "-m", "simulator", *cmd], capture_output=True, text=True)
     assert r.returncode == 2
