@@ -114,3 +114,23 @@ def test_a_draft_tree_keeps_the_per_layer_statistics():
     assert [x.lags for x in layers[::16]] == segs and all(x.tree == tree for x in layers)
     other = layer_overlaps(thirds, OverlapInput((0.4,), "uniform"))
     assert all(x.lags == (0.4,) for x in other)
+
+
+def test_sweep_and_explain_take_the_placement(capsys, tmp_path):
+    ratio = {}
+    for p in ("balanced", "contiguous"):
+        code, _, err = run(capsys, "sweep", "--model", "qwen3-235b-a22b", "--batch", "1", "--draft-len", "3",
+                           "--mode", "refined", "--placement", p, "--no-plots", "--format", "json", "--quiet",
+                           "--out", str(tmp_path / p))
+        assert code == 0, err
+        rows = json.loads((tmp_path / p / "sweep.json").read_text())
+        rows = rows["rows"] if isinstance(rows, dict) else rows
+        ratio[p] = rows[0]["verify_decode_ratio"]
+    assert ratio["contiguous"] > ratio["balanced"]  # T_verify / T_decode: the contiguous verify pass costs more
+    code, out, err = run(capsys, "explain", "--model", "qwen3-235b-a22b", "--placement", "contiguous",
+                         "--redundant-experts", "8", "--json")
+    assert code == 0, err
+    dep = json.loads(out)["deployment"]
+    assert (dep["placement"], dep["redundant_experts"]) == ("contiguous", 8)
+    code, _, err = run(capsys, "explain", "--model", "qwen3-235b-a22b", "--redundant-experts", "3")
+    assert code == 2 and "redundant_experts' = 3" in err and len(err.strip().splitlines()) == 1
