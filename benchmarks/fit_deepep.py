@@ -83,7 +83,7 @@ def main() -> None:
             # are not the all-to-all share this form prices: fit the one-node rows only (docs/MODEL.md §3.9).
             keep = n == 8
             wire, n, y, phase = wire[keep], n[keep], y[keep], phase[keep]
-        nf = 5 if mode == "ll" else 2
+        nf = 5 if mode == "ll" and len(set(n)) > 1 else 2  # fabric terms need rows of several node counts
         x0, lo, hi = [15.0, 0.5, 15.0, 5.0, 0.8][:nf], [0, 0.01, 0, 0, 0.01][:nf], [500, 1, 500, 100, 1][:nf]
         fit = least_squares(lambda th, w=wire, g=n, t=y, k=key: predict(hw, th, w, g, k) / t - 1.0,
                             x0=x0, bounds=(lo, hi))
