@@ -225,7 +225,8 @@ def findings(calib, out_cal, pub_rows) -> tuple[str, ...]:
           + ". Without the calibration filters (all TRT-LLM rows) and on other engines' kernels: "
           + ", ".join(f"{op} {st.split(' (')[0]} {v:.1%}" for (op, st), v in out_cal.items())
           + ". The out-of-calibration errors measure how far another engine's kernels are from the TRT-LLM "
-            "reference, not a fitting error: the simulator describes one engine.")
+            "reference (these rows are priced with the default engine's kernels), not a fitting error; each engine's "
+            "own calibration (engine blocks, --engine) and its errors are in docs/calibration/.")
     by_check: dict[str, list] = {}
     for r in pub_rows:
         by_check.setdefault(r[0], []).append(r)
