@@ -16,7 +16,7 @@ from ..cost.deployment import Deployment, Mechanisms
 from ..cost.routing import OverlapInput
 from ..specdec import Acceptance
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import TIME_PARAMS, Collective, KernelClass, Kernels
+from ..specs.kernels import TIME_PARAMS, KernelClass, Kernels
 from ..specs.whatif import derive_kernels
 
 # Named groups of spec fields a one-change-at-a-time what-if copies together.
@@ -87,8 +87,10 @@ def scale_fixed(k: Kernels, f: float) -> Kernels:
         return replace(c, fixed=c.fixed * f, params=MappingProxyType(params))
 
     classes = {n: MappingProxyType({v: kc(c) for v, c in vs.items()}) for n, vs in k.classes.items()}
-    cols = {n: Collective(c.latency * f, c.latency_per_gpu * f, c.efficiency,
-                          None if c.large_latency is None else c.large_latency * f, c.large_efficiency)
+    cols = {n: replace(c, latency=c.latency * f, latency_per_gpu=c.latency_per_gpu * f,
+                       large_latency=None if c.large_latency is None else c.large_latency * f,
+                       fabric_latency=None if c.fabric_latency is None else c.fabric_latency * f,
+                       fabric_latency_per_doubling=c.fabric_latency_per_doubling * f)
             for n, c in k.collectives.items()}
     return replace(k, classes=MappingProxyType(classes), collectives=MappingProxyType(cols),
                    step=MappingProxyType({n: v * f for n, v in k.step.items()}))

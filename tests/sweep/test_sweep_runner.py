@@ -121,8 +121,10 @@ def test_default_study_reduced():
     targets = {m.name for m in default_targets()}
     assert ran | skipped == targets and not ran & skipped
     assert all(m.ffn.is_moe and m.role == "target" for m in default_targets())
-    for c in r.cases:  # everything that ran fits at the largest batch
-        check_memory(c.model, c.hardware, c.deployment, 256, 4, r.context)
+    for c in r.cases:  # everything that ran fits at its largest batch; dropped batches are noted
+        top = float(np.max(c.result.batch))
+        check_memory(c.model, c.hardware, c.deployment, top, 4, r.context)
+        assert top == 256 or any(n.startswith(f"{c.model.name} on {c.hardware.name}: batches above") for n in r.notes)
     for _, _, why in r.skipped:
         assert "GB" in why
     ref = [c for c in r.cases if c.is_reference]
