@@ -146,6 +146,9 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
     if a.q_heads % dep.tp:
         raise _bad("tp", dep.tp, f"does not divide the {a.q_heads} attention heads of {model.name}",
                    "pick a tp that divides the head count")
+    if a.kv_heads % dep.tp and dep.tp % a.kv_heads:  # KV heads are split over tp ranks, or replicated on them
+        raise _bad("tp", dep.tp, f"neither divides nor is a multiple of the {a.kv_heads} KV heads of {model.name}",
+                   "pick a tp that divides the KV heads or is a multiple of them")
     la = a.linear
     if la is not None and (la.value_heads % dep.tp or la.key_heads % dep.tp):
         raise _bad("tp", dep.tp, f"does not divide the linear-attention heads ({la.key_heads}/{la.value_heads})",

@@ -192,8 +192,10 @@ class Reader:
 
     # -- sourced quantities -------------------------------------------------------------------------------------
     def quantity(self, obj: Mapping, key: str, path: str, dimension: str, low: float | None = 0.0,
-                 high: float | None = None, default: Any = ..., open_low: bool = False) -> float:
-        """Read ``{value, unit, source}`` (SI result) and record its provenance."""
+                 high: float | None = None, default: Any = ..., open_low: bool = False,
+                 integer: bool = False) -> float:
+        """Read ``{value, unit, source}`` (SI result) and record its provenance. ``integer``: the value counts
+        whole things (SMs, GPUs, partitions) and must be a whole number."""
         p = self.join(path, key)
         if key not in obj:
             if default is ...:
@@ -220,6 +222,9 @@ class Reader:
             raise self.fail(self.join(p, "unit"), f"is {unit!r} ({what}), but this field is a {dimension}",
                             f"use one of {units_for(dimension)}")
         allowed = Interval(float, low, high, "right" if open_low else "both")
+        if integer and not float(si).is_integer():
+            raise self.fail(self.join(p, "value"), f"is {value!r}, must be a whole number ({dimension})",
+                            "write a whole number")
         if not allowed.contains(si):
             raise self.fail(p, f"is {value!r} {unit}, must be in the range {allowed.range_text()} (in SI units)",
                             f"check the value and its unit ({unit})")
