@@ -137,3 +137,10 @@ def test_cli_all_to_all_mode_reaches_the_deployment(capsys):
         assert rec["all_to_all"] == mode
         out[mode] = rec["time_us"]
     assert out["nccl"] != out["deepep_low_latency"]
+
+
+def test_default_rule_keeps_tp_inside_one_domain():
+    from simulator.sweep.deploy import Layout, default_deployment
+    wide = default_deployment(DSV3, H100, Layout(gpus=32))
+    assert (wide.tp, wide.dp, wide.ep) == (8, 4, 32)
+    assert default_deployment(DSV3, H100).tp == 8  # one node: unchanged (TP8 EP8)
