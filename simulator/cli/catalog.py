@@ -135,7 +135,10 @@ def cmd_show(args) -> int:
             + ", ".join(f"{n}/{v} {c.fixed * 1e6:.1f} us" for n, vs in k.classes.items() for v, c in vs.items()))
         _print_sources(h, args.wide)
         return 0
+    from ..overlap.feasible import check_model_statistics
+
     m = catalog.load_model(args.name)
+    check_model_statistics(m)
     d = derived.derived_summary(m)
     data = {**_model_row(m), "description": m.description, "architecture": _model_fields(m), "derived": d,
             "sources": dict(m.sources), "fields": _provenance_rows(m)}
