@@ -218,10 +218,11 @@ def write_index(parts: dict[str, list[str]], path) -> str:
 
 def line_figure(path, panels, title: str, *, ncols: int = 3, panel=(5.0, 3.8), xlabel: str = "",
                 ylabel: str = "speedup (x)", log2: bool = False, legend: str = "first", decorate=None,
-                dpi: int = 100) -> str:
+                dpi: int = 100, sharey: bool = True) -> str:
     """Study line plots in one place. ``panels``: {panel title: [(label, x, y, style kwargs)]}; ``log2``: x is a
-    batch axis (log2, ticks at the panel's batches); ``legend``: "first" panel, "each" panel or "top" of the figure;
-    ``decorate(ax, title)`` adds bands, reference lines or markers."""
+    batch axis (log2, sparse power-of-two ticks); ``legend``: "first" panel, "each" panel or "top" of the figure;
+    ``decorate(ax, title)`` adds bands, reference lines or markers; ``sharey``: one y range for every panel (the
+    panels compare one quantity, ``ylabel``)."""
     fig, axes = grid_figure(len(panels), ncols=ncols, panel=panel, title=title)
     for ax, (name, series) in zip(axes, panels.items(), strict=True):
         for label, x, y, st in series:
@@ -237,6 +238,10 @@ def line_figure(path, panels, title: str, *, ncols: int = 3, panel=(5.0, 3.8), x
         ax.set_ylabel(ylabel, fontsize=8)
         if legend == "each":
             ax.legend(fontsize=7)
+    if sharey and len(axes) > 1:
+        lims = [ax.get_ylim() for ax in axes]
+        for ax in axes:
+            ax.set_ylim(min(lo for lo, _ in lims), max(hi for _, hi in lims))
     if legend == "top":
         legend_top(fig, max(axes, key=lambda a: len(a.get_legend_handles_labels()[1])))
     elif legend == "first":
