@@ -214,7 +214,11 @@ def _predict_tree(args) -> int:
     elif args.tree_parents is not None:
         parents, shape = read_parents(args.tree_parents), args.tree_parents
     else:
-        parents, shape = (-1,) + tuple(range(args.tokens - 1)) if args.tokens and args.tokens > 0 else (), "chain"
+        if args.tokens is None or args.tokens < 1:
+            print(f"error: overlap predict: --tokens must be an integer >= 1 (tokens per request); got {args.tokens}",
+                  file=sys.stderr)
+            return 2
+        parents, shape = (-1,) + tuple(range(args.tokens - 1)), "chain"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         stats = OverlapStats.from_overlaps(args.experts, args.top_k, tuple(args.overlap or ()), args.popularity,
