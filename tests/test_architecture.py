@@ -13,8 +13,8 @@ from pathlib import Path
 import networkx as nx
 
 PKG = Path(__file__).resolve().parents[1] / "simulator"
-LAYERS = ("errors", "validation", "outputs", "specs", "overlap", "cost", "specdec", "sweep", "experiments", "cli",
-          "__main__")
+LAYERS = ("errors", "validation", "outputs", "specs", "overlap", "cost", "specdec", "sweep", "validate", "experiments",
+          "cli", "__main__")
 BASE = {"errors": 0, "validation": 0}  # the two base modules may import each other's names only one way (no cycle)
 
 

@@ -1,0 +1,92 @@
+"""`validate tpot`: a hand-written fixture in aiconfigurator's silicon_sample.csv layout (no network, no
+aiconfigurator): statuses, JSON schema, error equal to a direct step-time call, bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simulator.cli import main
+from simulator.cost.deployment import Deployment
+from simulator.cost.step import step_time
+from simulator.specs import load_hardware, load_model
+from simulator.validate import validate_tpot
+
+HERE = Path(__file__).parent
+TINY = HERE / "tiny_silicon.csv"
+
+
+@pytest.fixture(scope="module")
+def result():
+    return validate_tpot(TINY)
+
+
+def _by_id(v):
+    return {r.id: r for r in v.rows}
+
+
+def test_statuses(result):
+    r = _by_id(result)
+    assert [r[i].status for i in ("agg_qwen_h100", "agg_qwen_h100_b64", "disagg_r1_h200", "dense_llama_h100")] \
+        == ["ok"] * 4
+    assert r["unmapped_model"].status == "unmapped" and "acme/Unknown-1B" in r["unmapped_model"].reason
+    assert r["impossible_tp3"].status == "refused" and "tp" in r["impossible_tp3"].reason
+    assert r["held_out_b300"].status == "unmapped" and "held out" in r["held_out_b300"].reason
+    assert result.counts() == {"ok": 4, "refused": 1, "unmapped": 2}
+
+
+def test_agg_error_equals_direct_step_time(result):
+    """Agg TPOT = T(B, 1, isl + osl/2) + (batch/osl)·T(dp, isl): recomputed here from step_time directly."""
+    m, hw = load_model("qwen3-235b-a22b"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine="trtllm")
+    dec = step_time(m, hw, dep, [16], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
+    pf = step_time(m, hw, dep, [1], 1024, context=0, check_fit=False).time[0] * 1e3
+    row = _by_id(result)["agg_qwen_h100"]
+    assert row.predicted_tpot_ms == pytest.approx(dec + 16 / 1024 * pf, rel=1e-9)
+    assert row.error == pytest.approx(row.predicted_tpot_ms / 20.0 - 1, rel=1e-12)
+
+
+def test_disagg_uses_concurrency_and_no_prefill(result):
+    m, hw = load_model("deepseek-r1"), load_hardware("h200-sxm")
+    dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine="trtllm")
+    dec = step_time(m, hw, dep, [64], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
+    row = _by_id(result)["disagg_r1_h200"]
+    assert row.prefill_ms == 0.0
+    assert row.predicted_tpot_ms == pytest.approx(dec, rel=1e-9)
+
+
+def test_json_schema(capsys):
+    assert main(["validate", "tpot", str(TINY), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"rows", "summary"}
+    for r in out["rows"]:
+        assert {"id", "status", "reason", "predicted_tpot_ms", "measured_tpot_ms"} <= set(r)
+        assert r["status"] in ("ok", "refused", "unmapped")
+        assert (r["predicted_tpot_ms"] is None) == (r["status"] != "ok")
+    s = out["summary"]
+    assert s["counts"] == {"ok": 4, "refused": 1, "unmapped": 2}
+    moe = s["moe_rows_of_catalog_gpus"]
+    assert moe["rows"] == 4 and moe["ok"] == 3  # the tp3 row is refused; unmapped / held-out rows are not counted
+    errs = [abs(r["error"]) for r in out["rows"] if r["status"] == "ok" and r["id"] != "dense_llama_h100"]
+    assert moe["mape"] == pytest.approx(np.mean(errs))
+    keys = {(g["model"], g["gpu"], g["engine"], g["mode"]) for g in s["groups"]}
+    assert ("qwen3-235b-a22b", "h100-sxm", "trtllm", "agg") in keys
+
+
+def test_missing_columns_one_line_exit_2(capsys):
+    assert main(["validate", "tpot", str(HERE / "missing_columns.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "missing" in err and "batch_size" in err and "silicon_sample.csv layout" in err
+
+
+def test_missing_file_exit_2(capsys, tmp_path):
+    assert main(["validate", "tpot", str(tmp_path / "nope.csv")]) == 2
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def test_held_out_rows_priced_only_on_request():
+    v = validate_tpot(TINY, include_held_out=True)
+    assert _by_id(v)["held_out_b300"].status in ("ok", "refused")
