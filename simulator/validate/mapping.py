@@ -1,4 +1,4 @@
-"""The one table from the names in public deployment measurements to the catalog (docs/MODEL.md §5).
+"""The one table from the names in public deployment measurements to the catalog (docs/MODEL.md §7).
 
 Hugging Face model ids -> bundled model specs; aiconfigurator system names -> bundled hardware profiles;
 quantisation modes -> deployment dtypes; the KV-cache dtype a row implies. Quantised checkpoints of the same

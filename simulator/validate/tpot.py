@@ -1,5 +1,5 @@
 """`validate tpot`: price every row of an end-to-end measurement CSV in aiconfigurator's ``silicon_sample.csv``
-column layout and compare with its measured TPOT (docs/MODEL.md §5).
+column layout and compare with its measured TPOT (docs/MODEL.md §7).
 
 A row is one deployment (model, system, engine, quantisation, layout) at one concurrency, input length ``isl`` and
 output length ``osl``. Agg rows (one engine serves prefill and decode) use the unprefixed layout columns, disagg rows
