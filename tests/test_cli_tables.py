@@ -129,3 +129,13 @@ def test_meter_estimates_and_throttles():
     t[0] = 2.0
     m.add(40)  # the last point: always said
     assert said == ["run: 25/100 points (25%), 1.0 s, ~3.0 s left (first)", "run: 90/90 points (100%), 2.0 s"]
+
+
+def test_meter_says_the_end_once_when_the_rest_is_dropped():
+    said = []
+    m = Meter("run", 10, said.append, every=100.0, clock=lambda: 0.0)
+    m.add(4)
+    m.add(2)  # throttled
+    m.drop(4)  # nothing left to price: the last line is said
+    m.drop(0)
+    assert said[-1].startswith("run: 6/6 points (100%)") and len(said) == 2

@@ -21,6 +21,7 @@ from ..specs.catalog import load_hardware, load_model
 from ..specs.kernels import ENGINES
 from ..specs.model import ModelSpec
 from ..sweep import Case, Layout, Variant, deploy, price
+from ..sweep.progress import Meter
 from ..sweep.variants import SCALABLE
 from ..validation import Interval, Options, Param, param_field
 from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
@@ -295,7 +296,11 @@ def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...]) ->
     """Every deployed target × hardware × format × variant × mode of the grid (variants: the empty one first)."""
     deployed, skipped = deploy_grid(study, ctx)
     points = []
-    for hw, d, dd in deployed:
+    ng = len(study.grid.draft_len)
+    per = [len(dd.batch) * ng * (1 + len(variants)) * len(study.grid.modes) for _, _, dd in deployed]
+    meter = Meter(study.name, sum(per), ctx.progress)  # points priced of the upper bound, with the time left
+    for (hw, d, dd), most in zip(deployed, per, strict=True):
+        priced = 0
         for e in (None, *variants):
             v = None if e is None else build_variant(e, dd.model)
             if e is not None and v is None:
@@ -305,4 +310,7 @@ def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...]) ->
                     continue
                 case = price_target(study, ctx, dd, mode, v)
                 points.append(Point(dd.target, hw, d, "" if e is None else e.name, mode, case, dd.note))
+                priced += len(dd.batch) * ng
+                meter.add(len(dd.batch) * ng, f"{dd.model.name} on {hw}")
+        meter.drop(most - priced)  # variants or modes that do not apply to this target
     return Priced(points, skipped, variants)

@@ -27,6 +27,7 @@ class Meter:
     done: int = 0
     start: float = field(default=0.0)
     _last: float | None = None
+    _ended: bool = False
 
     def __post_init__(self):
         self.start = self.clock()
@@ -44,14 +45,20 @@ class Meter:
         self._say(what)
 
     def drop(self, n: int) -> None:
+        before = self.total
         self.total = max(self.done, self.total - int(n))
+        if self.done and self.total < before and self.done >= self.total:
+            self._say("")  # the points left were dropped: the run is complete
 
     def _say(self, what: str) -> None:
         if self.callback is None:
             return
         now = self.clock()
         final = self.done >= self.total
+        if final and self._ended:
+            return
         if self._last is None or final or now - self._last >= self.every:
+            self._ended = final
             self._last = now
             self.callback(self.message(what))
 
