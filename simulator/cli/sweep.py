@@ -29,11 +29,14 @@ def _names(values: list[str] | None) -> list[str] | None:
 def _accept_length(text: str) -> tuple[float, int]:
     al, _, at = text.partition("@")
     try:
-        return float(al), int(at) if at else 3
+        value, gamma = float(al), int(at) if at else 3
+        if gamma < 1:
+            raise ValueError
+        return value, gamma
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"--accept-length must be AL or AL@GAMMA (mean accepted tokens per round incl. the bonus token, "
-            f"measured at draft length GAMMA; default 3), e.g. 2.73@3; got {text!r}") from None
+            f"measured at draft length GAMMA >= 1; default 3), e.g. 2.73@3; got {text!r}") from None
 
 
 def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:

@@ -116,7 +116,7 @@ def drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
     if drafter.kind == "mtp":
         return mtp_spec(target)
     if drafter.kind == "model":
-        return load_model(drafter.model)
+        return load_model(drafter.model, role="drafter")
     return None
 
 

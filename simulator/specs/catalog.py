@@ -60,12 +60,14 @@ def _looks_like_path(text: str) -> bool:
     return text.endswith((".yaml", ".yml")) or "/" in text or "\\" in text
 
 
-def _load(kind: str, name_or_path: str) -> tuple[object, str]:
+def _load(kind: str, name_or_path: str, role: str | None = None) -> tuple[object, str]:
     if _looks_like_path(name_or_path) or Path(name_or_path).is_file():
         return load_yaml_file(name_or_path), str(name_or_path)
     files = bundled_files(kind)
     if name_or_path not in files:
         names = list(files)
+        if role is not None:  # suggest among the models of the role asked for (a target's typo: not a drafter)
+            names = [n for n in names if _role_of(files[n]) == role]
         guess = closest(name_or_path, names)
         hint = f"did you mean '{guess}'? " if guess else ""
         noun = {"hardware": "hardware profile", "models": "model", "routing": "routing profile",
@@ -101,10 +103,24 @@ def load_routing_profile(name_or_path: str) -> RoutingProfile:
     return read_routing_profile(obj, where)
 
 
-@functools.lru_cache(maxsize=256)
-def load_model(name_or_path: str) -> ModelSpec:
+def _role_of(path) -> str | None:
+    obj = load_yaml_file(path)
+    return obj.get("role") if isinstance(obj, dict) else None
+
+
+def load_model(name_or_path: str, role: str | None = None) -> ModelSpec:
     """A model spec by bundled name or path; a ``routing_overlap.profile`` it names is resolved as a bundled routing
-    profile, or as a path (relative paths from the model file's folder)."""
+    profile, or as a path (relative paths from the model file's folder). ``role``: the role the caller wants
+    (target, drafter); an unknown name then suggests only models of that role."""
+    name = str(name_or_path)
+    if role is not None and not (_looks_like_path(name) or Path(name).is_file()) and name not in bundled_files(
+            "models"):
+        _load("models", name, role)  # raises: unknown model, with a suggestion of that role
+    return _load_model(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_model(name_or_path: str) -> ModelSpec:
     obj, where = _load("models", str(name_or_path))
     folder = Path(where).parent if Path(str(name_or_path)).is_file() else None
 

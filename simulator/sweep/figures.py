@@ -153,8 +153,13 @@ def save(fig, path, dpi: int = 110, compress: int = 6) -> str:
     path = Path(path)
     kw = {"pil_kwargs": {"compress_level": compress}} if compress != 6 and path.suffix.lower() == ".png" else {}
     with atomic_path(path) as tmp:  # written under a temporary name, renamed when complete (simulator.outputs)
-        fig.savefig(tmp, dpi=dpi, metadata={"Software": None}, **kw)
+        fig.savefig(tmp, dpi=dpi, metadata=_NO_STAMP.get(path.suffix.lower(), {}), **kw)
     return str(path)
+
+
+# Metadata entries that would make the same figure differ between runs or machines, per file type (None: omit).
+_NO_STAMP = {".png": {"Software": None}, ".svg": {"Creator": None, "Date": None},
+             ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
 
 
 _save = save

@@ -43,7 +43,7 @@ def resolve_models(models) -> list[ModelSpec] | None:
         return None
     out = []
     for m in [models] if isinstance(models, (str, ModelSpec)) else models:
-        spec = m if isinstance(m, ModelSpec) else load_model(str(m))
+        spec = m if isinstance(m, ModelSpec) else load_model(str(m), role="target")
         check_model_statistics(spec)  # infeasible statistics fail here, naming the file and field
         out.append(spec)
     return out

@@ -1,0 +1,204 @@
+"""Issue 13's list of bad or odd inputs, one case each: exit status 2, exactly one line on stderr that names the
+parameter (flag, or file and field), no traceback, and no output file left behind. Plus the write rules: outputs
+appear atomically (a failure or Ctrl-C leaves nothing partial, exit 130 with one line), a run folder carries a
+manifest and refuses a different run's folder unless --force.
+
+Runs the CLI in process (``simulator.cli.main``), so an uncaught exception (a traceback) fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from simulator.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP = ["sweep", "--model", "qwen3-30b-a3b", "--batch", "1,4", "--draft-len", "1,2", "--quiet"]
+EXPLAIN = ["explain", "--model", "qwen3-30b-a3b"]
+STEP = ["step", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "2"]
+MOE = ["op", "moe", "--hardware", "h100-sxm", "--hidden", "4096", "--inter", "1536", "--experts", "128",
+       "--top-k", "8", "--dtype", "fp8_block"]
+GEMM = ["op", "gemm", "--hardware", "h100-sxm", "--k", "4096", "--dtype", "bf16"]
+ATTN = ["op", "attention", "--hardware", "h100-sxm", "--kv-len", "2048"]
+ATTN_OK = {"--batch": "8", "--heads": "8", "--kv-heads": "1", "--head-dim": "128"}
+
+
+def _attention(**bad):
+    flags = {**ATTN_OK, **{f"--{k.replace('_', '-')}": v for k, v in bad.items()}}
+    return [*ATTN, *[x for kv in flags.items() for x in kv]]
+
+
+def _yaml(tmp: Path, src: str, name: str, old: str, new: str) -> str:
+    text = (ROOT / src).read_text(encoding="utf-8")
+    assert old in text, old
+    path = tmp / name
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return str(path)
+
+
+def _files(tmp: Path) -> dict:
+    """Bad input files each case may use (written into the test's folder)."""
+    (tmp / "afile").write_text("not a folder\n")
+    hw = "hardware/h100-sxm.yaml"
+    model = "models/qwen3-235b-a22b.yaml"
+    cohere = "  profile: cohere-128x8  # routing/cohere-128x8.yaml (Cohere blog, published.md)"
+    return {
+        "sm_half": _yaml(tmp, hw, "sm-half.yaml", "sm_count: {value: 132,", "sm_count: {value: 131.5,"),
+        "sm_huge": _yaml(tmp, hw, "sm-huge.yaml", "sm_count: {value: 132,", "sm_count: {value: 1e30,"),
+        "kv7": _yaml(tmp, model, "kv7.yaml", "  q_heads: 64\n  kv_heads: 4", "  q_heads: 56\n  kv_heads: 7"),
+        "skew5": _yaml(tmp, model, "skew5.yaml", cohere, '  source: B1\n  lags: [0.3]\n  popularity: "skew:5"'),
+        "lags_bad": _yaml(tmp, model, "lags.yaml", cohere, "  source: B1\n  lags: [0.118, 0.506, 0.816]"),
+        "lags_tri": _yaml(tmp, model, "tri.yaml", cohere, "  source: B1\n  lags: [0.9, 0.1, 0.9, 0.1]"),
+        "tp3": _yaml(tmp, "experiments/paper-headline.yaml", "tp3.yaml", "      tp: 8", "      tp: 3"),
+    }
+
+
+# (id, argv with {tmp}/{name} placeholders, text the one line must contain: the parameter it names)
+CASES = [
+    # unwritable outputs
+    ("sweep-out-file", [*SWEEP, "--out", "{tmp}/afile"], "--out"),
+    ("sweep-out-sys", [*SWEEP, "--out", "/sys/x"], "--out"),
+    ("sweep-out-proc", [*SWEEP, "--out", "/proc/x"], "--out"),
+    ("explain-plot-bad-path", [*EXPLAIN, "--plot", "{tmp}/afile/w.png"], "--plot"),
+    ("explain-plot-proc", [*EXPLAIN, "--plot", "/proc/x/w.png"], "--plot"),
+    ("explain-plot-txt", [*EXPLAIN, "--plot", "{tmp}/w.txt"], "--plot"),
+    ("explain-plot-no-suffix", [*EXPLAIN, "--plot", "{tmp}/waterfall"], "--plot"),
+    ("overlap-synth-out", ["overlap", "synth", "--experts", "8", "--top-k", "2", "--sequences", "2", "--tokens", "4",
+                           "--out", "/proc/x.npz"], "cannot write"),
+    ("calibrate-report-sys", ["calibrate", "--report", "/sys/x.md"], "--report"),
+    ("calibrate-report-bad-path", ["calibrate", "--report", "{tmp}/afile/r.md"], "--report"),
+    ("calibrate-write-new", ["calibrate", "--write", "{tmp}/new.yaml"], "--write"),
+    ("calibrate-write-other-gpu", ["calibrate", "--write", "hardware/b200.yaml", "--quiet"], "field 'name'"),
+    ("experiment-out-file", ["experiment", "paper-headline", "--out", "{tmp}/afile"], "--out"),
+    ("experiment-report-bad", ["experiment", "paper-headline", "--report", "{tmp}/afile/r.md"], "--report"),
+    # overflow, samples
+    ("sweep-batch-overflow", [*SWEEP[:5], "--batch", "99999999999999999999"], "--batch"),
+    ("overlap-fit-samples-0", ["overlap", "fit", "{trace}", "--samples", "0"], "--samples"),
+    # op nonsense
+    ("op-moe-tokens", [*MOE, "--tokens", "-4"], "--tokens"),
+    ("op-moe-hidden", [*MOE[:4], "0", *MOE[5:], "--tokens", "4"], "--hidden"),
+    ("op-moe-inter", [*MOE[:6], "-1", *MOE[7:], "--tokens", "4"], "--inter"),
+    ("op-moe-ep3", [*MOE, "--tokens", "4", "--ep", "3"], "--ep"),
+    ("op-gemm-n", [*GEMM, "--m", "1", "--n", "-1"], "--n"),
+    ("op-gemm-m-1e20", [*GEMM, "--m", "1e20", "--n", "1"], "--m"),
+    ("op-gemm-m-huge", [*GEMM, "--m", "100000000000000000000", "--n", "1"], "--m"),
+    ("op-attention-heads", _attention(heads="0"), "--heads"),
+    ("op-attention-kv-heads", _attention(kv_heads="3"), "--kv-heads"),
+    ("op-attention-head-dim", _attention(head_dim="-1"), "--head-dim"),
+    ("op-attention-batch", _attention(batch="0"), "--batch"),
+    ("op-allreduce-bytes", ["op", "allreduce", "--hardware", "h100-sxm", "--bytes", "-1", "--gpus", "8"], "--bytes"),
+    # empty strings never become the default
+    ("empty-model", [*SWEEP[:1], "--model", "", *SWEEP[3:]], "--model"),
+    ("empty-batch", [*SWEEP[:3], "--batch", ""], "--batch"),
+    ("empty-draft-len", [*SWEEP[:3], "--draft-len", ""], "--draft-len"),
+    ("empty-hardware", [*SWEEP, "--hardware", ""], "--hardware"),
+    ("empty-overlap", [*SWEEP, "--overlap", ""], "--overlap"),
+    ("empty-mode", [*SWEEP, "--mode", ""], "--mode"),
+    ("empty-explain-model", ["explain", "--model", ""], "--model"),
+    ("empty-step-dtype", [*STEP, "--dtype", ""], "--dtype"),
+    # YAML numbers and physics
+    ("sm-count-fraction", ["show", "hardware", "{sm_half}"], "compute.sm_count"),
+    ("sm-count-1e30", ["show", "hardware", "{sm_huge}"], "compute.sm_count"),
+    ("kv-heads-7-tp-8", ["step", "--model", "{kv7}", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "1",
+                         "--tp", "8", "--ep", "8"], "KV heads"),
+    ("experiment-check-tp3", ["experiment", "{tp3}", "--check", "--quiet"], "'tp'"),
+    ("show-model-skew5", ["show", "model", "{skew5}"], "routing_overlap.popularity"),
+    ("sweep-model-skew5", [*SWEEP[:1], "--model", "{skew5}", *SWEEP[3:]], "routing_overlap.popularity"),
+    ("show-model-lags-ipf", ["show", "model", "{lags_bad}"], "routing_overlap.lags"),
+    ("explain-model-lags-ipf", ["explain", "--model", "{lags_bad}"], "routing_overlap.lags"),
+    ("show-model-lags-triangle", ["show", "model", "{lags_tri}"], "routing_overlap.lags"),
+    ("explain-overlap-flag", [*EXPLAIN, "--overlap", "0.9,0.1"], "--overlap"),
+    ("step-popularity-flag", [*STEP, "--overlap", "0.3", "--popularity", "skew:5"], "--popularity"),
+    # messages without internals
+    ("accept-length-10", [*EXPLAIN, "--accept-length", "10@3"], "acceptance length 10.0"),
+    ("accept-length-gamma-0", [*EXPLAIN, "--accept-length", "2@0"], "--accept-length"),
+    ("target-typo", ["explain", "--model", "qwen3-235b-a22x"], "qwen3-235b-a22b"),
+]
+INTERNALS = ("np.float64", "np.int64(", "the 'alpha' parameter of Acceptance", "alpha_from_accept_length",
+             "range [1, 0]", "allow_pickle", "Traceback", "raise max_iter")
+
+
+@pytest.mark.parametrize("argv,text", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, text):
+    monkeypatch.chdir(ROOT)  # bundled paths (hardware/b200.yaml) are relative to the repository
+    names = _files(tmp_path)
+    if any("{trace}" in a for a in argv):
+        import numpy as np
+
+        from simulator.overlap import synth_trace
+
+        names["trace"] = str(tmp_path / "t.npy")
+        np.save(names["trace"], np.asarray(synth_trace(16, 2, 2, 8, seed=1).experts))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    b200 = (ROOT / "hardware/b200.yaml").read_bytes()
+    argv = [a.format(tmp=tmp_path, **names) for a in argv]
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1, err
+    assert text in lines[0], lines[0]
+    for internal in INTERNALS:
+        assert internal not in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, nothing half-written
+    assert (ROOT / "hardware/b200.yaml").read_bytes() == b200
+
+
+def test_typo_of_a_target_does_not_suggest_a_drafter(tmp_path, capsys):
+    assert main(["sweep", "--model", "qwen3-0.6c", "--no-plots", "--out", str(tmp_path / "run")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "qwen3-0.6b" not in line and "did you mean" in line, line
+
+
+def test_ctrl_c_exits_130_with_one_line_and_no_partial_run(tmp_path, capsys, monkeypatch):
+    import simulator.sweep as sweep
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "plot_all", interrupted)  # after the CSV is written into the staging folder
+    out = tmp_path / "run"
+    assert main([*SWEEP, "--out", str(out)]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted"
+    assert not out.exists()  # the staging folder and the folder the run created are gone
+
+
+def test_failure_while_writing_leaves_no_file(tmp_path):
+    from simulator.outputs import atomic_write
+
+    target = tmp_path / "x.csv"
+    with pytest.raises(RuntimeError), atomic_write(target) as f:
+        f.write("half")
+        raise RuntimeError("disk full")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_folder_manifest_and_force(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([*SWEEP, "--no-plots", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["command"] == "sweep" and manifest["files"] == ["sweep.csv"]
+    assert manifest["arguments"]["batch"] == [1, 4] and "version" in manifest
+    assert main([*SWEEP, "--no-plots", "--out", str(out)]) == 0  # the same run again: replaced in place
+    capsys.readouterr()
+    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out)]) == 2  # a different run
+    assert "--force" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sweep.csv"]
+    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out), "--force"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sweep.json"]  # never mixed
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "mine")]) == 2  # files no run recorded
+    assert "notes.txt" in capsys.readouterr().err
+
+
+def test_explain_plot_writes_exactly_the_path_given(tmp_path, capsys):
+    path = tmp_path / "w.svg"
+    assert main([*EXPLAIN, "--plot", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert path.is_file() and re.search(rf"wrote {re.escape(str(path))}$", out.strip())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.svg"]
