@@ -140,6 +140,9 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
         ops.append(gemm("kv_a_proj", T, lat, H, wd, cd))
         # Absorbed MLA: W_UK folds into the query and W_UV into the output (MQA over the latent cache).
         ops.append(gemm("k_up_absorb", T, qh * a.kv_lora_rank, a.qk_nope_head_dim, wd, cd))
+        if a.sparse:  # DeepSeek Sparse Attention (docs/MODEL.md §7): the indexer scores all L cached tokens,
+            ops += _indexer_ops(model, T, B, L, wd, cd)  # the attention core reads only the top indexer_topk
+            L = np.minimum(L, a.indexer_topk)
         kv = B * L * lat * kvb
         flops = 2.0 * T * qh * L * (lat + a.kv_lora_rank)
         ops.append(Op("attention", "attention", "bf16", dep.kv_dtype,
@@ -156,6 +159,22 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
                   flops=4.0 * T * qh * hd * L, rows=T, parallel=B * kvh, tokens=T))
     ops.append(gemm("o_proj", T, H, qh * hd, wd, cd))
     return ops
+
+
+INDEXER_KEY_BYTES = 1.0 + 4.0 / 128  # DSA indexer keys: fp8 with one fp32 scale per 128 values (DeepSeek-V3.2)
+
+
+def _indexer_ops(model: ModelSpec, T, B, L, wd: str, cd: str) -> list[Op]:
+    """The DSA lightning indexer of one layer, replicated on every attention-TP rank: its projections (query from
+    the q latent, one shared key, per-head weights) and the scoring of every cached token,
+    2·T·heads·dim·L FLOPs over B·L·dim fp8 keys."""
+    a, H = model.attention, model.hidden_size
+    ih, idim = a.indexer_heads, a.indexer_head_dim
+    return [gemm("indexer_q_proj", T, ih * idim, a.q_lora_rank or H, wd, cd),
+            gemm("indexer_k_proj", T, idim + ih, H, wd, cd),
+            Op("indexer_scores", "attention", "bf16", "fp8",
+               other_bytes=B * L * idim * INDEXER_KEY_BYTES + T * ih * idim * A,
+               flops=2.0 * T * ih * idim * L, rows=T, parallel=B * ih, tokens=T)]
 
 
 def ffn_ops(model: ModelSpec, dep: Deployment, wl: Workload, moe: bool, load: ExpertLoad | None) -> list[Op]:
