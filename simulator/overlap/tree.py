@@ -227,6 +227,7 @@ def _largest_lag(parents: tuple, lags: int) -> int:
 
 _Q_CACHE: dict = {}
 _Q_CACHE_SIZE = 64
+_SEEDS = 8  # experts fitted first; their θ, interpolated in logit π, warm-starts the fit of the rest
 
 
 def _stationary_q(pi: np.ndarray, pairs: np.ndarray, lags: int, tol: float) -> np.ndarray:
@@ -252,6 +253,12 @@ def _fit_q(pi: np.ndarray, pairs: np.ndarray, lags: int, tol: float) -> np.ndarr
         phi, targets, allowed = window_features(w, tuple(range(1, lags + 1)), 0, pi[rest], pairs[rest], None)
         theta0 = np.zeros((rest.size, phi.shape[1]))
         theta0[:, 0] = np.log(pi[rest] / (1 - pi[rest]))
+        if rest.size > 2 * _SEEDS:  # warm start: fit _SEEDS experts spread over logit π, interpolate their θ
+            order = np.argsort(theta0[:, 0], kind="stable")
+            seeds = order[np.linspace(0, rest.size - 1, _SEEDS).round().astype(int)]
+            th = fit_stationary(phi, targets[seeds], allowed[seeds], w, theta0=theta0[seeds], tol=1e-6).theta
+            x = theta0[seeds, 0]
+            theta0 = np.stack([np.interp(theta0[:, 0], x, th[:, j]) for j in range(th.shape[1])], axis=1)
         window = fit_stationary(phi, targets, allowed, w, theta0=theta0, tol=tol).window
         blocks = block_marginals(window)
         for j in range(w):

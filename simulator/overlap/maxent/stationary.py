@@ -39,6 +39,7 @@ class StationaryFit:
     window: np.ndarray
     iterations: int
     max_error: float
+    theta: np.ndarray | None = None  # the dual parameters (G, P) (a warm start for fits of nearby statistics)
 
 
 def window_features(w: int, lags, m: int, pi, pairs, freq):
@@ -144,15 +145,15 @@ class TransferMatrix:
         nu = self.l * self.r / self.lr[:, None]
         fc = phi[None, :, :] - grad[:, None, :]  # centred features (G, 2^w, P)
         weighted = self.mu[:, :, None] * fc
-        arrive = np.einsum("gjp,js->gsp", weighted, self.windows.from_last)  # centred feature mass arriving at
-        leave = np.einsum("gjp,js->gsp", weighted, self.windows.from_first)  # each state, and leaving it
+        arrive = self.windows.from_last.T @ weighted  # centred feature mass arriving at
+        leave = self.windows.from_first.T @ weighted  # each state, and leaving it
         with np.errstate(divide="ignore", invalid="ignore"):
             leave = np.where(nu[:, :, None] > 0, leave / nu[:, :, None], 0.0)
             trans = np.where(self.r[:, :, None] > 0,
                              self.mat * self.r[:, None, :] / (self.lam[:, None, None] * self.r[:, :, None]), 0.0)
         fund = np.linalg.inv(np.eye(states) - trans + nu[:, None, :])
-        cross = np.einsum("gsp,gst,gtq->gpq", arrive, fund, leave)
-        cov0 = np.einsum("gjp,gjq->gpq", weighted, fc)
+        cross = np.swapaxes(arrive, 1, 2) @ fund @ leave  # batched matmul (einsum of three: ~100x slower)
+        cov0 = np.swapaxes(weighted, 1, 2) @ fc
         return cov0 + cross + np.swapaxes(cross, 1, 2)
 
 
@@ -172,7 +173,7 @@ def fit_stationary(phi, targets, allowed, w: int, *, theta0=None, tol: float = 1
         resid = grad - targets
         err = float(np.abs(resid).max())
         if err < tol:
-            return StationaryFit(window=chain.mu, iterations=it - 1, max_error=err)
+            return StationaryFit(window=chain.mu, iterations=it - 1, max_error=err, theta=theta)
         step = -np.einsum("gpq,gq->gp", np.linalg.pinv(chain.hessian(phi, grad), rcond=1e-13, hermitian=True), resid)
         slope = (resid * step).sum(axis=1)
         active = np.abs(resid).max(axis=1) >= tol
