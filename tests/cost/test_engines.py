@@ -62,8 +62,9 @@ def test_bad_engine_value_names_the_parameter():
                                  ["explain", "--model", MODEL, "--hardware", "h100-sxm", "--engine", "foo"],
                                  ["sweep", "--model", MODEL, "--hardware", "h100-sxm", "--engine", "foo", "--batch",
                                   "1", "--no-plots", "--quiet"]])
-def test_cli_bad_engine_exits_2_with_one_line(cmd):
-    r = subprocess.run([sys.executable, "-m", "simulator", *cmd], capture_output=True, text=True)
+def test_cli_bad_engine_exits_2_with_one_line(cmd, tmp_path):
+    out = ["--out", str(tmp_path / "run")] if cmd[0] == "sweep" else []
+    r = subprocess.run([sys.executable, "-m", "simulator", *cmd, *out], capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "--engine" in r.stderr and "Traceback" not in r.stderr
 
