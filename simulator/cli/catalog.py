@@ -40,7 +40,8 @@ def register(sub) -> None:
 def _hw_row(h) -> dict:
     return {
         "name": h.name, "display_name": h.display_name, "vendor": h.vendor, "architecture": h.architecture,
-        "what_if": h.what_if, "hbm_capacity_bytes": h.hbm_capacity, "hbm_bandwidth_Bps": h.hbm_bandwidth,
+        "what_if": h.what_if, "grounding": h.grounding, "hbm_capacity_bytes": h.hbm_capacity,
+        "hbm_bandwidth_Bps": h.hbm_bandwidth,
         "l2_bytes": h.l2_size, "peak_flops": dict(h.peak_flops), "origin": h.origin,
     }
 
@@ -78,11 +79,12 @@ def cmd_list(args) -> int:
         return 0
     if "hardware" in out:
         print(f"hardware ({len(out['hardware'])})")
-        print(f"  {'name':<12} {'HBM GB':>7} {'TB/s':>6} {'L2 MB':>6} {'bf16 TF':>8} {'fp8 TF':>7} {'fp4 TF':>7}  kind")
+        print(f"  {'name':<12} {'HBM GB':>7} {'TB/s':>6} {'L2 MB':>6} {'bf16 TF':>8} {'fp8 TF':>7} {'fp4 TF':>7}  "
+              "grounding")
         for h in catalog.list_hardware():
             pk = h.peak_flops
             f = [f"{pk[d] / 1e12:.0f}" if d in pk else "-" for d in ("bf16", "fp8", "fp4")]
-            kind = "what-if" if h.what_if else "calibrated"
+            kind = h.grounding
             print(f"  {h.name:<12} {h.hbm_capacity / 1e9:7.0f} {h.hbm_bandwidth / 1e12:6.2f} "
                   f"{h.l2_size / 1e6:6.0f} {f[0]:>8} {f[1]:>7} {f[2]:>7}  {kind}")
     if "models" in out:
@@ -125,8 +127,9 @@ def cmd_show(args) -> int:
         if args.json:
             print_json(data)
             return 0
-        say(f"{h.display_name} ({h.name}) — {h.vendor} {h.architecture}, "
-              f"{'what-if profile' if h.what_if else 'calibrated profile'}")
+        say(f"{h.display_name} ({h.name}) — {h.vendor} {h.architecture}, grounding {h.grounding}")
+        if h.basis:
+            say(f"  basis: {h.basis}")
         if h.description:
             say(f"  {h.description}")
         _print_fields(h, args.wide)
@@ -197,7 +200,8 @@ def _kernels_dict(h) -> dict:
                                 "large_efficiency": c.large_efficiency}
                             for n, c in k.collectives.items()},
             "step_us": {n: v * 1e6 for n, v in k.step.items()},
-            "derived_from": None if not h.what_if else "see docs/MODEL.md, What-if profiles"}
+            "derived_from": None if not h.what_if else "see docs/MODEL.md, What-if profiles",
+            "grounding": h.grounding, "basis": h.basis}
 
 
 def _print_fields(obj, wide: bool = False) -> None:

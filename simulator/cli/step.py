@@ -139,8 +139,9 @@ def run(args) -> int:
     records = []
     for i, b in enumerate(r.batch):
         records.append({
-            "model": model.name, "hardware": hw.name, "dtype": dep.dtype, "kv_dtype": dep.kv_dtype, "tp": dep.tp,
-            "dp": dep.dp, "ep": dep.ep, "engine": dep.engine, "all_to_all": dep.all_to_all, "batch": int(b),
+            "model": model.name, "hardware": hw.name, "grounding": hw.grounding, "dtype": dep.dtype,
+            "kv_dtype": dep.kv_dtype, "tp": dep.tp, "dp": dep.dp, "ep": dep.ep, "engine": dep.engine,
+            "all_to_all": dep.all_to_all, "batch": int(b),
             "tokens": int(r.tokens[i]),
             "context": args.context,
             "mechanisms": asdict(mech),

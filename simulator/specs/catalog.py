@@ -16,7 +16,7 @@ from .hardware import HardwareProfile, read_hardware
 from .model import ModelSpec, read_model
 from .routing_profile import RoutingProfile, read_routing_profile
 from .schema import closest
-from .whatif import derive_kernels
+from .whatif import derive_kernels, grounding
 from .yamlio import load_yaml_file, load_yaml_text
 
 KINDS = ("hardware", "models", "routing", "experiments")
@@ -81,7 +81,10 @@ def _load(kind: str, name_or_path: str, role: str | None = None) -> tuple[object
 @functools.lru_cache(maxsize=256)
 def _raw_hardware(name_or_path: str) -> HardwareProfile:
     obj, where = _load("hardware", name_or_path)
-    return read_hardware(obj, where)
+    hw = read_hardware(obj, where)
+    if not hw.kernels.resolved:  # its grounding: derived:<base> or spec-only:<base> (specs.whatif.grounding)
+        hw = hw.with_changes(grounding=grounding(hw, _raw_hardware(hw.kernels.derive_from)))
+    return hw
 
 
 def load_hardware(name_or_path: str, resolve: bool = True) -> HardwareProfile:

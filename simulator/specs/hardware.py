@@ -15,7 +15,14 @@ from .kernels import DEFAULT_ENGINE, ENGINES, Kernels, read_engine_kernels, read
 from .schema import Provenance, Reader
 
 VENDORS = ("nvidia", "amd")
-ARCHITECTURES = ("ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4")
+ARCHITECTURES = ("ampere", "hopper", "blackwell", "blackwell-ultra", "rubin", "cdna3", "cdna4")
+# Architectures that share kernels (same SM generation and tensor-core instructions): a what-if profile whose base is
+# of the same family is derived:<base>; otherwise its kernels only borrow another generation's shapes (spec-only).
+ARCH_FAMILY = {"blackwell-ultra": "blackwell"}
+# Scale-up fabrics a profile may name (interconnect.fabric): collectives keep their base's latencies on the same
+# fabric (docs/MODEL.md §3.8).
+FABRICS = ("nvlink3", "nvlink4", "nvlink5", "nvlink6", "pcie4", "pcie5", "xgmi3", "xgmi4")
+GROUNDINGS = ("calibrated", "derived", "spec-only")  # HardwareProfile.grounding: the first word
 PEAK_DTYPES = ("bf16", "fp8", "fp4", "int8")
 TOP_KEYS = ("schema", "name", "display_name", "vendor", "architecture", "what_if", "description", "sources",
             "memory", "cache", "compute", "interconnect", "power", "kernels", "engines")
@@ -61,6 +68,17 @@ class HardwareProfile:
     # and s per crossing; 0 = none stated (a deployment beyond one domain is then refused)
     scale_out_bandwidth: float = 0.0
     scale_out_latency: float = 0.0
+    fabric: str = ""  # scale-up fabric (FABRICS); "" = not stated
+    # where the kernel parameters come from (docs/MODEL.md §3.8): "calibrated" (fitted to this GPU's measurements),
+    # "derived:<sibling>" (what-if rule from a calibrated profile of the same architecture family) or
+    # "spec-only:<base>" (no calibrated sibling: only the spec sheet is this GPU's own, the kernel shapes are <base>'s)
+    grounding: str = "calibrated"
+    basis: str = ""  # a what-if profile's statement of what its kernels rest on (its kernels.note)
+
+    @property
+    def label(self) -> str:
+        """The name as tables and figures show it: with its grounding unless calibrated (``b300 (derived:b200)``)."""
+        return self.name if self.grounding == "calibrated" else f"{self.name} ({self.grounding})"
 
     def peak(self, compute_dtype: str) -> float | None:
         """Dense peak FLOP/s for a compute dtype, or None when the GPU has no such tensor-core path."""
@@ -112,7 +130,7 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
     peaks = {d: r.quantity(peaks_obj, d, "compute.peak_flops", "flops", open_low=True)
              for d in PEAK_DTYPES if d in peaks_obj}
     net = r.mapping(top["interconnect"], "interconnect", ("link_bandwidth", "link_latency", "domain_size",
-                                                          "scale_out_bandwidth", "scale_out_latency"),
+                                                          "scale_out_bandwidth", "scale_out_latency", "fabric"),
                     ("link_bandwidth", "link_latency", "domain_size"))
     power = r.mapping(top.get("power", {}), "power", ("tdp",))
     llc_size = r.quantity(cache, "llc_size", "cache", "bytes", default=0.0)
@@ -144,11 +162,16 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
         tdp=r.quantity(power, "tdp", "power", "power", default=0.0),
         scale_out_bandwidth=r.quantity(net, "scale_out_bandwidth", "interconnect", "bandwidth", default=0.0),
         scale_out_latency=r.quantity(net, "scale_out_latency", "interconnect", "time", default=0.0),
+        fabric=r.string(net, "fabric", "interconnect", default="", options=FABRICS),
         kernels=read_kernels(r, top["kernels"]),
         sources=MappingProxyType(dict(r.sources)),
         provenance=MappingProxyType(dict(r.provenance)),
         origin=where,
     )
+    if not profile.kernels.resolved:
+        note = top["kernels"].get("note", "") if isinstance(top["kernels"], Mapping) else ""
+        profile = replace(profile, grounding=f"derived:{profile.kernels.derive_from}",  # the catalog refines it
+                          basis=str(note))
     if "engines" in top:
         if not profile.kernels.resolved:
             raise r.fail("engines", "is set together with kernels.derive_from",

@@ -64,7 +64,8 @@ def log2_batch(ax, batch, label: str = "batch size B") -> None:
 
 def _panel_title(case) -> str:
     name = case.model.name + (f" [{case.variant}]" if case.variant else "")
-    return f"{name[:48]}\n{case.hardware.name}, {case.deployment.label}"[:110]
+    hw = getattr(case.hardware, "label", case.hardware.name)  # the GPU with its grounding unless calibrated
+    return f"{name[:48]}\n{hw}, {case.deployment.label}"[:110]
 
 
 def _context_line(result) -> str:

@@ -9,8 +9,8 @@ from ..specdec import best_gamma, pays_up_to
 from .deploy import resolved_line
 from .textable import WIDTH, Col, render
 
-SUMMARY_KEYS = ("model", "hardware", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode", "reference",
-                "batch_min", "batch_max",
+SUMMARY_KEYS = ("model", "hardware", "grounding", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode",
+                "reference", "batch_min", "batch_max",
                 "speedup_min_batch", "best_gamma_min_batch", "peak_speedup", "peak_batch", "peak_gamma",
                 "pays_from", "pays_up_to", "pays_at_max")
 
@@ -25,7 +25,8 @@ def summarize(result) -> list[dict]:
         up_to = pays_up_to(r.batch, spd)
         paying = r.batch[spd > 1.0]
         out.append({
-            "model": c.model.name, "hardware": c.hardware.name, "deployment": d.label, "dtype": d.dtype, "tp": d.tp,
+            "model": c.model.name, "hardware": c.hardware.name, "grounding": c.hardware.grounding,
+            "deployment": d.label, "dtype": d.dtype, "tp": d.tp,
             "dp": d.dp, "ep": d.ep, "variant": c.variant, "mode": c.mode, "reference": c.is_reference,
             "batch_min": int(r.batch[0]), "batch_max": int(r.batch[-1]),
             "speedup_min_batch": float(spd[0]), "best_gamma_min_batch": int(gam[0]),
@@ -63,7 +64,8 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
     modes = list(dict.fromkeys(s["mode"] for s in rows))
     groups: dict[tuple, dict[str, dict]] = {}
     for s in rows:
-        groups.setdefault((s["model"] + (f" [{s['variant']}]" if s["variant"] else ""), s["hardware"],
+        hw = s["hardware"] if s["grounding"] == "calibrated" else f"{s['hardware']} ({s['grounding']})"
+        groups.setdefault((s["model"] + (f" [{s['variant']}]" if s["variant"] else ""), hw,
                            s["deployment"], s["reference"]), {})[s["mode"]] = s
 
     def join(per: dict, fn) -> str:

@@ -9,7 +9,6 @@ import pytest
 
 from simulator.specs.catalog import _raw_hardware, bundled_files
 
-CALIBRATED = "h100-sxm"  # the base of every what-if profile
 # calibrated per engine on aiconfigurator-core's tables (python -m simulator calibrate --all; docs/calibration/)
 MEASURED = ("h100-sxm", "a100-sxm", "h200-sxm", "b200", "gb200")
 REQUIRED = ("a100-sxm", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "b300", "gb200", "mi300x", "mi325x", "mi355x")
@@ -54,8 +53,9 @@ def test_only_the_calibrated_profiles_are_not_what_if(name):
     assert hw.what_if is (name not in MEASURED)
     if name in MEASURED:
         assert hw.kernels.resolved and hw.engines == ("trtllm", "sglang", "vllm")
-    else:
-        assert hw.kernels.derive_from == CALIBRATED
+    else:  # derived from a calibrated profile, and its grounding names that profile (specs.whatif.grounding)
+        assert hw.kernels.derive_from in MEASURED
+        assert hw.grounding.split(":")[1] == hw.kernels.derive_from
 
 
 @pytest.mark.parametrize("name", NAMES)
