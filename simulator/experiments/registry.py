@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import headline, overlap_sweep, shapes, traffic, validation, whatif
+from . import headline, overlap_sweep, shapes, traffic, trees, validation, whatif
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,8 @@ ANALYSES: dict[str, Analysis] = {
                        "attribution", ("refined",), whatif.check),
     "traffic": Analysis(traffic.Settings, traffic.run, "routing statistics of synthetic traffic, IPF accuracy, and "
                         "the speedup they give", ("refined",), every_target=True),
+    "tree_unions": Analysis(trees.Settings, trees.run, "unions of experts over draft trees from public routing "
+                            "statistics, with an assumed working set, against published measurements"),
     "validation": Analysis(validation.Settings, validation.run, "predictions vs measured per-op latencies and "
                            "published numbers", (), validation.check, ready=validation.ready),
 }
