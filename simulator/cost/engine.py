@@ -162,10 +162,13 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
         return collective_time(op, hw, mech)
     k = hw.kernels
     kc = k.get(op.cls, op.variant)
-    weight, other, act, flops, rows, parallel = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (op.weight_bytes, op.other_bytes, op.act_bytes, op.flops, op.rows,
-                                               op.parallel, op.experts)))[:6]
-    shape = weight.shape
+    # Scalars stay 0-d through the arithmetic (numpy broadcasts them, with the same values); the outputs are
+    # broadcast to the grid's shape at the end.
+    weight, other, act, flops, rows, parallel, experts = (
+        np.asarray(v, dtype=float) for v in (op.weight_bytes, op.other_bytes, op.act_bytes, op.flops, op.rows,
+                                             op.parallel, op.experts))
+    shape = np.broadcast_shapes(weight.shape, other.shape, act.shape, flops.shape, rows.shape, parallel.shape,
+                                experts.shape)
     reread = reread_bytes(weight, rows, kc)
 
     if mech.l2 == "on":
@@ -195,8 +198,14 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
     fixed = fixed_seconds(op, kc, mech, shape)
     if not cuda_graphs:
         fixed = fixed + op.calls * step_fixed(hw, mech, "launch_eager")
-    return OpCost(op.name, op.cls, fixed + smooth_max(t_comp, t_mem, q), fixed, t_comp, t_mem, hbm + act, l2,
-                  flops)
+    return OpCost(op.name, op.cls, _full(fixed + smooth_max(t_comp, t_mem, q), shape), _full(fixed, shape),
+                  _full(t_comp, shape), _full(t_mem, shape), _full(hbm + act, shape), _full(l2, shape),
+                  _full(flops, shape))
+
+
+def _full(x, shape) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    return x if x.shape == shape else np.broadcast_to(x, shape)
 
 
 def step_fixed(hw: HardwareProfile, mech: Mechanisms, name: str) -> float:

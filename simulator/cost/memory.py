@@ -36,8 +36,7 @@ def kv_bytes_per_request(model: ModelSpec, dep: Deployment, length: float) -> fl
     else:
         per_token = 2 * -(-a.kv_heads // dep.tp) * a.head_dim * e  # ceil: heads replicated when tp > kv_heads
     total = 0.0
-    for i in range(model.layers):
-        kind = model.layer_kind(i)
+    for kind, _ in model.layer_layout:
         if kind == "linear":
             la = a.linear
             total += la.value_heads // dep.tp * la.key_head_dim * la.value_head_dim * 4.0

@@ -75,7 +75,7 @@ def _stats(experts: int, top_k: int, stats: OverlapInput) -> ov.OverlapStats:
                                          popularity=stats.popularity)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=4096)
 def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routing: str) -> np.ndarray:
     """Per-expert probability that one request's ``n_tokens`` consecutive tokens all miss the expert."""
     if routing == "uniform":
@@ -89,7 +89,7 @@ def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routin
     return np.asarray(fit.p_zero, dtype=float)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=4096)
 def _group_p_zero(f: FFN, stats: OverlapInput, n_tokens: int, routing: str) -> tuple[np.ndarray, np.ndarray] | None:
     """Group-limited routing: (group of each expert, per-request probability that none of the ``n_tokens`` tokens
     picks the group), or None for plain routing. Groups are contiguous blocks of E/G experts; a group is picked
@@ -120,10 +120,30 @@ def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens, routing:
     """Unique experts and (token, expert) pairs on the busiest of ``ep`` ranks; ``batch`` and ``n_tokens`` are
     aligned arrays (one fit per distinct token count). ``redundant``: EPLB replicas of the hottest experts (by
     popularity), a request's tokens for an expert going to one of its copies at random; ``unique_total`` then
-    counts physical experts (a weight read per used copy)."""
-    f = model.ffn
+    counts physical experts (a weight read per used copy).
+
+    The load depends on the model's FFN, not on the GPU: a sweep over GPUs prices it once (a bounded cache of
+    read-only results keyed by every input)."""
     batch = np.asarray(batch, dtype=float)
     n_tokens = np.broadcast_to(np.asarray(n_tokens, dtype=int), batch.shape)
+    if not isinstance(placement, str):  # an explicit rank map: not cached
+        return _expert_load(model.ffn, int(ep), batch, n_tokens, routing, stats, placement, int(redundant))
+    return _cached_load(model.ffn, int(ep), batch.tobytes(), n_tokens.astype(np.int64).tobytes(), batch.shape,
+                        routing, stats, placement, int(redundant))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_load(f: FFN, ep: int, batch: bytes, n_tokens: bytes, shape: tuple, routing: str, stats: OverlapInput,
+                 placement: str, redundant: int) -> ExpertLoad:
+    load = _expert_load(f, ep, np.frombuffer(batch).reshape(shape),
+                        np.frombuffer(n_tokens, dtype=np.int64).reshape(shape), routing, stats, placement, redundant)
+    for a in (load.unique, load.pairs, load.unique_total):
+        a.setflags(write=False)
+    return load
+
+
+def _expert_load(f: FFN, ep: int, batch: np.ndarray, n_tokens: np.ndarray, routing: str, stats: OverlapInput,
+                 placement, redundant: int) -> ExpertLoad:
     total, busiest = np.empty(batch.shape), np.empty(batch.shape)
     replicas = None
     if redundant:
@@ -132,7 +152,7 @@ def expert_load(model: ModelSpec, ep: int, batch: np.ndarray, n_tokens, routing:
     for n in np.unique(n_tokens):
         sel = n_tokens == n
         p0 = _p_zero(f.experts, f.top_k, stats, int(n), routing)
-        groups = _group_p_zero(f, stats, int(n), routing)
+        groups = _group_p_zero(f, stats, int(n), routing) if f.group_limited else None
         phys = p0 if replicas is None else replica_p_zero(p0, replicas)[0]
         total[sel] = ov.unique_experts(phys, batch[sel])
         busiest[sel] = total[sel] if ep == 1 else ov.busiest_rank_experts(

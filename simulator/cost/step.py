@@ -74,12 +74,11 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     if loads:
         info["load"] = mean_load([loads[st] for st in layer_stats])
     groups: dict[str, list] = {}
-    segment = iter(list(loads).index(st) for st in layer_stats)  # which distinct statistics each MoE layer has
-    for i in range(model.layers):
-        kind = model.layer_kind(i)
-        moe = model.is_moe_layer(i)
+    distinct = list(loads)
+    segment = iter(distinct.index(st) for st in layer_stats)  # which distinct statistics each MoE layer has
+    for kind, moe in model.layer_layout:
         j = next(segment) if moe else 0
-        load = loads[list(loads)[j]] if moe else None
+        load = loads[distinct[j]] if moe else None
         key = f"{kind}/{'moe' if moe else 'dense'}" + (f"/stats{j}" if j else "")
         if key in groups:
             groups[key][0] += 1

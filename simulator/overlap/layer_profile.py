@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..specs.routing_profile import SCHEMA, SPLITS
+from ..specs.yamlio import dump_yaml
 from ..validation import Interval, Options, check_params
 from .traces import Trace, layer_stats
 
@@ -62,11 +63,9 @@ def layer_profile_from_trace(trace: Trace, *, name: str, source: str, split: str
 
 def write_routing_profile(profile: dict, path: str) -> None:
     """Write a ``routing/v1`` mapping as YAML (readable by ``simulator.specs.catalog.load_routing_profile``)."""
-    import yaml
-
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            yaml.safe_dump(profile, fh, sort_keys=False, default_flow_style=None, width=120)
+            dump_yaml(profile, fh, sort_keys=False, default_flow_style=None, width=120)
     except OSError as exc:
         raise ParameterError(f"the 'path' parameter of write_routing_profile must be a writable file. Got {path!r} "
                              f"instead ({exc.strerror}).") from None

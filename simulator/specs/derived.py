@@ -71,7 +71,22 @@ class ParamCounts:
         return asdict(self)
 
 
+_COUNTED: dict[int, tuple[ModelSpec, ParamCounts]] = {}  # id(model) -> (model, counts): specs are immutable
+
+
 def param_counts(model: ModelSpec) -> ParamCounts:
+    """Parameter counts of ``model`` (memoised per spec object: the sweep's memory checks ask thousands of times)."""
+    hit = _COUNTED.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    if len(_COUNTED) >= 1024:
+        _COUNTED.clear()
+    counts = _param_counts(model)
+    _COUNTED[id(model)] = (model, counts)
+    return counts
+
+
+def _param_counts(model: ModelSpec) -> ParamCounts:
     H, f = model.hidden_size, model.ffn
     m = ffn_matrices(f.gated)
     attn = sum(attention_params(model.attention, H, model.layer_kind(i)) for i in range(model.layers))

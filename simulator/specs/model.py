@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -146,6 +147,12 @@ class ModelSpec:
     def is_moe_layer(self, i: int) -> bool:
         f = self.ffn
         return f.is_moe and i >= f.first_dense and (i - f.first_dense + 1) % f.moe_every == 0
+
+    @functools.cached_property
+    def layer_layout(self) -> tuple[tuple[str, bool], ...]:
+        """(:meth:`layer_kind`, :meth:`is_moe_layer`) of every layer, computed once per spec (the cost engine walks
+        the layers on every step)."""
+        return tuple((self.layer_kind(i), self.is_moe_layer(i)) for i in range(self.layers))
 
     @property
     def moe_layer_count(self) -> int:

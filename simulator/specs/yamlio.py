@@ -48,6 +48,18 @@ def _strict(base: type) -> type:
     return cls
 
 
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that quotes strings this loader would read as numbers (``'1e5'``), so files round-trip."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _SCI_FLOAT, list("-+0123456789."))
+
+
+def dump_yaml(obj: Any, stream=None, **kwargs) -> Any:
+    """``yaml.safe_dump`` whose output :func:`load_yaml_text` reads back as ``obj`` (strings like ``1e5`` quoted)."""
+    return yaml.dump(obj, stream, Dumper=_Dumper, **kwargs)
+
+
 PY_LOADER = _strict(yaml.SafeLoader)
 C_LOADER = _strict(yaml.CSafeLoader) if getattr(yaml, "__with_libyaml__", False) else None
 LIBYAML = C_LOADER is not None
