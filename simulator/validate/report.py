@@ -32,6 +32,8 @@ def markdown(v: TpotValidation, source_note: str = "") -> str:
     out.append(line("MoE rows of catalog GPUs", m))
     for g, st in s["moe_by_grounding"].items():
         out.append(line(f"MoE rows, {g} GPUs", st))
+    out.append(line("MoE rows within one scale-up domain", s["moe_within_one_scale_up_domain"]))
+    out.append(line("MoE rows beyond one scale-up domain (multi-node)", s["moe_beyond_one_scale_up_domain"]))
     out.append(line("dense rows of catalog GPUs", d))
     out += ["", "## By (model, GPU, engine, mode)", "",
             "| model | GPU | engine | mode | grounding | priced / rows | median abs error | MAPE | bias |",

@@ -58,6 +58,7 @@ class RowResult:
     grounding: str = ""  # calibrated | derived (the hardware profile's)
     moe: bool | None = None
     gpus: int = 0
+    scale_out: bool | None = None  # more GPUs than one scale-up domain (multi-node over the scale-out fabric)
     decode_ms: float | None = None
     prefill_ms: float | None = None  # agg: the prefill share added to each decode step
 
@@ -282,6 +283,8 @@ def summarise(rows) -> dict:
         "moe_rows_of_catalog_gpus": _stats([r for r in priceable if r.moe]),
         "dense_rows_of_catalog_gpus": _stats([r for r in priceable if r.moe is False]),
         "moe_by_grounding": by_grounding,
+        "moe_within_one_scale_up_domain": _stats([r for r in priceable if r.moe and r.scale_out is False]),
+        "moe_beyond_one_scale_up_domain": _stats([r for r in priceable if r.moe and r.scale_out]),
         "groups": [{"model": k[0], "gpu": k[1], "engine": k[2], "mode": k[3], "grounding": v[0].grounding,
                     "moe": v[0].moe, **_stats(v)} for k, v in sorted(groups.items())],
         "not_priced": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -291,10 +294,10 @@ def summarise(rows) -> dict:
 def _reason_class(reason: str) -> str:
     """A reason without its row-specific numbers, for counting (e.g. every memory refusal is one class)."""
     if "needs" in reason and "GB per GPU" in reason:
-        return "weights + KV do not fit in HBM"
-    if reason.startswith("model "):
-        return reason.split(" is not")[0] + " is not in the mapping table" if " is not in" in reason else reason
-    return reason.split(";")[0][:120]
+        return "weights + KV do not fit in HBM (check_memory at the row's batch and context)"
+    if "each must be >= 1" in reason:
+        return "a layout column is 0 (tp_size, attention_dp_size or batch_size)"
+    return re.sub(r"\s+", " ", reason.split(";")[0])[:140]
 
 
 def validate_tpot(path_or_rows, include_held_out: bool = False, source: str = "") -> TpotValidation:
@@ -353,7 +356,7 @@ def _measured(row) -> float | None:
 
 def _meta(p: _Plan, model, hw) -> dict:
     return {"model": p.model, "gpu": p.gpu, "engine": p.dep.engine, "mode": p.mode, "grounding": _grounding(hw),
-            "moe": model.ffn.is_moe, "gpus": p.dep.gpus}
+            "moe": model.ffn.is_moe, "gpus": p.dep.gpus, "scale_out": p.dep.gpus > hw.domain_size}
 
 
 def _meta_of(row) -> dict:
@@ -365,5 +368,11 @@ def _meta_of(row) -> dict:
     if (row.get("system") or "").strip() in HELD_OUT_SYSTEMS or isinstance(hw, SimulatorError) or hw is None \
             or isinstance(model, SimulatorError) or model is None:
         return {"mode": (row.get("mode") or "").strip(), "engine": (row.get("backend") or "").strip()}
+    pre = "decode_" if (row.get("mode") or "").strip() == "disagg" else ""
+    try:
+        gpus = _int(row, f"{pre}tp_size", 0) * (_int(row, f"{pre}attention_dp_size", 1) or 1)
+    except _Refused:
+        gpus = 0
     return {"model": name, "gpu": gpu, "engine": (row.get("backend") or "").strip(), "mode":
-            (row.get("mode") or "").strip(), "grounding": _grounding(hw), "moe": model.ffn.is_moe}
+            (row.get("mode") or "").strip(), "grounding": _grounding(hw), "moe": model.ffn.is_moe, "gpus": gpus,
+            "scale_out": gpus > hw.domain_size}

@@ -90,3 +90,20 @@ def test_missing_file_exit_2(capsys, tmp_path):
 def test_held_out_rows_priced_only_on_request():
     v = validate_tpot(TINY, include_held_out=True)
     assert _by_id(v)["held_out_b300"].status in ("ok", "refused")
+
+
+def test_report_is_deterministic_and_names_groups(result):
+    from simulator.validate.report import markdown
+
+    a, b = markdown(result), markdown(validate_tpot(TINY))
+    assert a == b
+    assert "| qwen3-235b-a22b | h100-sxm | trtllm | agg |" in a
+
+
+def test_shipped_measurements_have_the_layout():
+    """measured/silicon/silicon_sample.csv (validation only) keeps every column `validate tpot` reads."""
+    from simulator.validate import REQUIRED_COLUMNS, read_rows
+
+    path = Path(__file__).resolve().parents[2] / "measured/silicon/silicon_sample.csv"
+    rows = read_rows(path)
+    assert len(rows) > 5000 and set(REQUIRED_COLUMNS) <= set(rows[0])
