@@ -56,9 +56,15 @@ class Mechanisms:
 
 
 PRESETS = {
+    # MoESD's model (docs/MODEL.md §3.6). Its fitted terms read three ways: the default charges the calibrated MoE
+    # floor once per unique expert (MoESD's "single-expert load time"); the other two bracket it.
     "prior": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="per_expert", l2="off"),
+    "prior-no-fixed": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="off", l2="off"),
+    "prior-kernel-floors": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="on", l2="off"),
     "refined": Mechanisms(),  # the field defaults above are the refined model
 }
+# The readings of the prior reported as its range wherever the prior is reported (default first).
+PRIOR_READINGS = ("prior", "prior-no-fixed", "prior-kernel-floors")
 # The walk from prior to refined used by `explain` (one mechanism per step, in this order).
 WALK = tuple((f, getattr(PRESETS["refined"], f)) for f in ("routing", "kernel_curves", "fixed_costs", "l2"))
 

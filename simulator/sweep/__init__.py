@@ -10,7 +10,7 @@
 """
 
 from .deploy import Layout, default_deployment, fitting_batches, resolved_line
-from .explain import Attribution, WalkStep, explain, format_attribution, plot_waterfall, walk_mechanisms
+from .explain import Attribution, WalkStep, explain, format_attribution, format_shapley, plot_waterfall, walk_mechanisms
 from .figures import plot_all
 from .io import write_csv, write_json
 from .report import format_table, summarize
@@ -34,6 +34,6 @@ __all__ = [
     "COLUMNS", "COLUMN_NAMES", "DEFAULT_BATCH", "DEFAULT_CONTEXT", "DEFAULT_DRAFTER", "DEFAULT_DRAFT_LEN",
     "DEFAULT_HARDWARE", "DEFAULT_MODES", "HARDWARE_GROUPS", "Attribution", "Case", "Layout", "SweepResult",
     "Variant", "WalkStep", "default_deployment", "default_targets", "deploy", "explain", "fitting_batches",
-    "format_attribution", "format_table", "overlap_input", "plot_all", "plot_waterfall", "price",
+    "format_attribution", "format_shapley", "format_table", "overlap_input", "plot_all", "plot_waterfall", "price",
     "resolved_line", "run_sweep", "scale_fixed", "summarize", "walk_mechanisms", "write_csv", "write_json",
 ]

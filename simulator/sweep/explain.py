@@ -4,6 +4,10 @@ The walk is :data:`simulator.cost.deployment.WALK` (routing → kernel curves �
 ``prior`` preset; step i switches the i-th mechanism to its refined setting and keeps the earlier ones. After each
 step: T_decode = T(B, 1), T_verify = T(B, γ+1), their ratio both ways, the round time and the speedup. If the walk
 does not end exactly at the ``refined`` preset (a mechanism outside WALK), a last step switches the rest.
+
+The walk depends on its order; beside it :mod:`.shapley` gives the order-independent Shapley values of the same
+mechanisms (every coalition priced), for T_decode / T_verify and for the speedup, and the prior's range over its
+readings (``PRIOR_READINGS``, docs/MODEL.md §3.6).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from ..cost.deployment import PRESETS, WALK, Deployment, Mechanisms
+from ..cost.deployment import PRESETS, PRIOR_READINGS, WALK, Deployment, Mechanisms
 from ..cost.routing import OverlapInput
 from ..errors import ParameterError
 from ..specdec import Acceptance, StepCache, parse_drafter, speculative
@@ -21,6 +25,7 @@ from ..specs.model import ModelSpec
 from .deploy import Layout, default_deployment, fitting_batches, resolved_line
 from .figures import save
 from .runner import DEFAULT_CONTEXT, resolve_acceptance, resolve_hardware, resolve_models
+from .shapley import Shapley, attribute, coalition_mechanisms, coalitions, players
 from .textable import WIDTH, Col, render
 from .variants import Variant
 
@@ -57,6 +62,8 @@ class Attribution:
     acceptance: str
     context: int
     steps: tuple[WalkStep, ...]
+    shapley: tuple[Shapley, ...] = ()  # decode_verify_ratio, speedup
+    prior_range: tuple[tuple[str, float, float], ...] = ()  # (reading, T_decode/T_verify, speedup)
 
     @property
     def prior(self) -> WalkStep:
@@ -67,9 +74,18 @@ class Attribution:
         return self.steps[-1]
 
     def as_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "steps"}
+        """JSON form: ``attribution`` is the Shapley object of T_decode / T_verify, ``attributions`` lists it and
+        the speedup's; ``walk_order`` gives each mechanism's marginal switched first and last."""
+        skip = ("steps", "shapley", "prior_range")
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         d["deployment"] = {**asdict(self.deployment), "label": self.deployment.label}
         d["steps"] = [s.as_dict() for s in self.steps]
+        if self.shapley:
+            d["attribution"] = self.shapley[0].as_dict()
+            d["attributions"] = [sh.as_dict() for sh in self.shapley]
+            d["walk_order"] = {sh.quantity: {p: {"first": sh.first[p], "last": sh.last[p], "shapley": v}
+                                             for p, v in sh.contributions.items()} for sh in self.shapley}
+        d["prior_range"] = [{"reading": r, "decode_verify_ratio": q, "speedup": sp} for r, q, sp in self.prior_range]
         return d
 
 
@@ -110,17 +126,50 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
     ok, why = fitting_batches(m, hw, dep, [batch], int(draft_len) + 1, context)
     if not ok:
         raise ParameterError(f"the 'batch' parameter of explain is {batch}: {why}")
-    cache = StepCache()
-    steps = []
-    for label, mech in walk_mechanisms():
-        r = speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
+    cache, priced = StepCache(), {}
+
+    def step(label: str, mech: Mechanisms) -> WalkStep:
+        if mech not in priced:
+            priced[mech] = speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
+        r = priced[mech]
         us = 1e6
         tv, td = float(r.t_verify[0, 0]), float(r.t_decode[0])
-        steps.append(WalkStep(label, mech, td * us, tv * us, float(r.t_draft[0, 0]) * us,
-                              float(r.t_round[0, 0]) * us, tv / td, td / tv, float(r.unique_decode[0]),
-                              float(r.unique_verify[0, 0]), float(r.accept_length[0]), float(r.speedup[0, 0])))
+        return WalkStep(label, mech, td * us, tv * us, float(r.t_draft[0, 0]) * us, float(r.t_round[0, 0]) * us,
+                        tv / td, td / tv, float(r.unique_decode[0]), float(r.unique_verify[0, 0]),
+                        float(r.accept_length[0]), float(r.speedup[0, 0]))
+
+    steps = tuple(step(label, mech) for label, mech in walk_mechanisms())
+    base, target = PRESETS["prior"], PRESETS["refined"]
+    names = players(base, target)
+    game = {s: step("", coalition_mechanisms(base, target, s)) for s in coalitions(names)}
+    shap = tuple(attribute(q, names, {s: getattr(w, q) for s, w in game.items()})
+                 for q in ("decode_verify_ratio", "speedup"))
+    readings = tuple((r, w.decode_verify_ratio, w.speedup)
+                     for r, w in ((r, step(r, PRESETS[r])) for r in PRIOR_READINGS))
     return Attribution(m.name, hw.name, dep, int(batch), int(draft_len), dr.label, acc.label, int(context),
-                       tuple(steps))
+                       steps, shap, readings)
+
+
+def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:
+    """The Shapley values of T_decode / T_verify and of the speedup beside the walk's two extreme orders, and
+    the prior's range over its readings."""
+    if not a.shapley:
+        return ""
+    ratio, speed = a.shapley
+    cols = (Col("mechanism", "<"), Col("dec/ver Shapley", short="q Shap"), Col("dec/ver first", short="q 1st"),
+            Col("dec/ver last", short="q last"), Col("speedup Shapley", short="S Shap"),
+            Col("speedup first", short="S 1st"), Col("speedup last", short="S last"))
+    rows = [(p, f"{ratio.contributions[p]:+.3f}", f"{ratio.first[p]:+.3f}", f"{ratio.last[p]:+.3f}",
+             f"{speed.contributions[p]:+.3f}", f"{speed.first[p]:+.3f}", f"{speed.last[p]:+.3f}")
+            for p in ratio.contributions]
+    rows.append(("total", f"{ratio.total:+.3f}", "", "", f"{speed.total:+.3f}", "", ""))
+    lo = min(a.prior_range, key=lambda r: r[1])
+    hi = max(a.prior_range, key=lambda r: r[1])
+    notes = [f"prior range over its readings (docs/MODEL.md §3.6): T_dec/T_ver {lo[1]:.3f} ({lo[0]}) to "
+             f"{hi[1]:.3f} ({hi[0]}), speedup " + ", ".join(f"{sp:.3f} ({r})" for r, _, sp in a.prior_range)
+             + "; first/last: the mechanism's change when the walk switches it first or last"]
+    return render(cols, rows, title="Shapley attribution (order-independent; sums to the total)", notes=notes,
+                  width=width)
 
 
 def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False) -> str:
@@ -145,7 +194,8 @@ def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False
              f"verify runs at {a.prior.decode_verify_ratio:.0%} -> {a.refined.decode_verify_ratio:.0%} of "
              f"decode speed (unique experts per MoE layer are all-rank totals)"]
     table = render(cols, rows, title=head, notes=notes, width=width, wide=wide)
-    return resolved_line(a.deployment, a.context) + "\n" + table
+    shap = format_shapley(a, width=width)
+    return resolved_line(a.deployment, a.context) + "\n" + table + ("\n\n" + shap if shap else "")
 
 
 def plot_waterfall(a: Attribution, path) -> str:
