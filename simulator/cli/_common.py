@@ -21,7 +21,7 @@ FLAGS = {
     "popularity": "--popularity", "top_k": "--top-k", "experts": "--experts", "hidden": "--hidden",
     "inter": "--inter", "tokens_per_request": "--tokens-per-request", "placement": "--placement",
     "redundant_experts": "--redundant-experts", "drafter": "--drafter", "engine": "--engine",
-    "all_to_all": "--all-to-all",
+    "all_to_all": "--all-to-all", "branching": "--tree",
     "num_experts": "--experts", "samples": "--samples", "seed": "--seed", "seq_tokens": "--seq-tokens",
     "format": "--format",
     "hw": "--hardware", "out": "--out", "plot": "--plot", "report": "--report", "write": "--write",

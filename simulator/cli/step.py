@@ -76,10 +76,13 @@ def register(sub) -> None:
     add_deployment_flags(p)
     p.add_argument("--batch", type=csv_list(int, "--batch"), required=True, help="batch sizes, e.g. 1,8,64")
     p.add_argument("--tokens", type=int, default=None, help="new tokens per request in this pass (s); required "
-                   "unless --tree is given")
-    p.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
-                   help="verify a full draft tree per request (the root, B1 children, each with B2 children, ...): "
-                   "s = its node count, unique experts from the tree fit")
+                   "unless --tree or --tree-parents is given")
+    tree = p.add_mutually_exclusive_group()
+    tree.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
+                      help="verify a full draft tree per request (the root, B1 children, each with B2 children, ...): "
+                      "s = its node count, unique experts from the tree fit")
+    tree.add_argument("--tree-parents", default=None, metavar="FILE", help="verify a general draft tree per request: "
+                      "a text file with one parent index per node (root -1), as for overlap predict")
     add_mechanism_flags(p)
     add_json_flag(p)
     add_wide_flag(p)
@@ -119,21 +122,23 @@ def run(args) -> int:
     from ..cost.step import step_time
 
     model, hw, dep, mech, overlap = resolve(args)
-    if args.tree is not None:
+    if args.tree is not None or args.tree_parents is not None:
         from dataclasses import replace
 
         from ..cost.routing import model_overlap
-        from ..overlap import full_tree
+        from ..overlap import full_tree, read_parents
 
-        parents = full_tree(args.tree)
+        parents = full_tree(args.tree) if args.tree is not None else read_parents(args.tree_parents)
         if args.tokens is not None and args.tokens != len(parents):
-            print(f"error: step: --tokens {args.tokens} disagrees with the {len(parents)}-node --tree; give one",
+            flag = "--tree" if args.tree is not None else "--tree-parents"
+            print(f"error: step: --tokens {args.tokens} disagrees with the {len(parents)}-node {flag}; give one",
                   file=sys.stderr)
             return 2
         args.tokens = len(parents)
         overlap = replace(model_overlap(model, overlap), tree=parents)
     elif args.tokens is None:
-        print("error: step: give --tokens S (tokens per request) or --tree B1,B2,..", file=sys.stderr)
+        print("error: step: give --tokens S (tokens per request), --tree B1,B2,.. or --tree-parents FILE",
+              file=sys.stderr)
         return 2
     r = step_time(model, hw, dep, args.batch, args.tokens, args.context, mech, overlap)
     records = []

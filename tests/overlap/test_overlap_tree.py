@@ -214,3 +214,21 @@ def test_cli_fit_reports_the_persistent_component(capsys, tmp_path):
     (pers,) = data["persistent"]
     skew = data["summaries"][0]["skew"] if "summaries" in data else 4 / 32
     assert pers["layer"] == 0 and skew < pers["floor"] < 1 and 0 < pers["share"] < 1
+
+
+def test_step_tree_parents_is_the_full_tree(capsys, tmp_path):
+    """step --tree-parents reads the same parent lists as overlap predict: the file of the 2,2 tree prices exactly
+    as --tree 2,2 (and a bad branching names the --tree flag)."""
+    path = tmp_path / "tree.txt"
+    path.write_text("-1 0 0 1 1 2 2\n")
+    base = ["step", "--model", "olmoe-1b-7b", "--hardware", "h100-sxm", "--tp", "1", "--batch", "1,4", "--json"]
+    assert main([*base, "--tree", "2,2"]) == 0
+    full = json.loads(capsys.readouterr()[0])
+    assert main([*base, "--tree-parents", str(path)]) == 0
+    general = json.loads(capsys.readouterr()[0])
+    assert general == full and full[0]["tokens"] == 7
+    path.write_text("-1 0 0 1 1 2\n")
+    assert main([*base, "--tree-parents", str(path)]) == 0
+    assert json.loads(capsys.readouterr()[0])[0]["tokens"] == 6
+    assert main([*base, "--tree", "2,0"]) == 2
+    assert capsys.readouterr()[1].startswith("error: --tree: must be")
