@@ -17,10 +17,10 @@ def register(sub) -> None:
         description=("Start from the prior (MoESD) model and switch the mechanisms to their refined setting one "
                      "at a time, in the order routing overlap -> kernel-efficiency curves -> fixed costs -> L2 "
                      "(simulator.cost.deployment.WALK). After each step print T_decode, T_verify, both ratios, "
-                     "unique experts, the round time and the speedup. Beside the walk: the order-independent Shapley values of "
-                     "the same mechanisms (T_decode/T_verify and speedup; they sum to the prior -> refined change) "
-                     "with each mechanism's change when switched first and last, and the prior's range over its "
-                     "readings (docs/MODEL.md §3.6, §5.3)."),
+                     "unique experts, the round time and the speedup. Beside the walk: the order-independent "
+                     "Shapley values of the same mechanisms (T_decode/T_verify and speedup; they sum to the "
+                     "prior -> refined change) with each mechanism's change when switched first and last, and "
+                     "the prior's range over its readings (docs/MODEL.md §3.6, §5.3)."),
         epilog=("examples: python -m simulator explain --model qwen3-235b-a22b\n"
                 "          python -m simulator explain --model qwen3-235b-a22b --batch 16 --draft-len 4 "
                 "--plot waterfall.png"),

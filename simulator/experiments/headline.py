@@ -80,6 +80,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
     walk = Table("walk", f"Prior → refined, one mechanism at a time (batch {b0}, draft length {s.explain_draft_len})",
                  ("step", "T_decode us", "T_verify us", "T_decode/T_verify", "change", "speedup", "change in speedup"),
                  tuple(walk_rows), ("", "{:.0f}", "{:.0f}", "{:.3f}", "{:+.3f}", "{:.2f}", "{:+.2f}"))
+    shap, readings = _shapley_tables(attr, pub["prior"])
     brk = _breakdown(model, hw, dep, b0, gam, ref.context)
     bracket = {e.lag1: priced.find(m, "refined", e.name).case.decode_verify(gam, bi)
                for e in priced.variants if e.spec.name == s.bracket}
@@ -104,6 +105,8 @@ def run(study, priced, ctx, s: Settings) -> Part:
     keys = ((f"prior T_decode/T_verify (study {s.study.prior:g})", f"{pred['prior']:.3f}"),
             (f"refined T_decode/T_verify (study {s.study.refined:g})", f"{pred['refined']:.3f}"),
             ("error prior / refined", f"{err['prior']:+.3f} / {err['refined']:+.3f}"),
+            ("prior T_decode/T_verify over its readings (" + " / ".join(r[0] for r in attr.prior_range) + ")",
+             " / ".join(f"{r[1]:.3f}" for r in attr.prior_range)),
             (f"speedup prior / refined (γ={gam})", " / ".join(
                 f"{res[md].result.speedup[res[md].at_gamma(gam), bi]:.2f}" for md in ("prior", "refined"))))
     if bracket:
@@ -121,8 +124,28 @@ def run(study, priced, ctx, s: Settings) -> Part:
                 f"routing statistics: the model file's profile {_profile_text(model)}",
                 f"study numbers: {s.study.source}")
     ud, uv = float(ref.result.unique_decode_rank[bi]), float(ref.result.unique_verify_rank[ref.at_gamma(gam), bi])
-    tables = (comp, walk, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ())
+    tables = (comp, readings, walk, shap, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ())
     return Part(keys, tables, figs, findings(pred, pub, gam, attr, brk, bracket, ud, uv, place), settings)
+
+
+def _shapley_tables(attr, study_prior: float) -> tuple[Table, Table]:
+    """The order-independent attribution beside the walk, and the prior under each of its readings."""
+    ratio, speed = attr.shapley
+    shap = Table("shapley", f"Shapley attribution (order-independent) of the prior → refined change, batch "
+                 f"{attr.batch}, draft length {attr.draft_len}",
+                 ("mechanism", "T_decode/T_verify: Shapley", "ratio: first", "ratio: last", "speedup: Shapley",
+                  "speedup: first", "speedup: last"),
+                 tuple((p, ratio.contributions[p], ratio.first[p], ratio.last[p], speed.contributions[p],
+                        speed.first[p], speed.last[p]) for p in ratio.contributions)
+                 + (("total", ratio.total, None, None, speed.total, None, None),),
+                 ("", *["{:+.3f}"] * 6), note="Shapley values average each mechanism's change over every order of "
+                 "the walk (docs/MODEL.md §5.3) and sum to the total; 'first'/'last': the mechanism's change "
+                 "when the walk switches it first or last.")
+    readings = Table("prior_readings", "The prior under each reading of MoESD's fitted terms (docs/MODEL.md §3.6)",
+                     ("reading", "T_decode/T_verify", "error (pred - study)", "speedup"),
+                     tuple((r, q, q - study_prior, sp) for r, q, sp in attr.prior_range),
+                     ("", "{:.3f}", "{:+.3f}", "{:.2f}"))
+    return shap, readings
 
 
 def _placements(priced, m: str, ref, s: Settings, gam: int, bi: int) -> dict[str, tuple[float, float, float]]:
@@ -183,7 +206,11 @@ def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, u
                 f"{err[md]:+.3f}, "
                 f"{trend(pub[md], pred[md], 'above', 'below', 'equal to', 0.0005)} the study)")
 
-    s1 = (f"**Prior**: the verify pass of {gam + 1} tokens runs at {vs('prior')}. **Refined**: {vs('refined')}. "
+    rng = sorted(attr.prior_range, key=lambda r: r[1])
+    s1 = (f"**Prior**: the verify pass of {gam + 1} tokens runs at {vs('prior')}; under the other readings of "
+          "MoESD's fitted terms the prior ranges from " + " to ".join(f"{q:.3f} ({r})" for r, q, _ in
+                                                                     (rng[0], rng[-1]))
+          + f". **Refined**: {vs('refined')}. "
           "No parameter was fitted to these numbers: kernel efficiencies and fixed costs come from the per-op H100 "
           "calibration (docs/CALIBRATION.md), the routing statistics from the model file, the deployment is the "
           "study's common one.")
@@ -196,7 +223,12 @@ def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, u
     s2 = ("Walking from prior to refined, the mechanisms move T_decode/T_verify by "
           + ", ".join(f"{n} {d:+.3f}" for n, d in deltas)
           + f"; the largest is **{top[0]}** ({WHY.get(top_field, 'see docs/MODEL.md §3.6')}), which "
-          + f"{trend(0.0, top[1], 'raises', 'lowers', 'leaves')} the ratio. In the refined model a verify pass costs "
+          + f"{trend(0.0, top[1], 'raises', 'lowers', 'leaves')} the ratio. Averaged over every order (Shapley): "
+          + ", ".join(f"{n} {v:+.3f}" for n, v in attr.shapley[0].contributions.items()) + "; "
+          + "; ".join(f"{n} is worth {attr.shapley[0].first[n]:+.3f} switched first and {attr.shapley[0].last[n]:+.3f}"
+                      " last" for n in attr.shapley[0].contributions
+                      if abs(attr.shapley[0].first[n] - attr.shapley[0].last[n]) >= 0.0005)
+          + ". In the refined model a verify pass costs "
           f"{abs(extra.get('total', 0.0)):.0f} µs {trend(0.0, extra.get('total', 0.0), 'more', 'less', 'more')} than "
           "a decode step, mostly in " + ", ".join(f"{c} ({v:+.0f} µs)" for c, v in top3)
           + f": the busiest EP rank reads {ud:.2f} experts per layer in a decode step and {uv:.2f} in the verify pass. "
