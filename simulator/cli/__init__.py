@@ -14,7 +14,7 @@ from ..errors import SimulatorError
 from ._common import OneLineParser, error_line
 
 # Command modules, in the order shown by --help. Each registers one top-level command.
-_COMMANDS = ("catalog", "overlap", "step", "op", "calibrate", "sweep", "explain", "experiment", "validate")
+_COMMANDS = ("catalog", "overlap", "step", "op", "calibrate", "sweep", "explain", "schedule", "experiment", "validate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,93 @@
+"""`schedule`: the best draft length per batch (and context) as an engine config, plus the throughput view."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..sweep.textable import Col, render
+from ._common import csv_list
+from ._table import add_wide_flag, wide
+from .explain import FIGURE_SUFFIXES
+from .sweep import acceptance_from, add_study_options, check_common
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "schedule", help="best draft length per batch as an engine config (vLLM speculative_config) + throughput",
+        description=("Price one deployment at every batch 1..max and write the best draft length per batch: "
+                     "--format vllm writes a speculative_config fragment (num_speculative_tokens and "
+                     "num_speculative_tokens_per_batch_size, inclusive 'a-b' ranges from 1, K = 0 where SD does not "
+                     "pay); --format json the full table per context (and the best draft tree with --tree). Prints "
+                     "tokens/s per GPU against tokens/s per user with and without SD."),
+        epilog="example: python -m simulator schedule --model qwen3-235b-a22b --format vllm --out sd.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_study_options(p, single=True)
+    p.add_argument("--batch", type=csv_list(int, "--batch"), default=None, metavar="B1,B2,...",
+                   help="batches of the throughput view; the schedule covers every batch 1..max (default 1..256)")
+    p.add_argument("--draft-len", type=csv_list(int, "--draft-len"), default=None, metavar="G1,G2,...",
+                   help="candidate draft lengths K (default 1..8)")
+    p.add_argument("--contexts", type=csv_list(int, "--contexts"), default=None, metavar="C1,C2,...",
+                   help="more contexts for the per-context schedule (json); engines take --context's")
+    p.add_argument("--tree", action="append", default=None, metavar="B1,B2,..",
+                   help="also price a full draft tree (root, B1 children each with B2 children, ...); repeatable")
+    p.add_argument("--tree-parents", action="append", default=None, metavar="FILE",
+                   help="also price a draft tree given as a parent list (one index per node, root -1); repeatable")
+    p.add_argument("--mode", default="refined", help="cost-model preset (default refined)")
+    p.add_argument("--format", required=True, metavar="vllm|sglang|json", help="config format to write")
+    p.add_argument("--out", required=True, metavar="FILE", help="file to write (atomically)")
+    p.add_argument("--plot", metavar="PATH", help="also draw the throughput view (.png/.svg/.pdf)")
+    add_wide_flag(p)
+    p.set_defaults(func=cmd_schedule)
+
+
+def cmd_schedule(args) -> int:
+    from ..outputs import atomic_text, check_writable
+    from ..specdec.tree import parse_tree
+    from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, Layout, overlap_input
+    from ..sweep.runner import resolve_hardware, resolve_models
+    from ..sweep.schedule import FORMAT, build_schedule, plot_throughput, throughput_rows
+    from ..sweep.schedule import render as render_file
+    from ..sweep.variants import Variant
+
+    check_common(args)
+    FORMAT.check(args.format, "format", "schedule")
+    if args.format == "sglang":
+        render_file(None, "sglang")  # the one-line refusal
+    check_writable(args.out, param="out")
+    if args.plot:
+        check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
+    trees = [parse_tree(t) for t in args.tree or ()] + [parse_tree(path=f) for f in args.tree_parents or ()]
+    (model,) = resolve_models([args.model])
+    (hw,) = resolve_hardware([args.hardware])
+    layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus)
+    variant = Variant(overlap=overlap_input(model, args.overlap, args.popularity), placement=args.placement,
+                      redundant_experts=args.redundant_experts, engine=args.engine)
+    contexts = list(dict.fromkeys([args.context] + list(args.contexts or ())))
+    s = build_schedule(model, hw, layout, batch=args.batch or DEFAULT_BATCH,
+                       draft_len=args.draft_len or DEFAULT_DRAFT_LEN, contexts=contexts,
+                       acceptance=acceptance_from(args), drafter=args.drafter, mode=args.mode, trees=trees,
+                       variant=variant)
+    written = atomic_text(args.out, render_file(s, args.format), param="out")
+    c = s.primary
+    cols = [Col("batch"), Col("K"), Col("speedup"), Col("tok/s/user SD", short="user SD"),
+            Col("tok/s/user plain", short="user plain"), Col("tok/s/GPU SD", short="GPU SD"),
+            Col("tok/s/GPU plain", short="GPU plain")]
+    rows = [[r["batch"], r["k"], f"{r['speedup']:.3f}", f"{r['tokens_per_s_user_sd']:.1f}",
+             f"{r['tokens_per_s_user_plain']:.1f}", f"{r['tokens_per_s_gpu_sd']:.1f}",
+             f"{r['tokens_per_s_gpu_plain']:.1f}"] for r in throughput_rows(s)]
+    if c.tree:
+        cols += [Col("best tree", "<", drop=1), Col("tree speedup", short="tree x", drop=1)]
+        for row in rows:
+            label, spd = c.tree[int(row[0]) - 1]
+            row += [label, f"{spd:.3f}"]
+    title = (f"{model.name} on {hw.name}, {s.deployment.label}, engine {s.deployment.engine}, drafter {s.drafter}, "
+             f"{s.acceptance}, context {c.context}")
+    ranges = ", ".join(f"{lo}-{hi}: {k}" for lo, hi, k in c.ranges())
+    print(render(cols, rows, title=title, notes=[f"schedule (batch: K): {ranges}", *s.notes], wide=wide(args)))
+    if args.format == "vllm" and len(contexts) > 1:
+        print("note: vLLM takes a batch schedule only (the context-length variant is an open PR); the per-context "
+              "schedules are in --format json")
+    if args.plot:
+        print(f"wrote {plot_throughput(s, args.plot)}")
+    print(f"wrote {written}")
+    return 0

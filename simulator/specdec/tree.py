@@ -1,0 +1,201 @@
+"""Draft trees: expected accepted length and round time when the verify pass scores a tree (docs/MODEL.md §4,
+"Draft trees").
+
+A tree is a parent list (``parents[v]`` = parent of node v, −1 at the root; :func:`simulator.overlap.check_parents`).
+The root is the request's last token (the chain's position 0); every other node is a drafted token at depth
+d ≥ 1. Children of a node are numbered by rank r = 0, 1, ... in parent-list order (rank 0 = the drafter's top-1).
+
+Acceptance (engines' greedy tree verification, EAGLE-2/SpecInfer style, as they report it, bonus token included):
+with a_d the probability that the top-1 child at depth d is accepted once its parent is (``Acceptance`` α or a_d per
+position), each further sibling is an independent try at the same a_d on what the higher ranks missed, so the child
+of rank r is the accepted one with probability a_d · (1 − a_d)^r (the events are disjoint). A node v is on the
+accepted path with probability P(v) = Π over the edges from the root to v of those terms, and
+
+    AL(tree) = 1 + Σ_{v ≠ root} P(v)
+
+For a full tree (b_1, b_2, ...) this is AL = 1 + Σ_d Π_{j≤d} [1 − (1 − a_j)^{b_j}]; for a chain (all b_d = 1) it is
+1 + Σ_{i=1..γ} Π_{j≤i} a_j, i.e. (1 − α^(γ+1)) / (1 − α) for one α. Adding a leaf adds a term ≥ 0 and changes no
+other P(v) (the new child takes the last rank), so AL never falls.
+
+Round time: one drafter pass per depth level, each over all nodes of the level it expands (n_{d−1} tokens per
+request, n_0 = 1 the root), then one verify pass over all N nodes with the tree's unique experts
+(``OverlapInput(tree=parents)``, :mod:`simulator.overlap.tree`):
+
+    T_round(B, tree) = Σ_{d=1..D} T_draft(B, n_{d−1}) + T(B, N) + T_reject
+
+A chain of γ drafts (a 1-wide tree, N = γ + 1) is priced as the chain itself: exactly
+:func:`simulator.specdec.speculative`'s γ · T_draft(B, 1) + T(B, γ+1) + T_reject.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..cost.deployment import Deployment, Mechanisms
+from ..cost.ops import BATCH, CONTEXT
+from ..cost.routing import OverlapInput, model_overlap
+from ..errors import ParameterError
+from ..overlap.tree import check_parents, full_tree, read_parents
+from ..specs.hardware import HardwareProfile
+from ..specs.model import ModelSpec
+from ..validation import declare
+from .acceptance import Acceptance
+from .drafters import Drafter, drafter_deployment, drafter_spec, parse_drafter
+from .rounds import StepCache, rejection_time
+
+__all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "parse_tree", "speculative_tree",
+           "tree_accept_length", "tree_label"]
+
+
+def chain_parents(gamma: int) -> tuple:
+    """The 1-wide tree of a chain of ``gamma`` drafts: γ + 1 nodes."""
+    return tuple(range(-1, int(gamma)))
+
+
+def node_depths(parents) -> np.ndarray:
+    """Depth of every node (root 0)."""
+    par = check_parents(parents, "node_depths")
+    depth = np.full(len(par), -1)
+    for v in range(len(par)):
+        path, u = [], v
+        while u != -1 and depth[u] < 0:
+            path.append(u)
+            u = par[u]
+        base = -1 if u == -1 else depth[u]
+        for i, w in enumerate(reversed(path)):
+            depth[w] = base + i + 1
+    return depth
+
+
+def level_sizes(parents) -> np.ndarray:
+    """Nodes per depth level, n_0 = 1 (the root), n_1, ..., n_D."""
+    return np.bincount(node_depths(parents))
+
+
+def is_chain(parents) -> bool:
+    return bool(np.all(level_sizes(parents) == 1))
+
+
+def _per_depth(acceptance: Acceptance, depth_max: int) -> np.ndarray:
+    if acceptance.alpha is not None:
+        return np.full(depth_max, float(acceptance.alpha))
+    p = np.asarray(acceptance.per_position, dtype=float)
+    if p.size < depth_max:
+        raise ParameterError(f"per-position acceptance gives {p.size} positions but the tree is {depth_max} deep; give "
+                             f"one probability per depth level", owner="tree_accept_length", param="acceptance")
+    return p[:depth_max]
+
+
+def tree_accept_length(parents, acceptance: Acceptance) -> float:
+    """AL(tree) = 1 + Σ_{v≠root} P(v) (module docstring): expected tokens per round, bonus included."""
+    par = check_parents(parents, "tree_accept_length")
+    depth = node_depths(par)
+    a = _per_depth(acceptance, int(depth.max()))
+    reach = np.zeros(len(par))
+    rank = np.zeros(len(par), dtype=int)
+    seen: dict[int, int] = {}
+    for v, p in enumerate(par):  # sibling rank in parent-list order
+        if p >= 0:
+            rank[v] = seen.get(p, 0)
+            seen[p] = rank[v] + 1
+    order = np.argsort(depth, kind="stable")  # parents before children
+    for v in order:
+        p = par[v]
+        if p < 0:
+            reach[v] = 1.0
+        else:
+            ad = a[depth[v] - 1]
+            reach[v] = reach[p] * ad * (1.0 - ad) ** rank[v]
+    return float(1.0 + reach[depth > 0].sum())
+
+
+def parse_tree(text: str | None = None, path: str | None = None) -> tuple | None:
+    """Parents from ``--tree b1,b2,...`` (a full tree) or a ``--tree-parents`` file; None when neither is given."""
+    if text is not None and path is not None:
+        raise ParameterError("give a draft tree either as branching factors or as a parent-list file, not both",
+                             owner="parse_tree", param="tree")
+    if path is not None:
+        return read_parents(path)
+    if text is None:
+        return None
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    try:
+        branching = [int(t) for t in items]
+    except ValueError:
+        raise ParameterError(f"the 'tree' parameter of parse_tree must be branching factors b1,b2,... (ints >= 1); got "
+                             f"{text!r}", owner="parse_tree", param="tree") from None
+    if not branching:
+        raise ParameterError("the 'tree' parameter of parse_tree must name at least one depth level, e.g. 2,2,2",
+                             owner="parse_tree", param="tree")
+    try:
+        return full_tree(branching)
+    except ParameterError as exc:
+        raise ParameterError(str(exc), owner="parse_tree", param="tree") from None
+
+
+def tree_label(parents) -> str:
+    """'chain γ' for 1-wide trees, else the level sizes 'tree n1/n2/.. (N nodes)'."""
+    n = level_sizes(parents)
+    if np.all(n == 1):
+        return f"chain {len(n) - 1}"
+    return "tree " + "/".join(str(int(x)) for x in n[1:]) + f" ({int(n.sum())} nodes)"
+
+
+@dataclass(frozen=True)
+class TreeResult:
+    """One draft tree over the batch grid; times in seconds."""
+
+    parents: tuple
+    batch: np.ndarray  # (nb,)
+    accept_length: float
+    t_decode: np.ndarray  # (nb,)
+    t_draft: np.ndarray  # (nb,) Σ_d T_draft(B, n_{d-1})
+    t_verify: np.ndarray  # (nb,) T(B, N)
+    t_reject: float
+    t_round: np.ndarray  # (nb,)
+    speedup: np.ndarray  # (nb,)
+
+    @property
+    def nodes(self) -> int:
+        return len(self.parents)
+
+    @property
+    def label(self) -> str:
+        return tree_label(self.parents)
+
+
+@declare(batch=BATCH, context=CONTEXT)
+def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, parents,
+                     acceptance: Acceptance, drafter: Drafter | str = "eagle", context: int = 0,
+                     mech: Mechanisms | None = None, overlap: OverlapInput | None = None,
+                     cache: StepCache | None = None) -> TreeResult:
+    """Round time and speedup of one draft tree (module docstring); a 1-wide tree is priced as the chain."""
+    par = check_parents(parents, "speculative_tree")
+    mech = mech or Mechanisms()
+    cache = cache or StepCache()
+    drafter = parse_drafter(drafter)
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    sizes = level_sizes(par)
+    n = int(sizes.sum())
+    dec = cache.step(target, hw, dep, b, 1, context, mech, overlap).time
+    chain = bool(np.all(sizes == 1)) or not target.ffn.is_moe  # a chain keeps the chain's statistics (no tree fit)
+    vov = overlap if chain else replace(model_overlap(target, overlap), tree=par)
+    ver = cache.step(target, hw, dep, b, n, context, mech, vov).time
+    t_draft = np.zeros_like(b)
+    if drafter.kind == "ratio":
+        for k in sizes[:-1]:  # the levels that are expanded: n_0 .. n_{D-1}
+            step = dec if k == 1 else cache.step(target, hw, dep, b, int(k), context, mech, overlap).time
+            t_draft = t_draft + drafter.ratio * step
+    else:
+        spec = drafter_spec(drafter, target)
+        ddep = drafter_deployment(drafter, spec, dep, hw)
+        for k in sizes[:-1]:
+            t_draft = t_draft + cache.step(spec, hw, ddep, b, int(k), context, mech, overlap).time
+    depth = len(sizes) - 1
+    t_rej = rejection_time(hw, mech) if depth >= 1 else 0.0
+    t_round = dec if depth == 0 else t_draft + ver + t_rej
+    al = tree_accept_length(par, acceptance)
+    return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,
+                      t_reject=t_rej, t_round=t_round, speedup=al * dec / t_round)

@@ -1,0 +1,76 @@
+"""`schedule`: vLLM speculative_config from the best K per batch, JSON, throughput view, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from simulator.cli import main
+from simulator.specs.catalog import load_hardware, load_model
+from simulator.sweep.deploy import Layout
+from simulator.sweep.schedule import build_schedule, k_ranges, schedule_json, vllm_config
+
+ARGS = ["schedule", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--gpus", "1", "--batch", "1,4,16,64",
+        "--draft-len", "1,2,3,4"]
+
+
+def test_k_ranges_merge_and_cover():
+    assert k_ranges(np.arange(1, 8), [3, 3, 2, 2, 2, 0, 0]) == [(1, 2, 3), (3, 5, 2), (6, 7, 0)]
+
+
+@pytest.fixture(scope="module")
+def sched():
+    m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
+    return build_schedule(m, hw, Layout(gpus=1), batch=[1, 4, 16, 64], draft_len=[1, 2, 3, 4], contexts=[512, 2048],
+                          acceptance=0.6)
+
+
+def test_vllm_ranges_contiguous_from_one_and_match_best_k(sched):
+    cfg = vllm_config(sched)["speculative_config"]
+    table = cfg["num_speculative_tokens_per_batch_size"]
+    expect_lo = 1
+    c = sched.primary
+    for key, k in table.items():
+        lo, hi = (int(x) for x in key.split("-"))
+        assert lo == expect_lo and hi >= lo
+        expect_lo = hi + 1
+        assert np.all(c.k[lo - 1:hi] == k)
+    assert expect_lo - 1 == c.batch[-1] == sched.grid[-1]
+    assert cfg["num_speculative_tokens"] == max(table.values())
+    # K = 0 exactly where the best chain does not beat plain decoding
+    assert np.array_equal(c.k == 0, c.best_chain_speedup <= 1.0)
+
+
+def test_json_has_every_context_and_throughput(sched):
+    d = schedule_json(sched)
+    assert [c["context"] for c in d["contexts"]] == [512, 2048]
+    tp = d["contexts"][0]["throughput"]
+    assert [r["batch"] for r in tp] == sched.grid.tolist()
+    for r in tp:  # per GPU = per user x batch / gpus; SD never below plain where K > 0 pays
+        assert r["tokens_per_s_gpu_sd"] == pytest.approx(r["tokens_per_s_user_sd"] * r["batch"])
+        if r["k"] > 0:
+            assert r["tokens_per_s_user_sd"] > r["tokens_per_s_user_plain"]
+
+
+def test_cli_writes_loadable_vllm_json(tmp_path, capsys):
+    out = tmp_path / "sd.json"
+    assert main(ARGS + ["--format", "vllm", "--out", str(out), "--tree", "2,2"]) == 0
+    cfg = json.loads(out.read_text())["speculative_config"]
+    assert "num_speculative_tokens_per_batch_size" in cfg
+    text = capsys.readouterr().out
+    assert "tok/s" in text or "user SD" in text
+
+
+@pytest.mark.parametrize("extra, word", [
+    (["--format", "yaml", "--out", "X"], "format"),
+    (["--format", "sglang", "--out", "X"], "SGLang"),
+    (["--format", "json", "--out", "/proc/nope/x.json"], "out"),
+    (["--format", "json", "--out", "X", "--tree", "2,0"], "tree"),
+    (["--format", "json", "--out", "X", "--tree", "a"], "tree"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, capsys, extra, word):
+    extra = [str(tmp_path / "o.json") if x == "X" else x for x in extra]
+    assert main(ARGS + extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and word in err
+    assert not (tmp_path / "o.json").exists()
