@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import headline, overlap_sweep, shapes, traffic, trees, validation, whatif
+from . import headline, overlap_sweep, shapes, traffic, trees, validation, whatif, whatif_validation
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ ANALYSES: dict[str, Analysis] = {
                         "the speedup they give", ("refined",), every_target=True),
     "tree_unions": Analysis(trees.Settings, trees.run, "unions of experts over draft trees from public routing "
                             "statistics, with an assumed working set, against published measurements"),
+    "whatif_validation": Analysis(whatif_validation.Settings, whatif_validation.run, "the what-if rule against "
+                                  "measured per-op rows of GPUs it was not given (GPU-out)"),
     "validation": Analysis(validation.Settings, validation.run, "predictions vs measured per-op latencies and "
                            "published numbers", (), validation.check, ready=validation.ready),
 }

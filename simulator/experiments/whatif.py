@@ -164,7 +164,9 @@ def run(exp, priced, ctx, p: Settings) -> Part:
                     "refined peak B", "low-batch advantage", f"refined T_dec/T_ver (γ={p.ratio_draft_len})",
                     f"prior T_dec/T_ver (γ={p.ratio_draft_len})", "refined S(B=16)", "note"),
                    tuple(grid_rows), ("", "", "", "", "{:.2f}", "{:.2f}", "{:d}", "{:+.2f}", "{:.3f}", "{:.3f}",
-                                      "{:.2f}", ""))
+                                      "{:.2f}", ""),
+                   note="GPU grounding (docs/MODEL.md §3.8): " + ", ".join(
+                       f"{h} {load_hardware(h).grounding}" for h in g.hardware) + ".")
     skip_t = Table("not_run", "Combinations that cannot run", ("model", "GPU", "format", "why"), tuple(skipped))
     attr = _attribution(exp, ctx, p)
     attr_t = Table("attribution", f"One change at a time: {a.model}, refined (Δ against {a.base} {a.dtype})",
@@ -177,8 +179,8 @@ def run(exp, priced, ctx, p: Settings) -> Part:
                    lambda path: _plot_attr(attr, exp, path)))
     keys, findings = _findings(grid_rows, attr, exp, p)
     hws = [load_hardware(h) for h in g.hardware]
-    kinds = [(h.name, "spec-derived what-if: the H100 kernel-curve shapes rescaled by its bandwidth, H100 fixed costs "
-              "kept" if h.what_if else "calibrated on measured per-op tables") for h in hws]
+    kinds = [(h.name, f"{h.grounding}: the what-if rule applied to {h.grounding.split(':')[-1]}'s kernels"
+              if h.what_if else "calibrated on measured per-op tables") for h in hws]
     settings = ("GPUs: " + "; ".join(f"{n} ({k})" for n, k in kinds) + " (docs/MODEL.md §3.7–3.8)",
                 f"formats {', '.join(g.dtype)}; deployment by the sweep's default rule with the format forced",
                 f"drafter {exp.speculation.drafter}, acceptance {exp.speculation.acceptance.label}; batch "
@@ -245,7 +247,7 @@ def _findings(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings):
              + l2_text if top else ""))
     hws = [load_hardware(h) for h in exp.grid.hardware]
     ratio = load_hardware(a.target).hbm_bandwidth / load_hardware(a.base).hbm_bandwidth
-    whatif = [h.name for h in hws if h.what_if]
+    whatif = [h.label for h in hws if h.what_if]
     ran = {r.gpu for r in grid_rows if r.format == a.four_bit and r.s is not None}
     no_fp4 = [h.name for h in hws if h.name in ran and a.four_bit not in h.kernels.classes["moe"]]
     assumed = [f"{h.name} {k.split('.')[-1]}" for h in hws for k, pv in h.provenance.items()
