@@ -6,7 +6,7 @@ import argparse
 
 from ._common import add_json_flag, print_json
 from ._table import add_wide_flag, wide
-from .sweep import acceptance_from, add_study_options, check_common
+from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, trees_from
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -30,17 +30,22 @@ def register(sub) -> None:
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--draft-len", type=int, default=3, help="draft length γ >= 1 (default 3)")
     p.add_argument("--plot", metavar="FILE", help="write a waterfall figure to FILE (.png, .svg or .pdf)")
+    add_tree_flags(p)
     add_json_flag(p)
     add_wide_flag(p)
     p.set_defaults(func=cmd_explain)
 
 
 def cmd_explain(args) -> int:
+    from ..errors import ParameterError
     from ..outputs import check_writable
     from ..sweep import Layout, explain, format_attribution, overlap_input, plot_waterfall
     from ..sweep.runner import resolve_models
 
     check_common(args)
+    trees = trees_from(args)
+    if len(trees) > 1:
+        raise ParameterError(f"explain takes one draft tree; got {len(trees)} (--tree/--tree-parents): give one")
     if args.plot:  # before any work: exactly this file is written, or one line says why not
         check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
     (model,) = resolve_models([args.model])
@@ -48,6 +53,7 @@ def cmd_explain(args) -> int:
                     options=(("engine", args.engine),))
     a = explain(model, args.hardware, layout, batch=args.batch, draft_len=args.draft_len,
                 acceptance=acceptance_from(args), drafter=args.drafter, context=args.context,
+                tree=trees[0] if trees else None,
                 overlap=overlap_input(model, args.overlap, args.popularity), placement=args.placement,
                 redundant_experts=args.redundant_experts)
     path = plot_waterfall(a, args.plot) if args.plot else None

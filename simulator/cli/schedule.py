@@ -8,7 +8,7 @@ from ..sweep.textable import Col, render
 from ._common import csv_list
 from ._table import add_wide_flag, wide
 from .explain import FIGURE_SUFFIXES
-from .sweep import acceptance_from, add_study_options, check_common
+from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, trees_from
 
 
 def register(sub) -> None:
@@ -28,10 +28,7 @@ def register(sub) -> None:
                    help="candidate draft lengths K (default 1..8)")
     p.add_argument("--contexts", type=csv_list(int, "--contexts"), default=None, metavar="C1,C2,...",
                    help="more contexts for the per-context schedule (json); engines take --context's")
-    p.add_argument("--tree", action="append", default=None, metavar="B1,B2,..",
-                   help="also price a full draft tree (root, B1 children each with B2 children, ...); repeatable")
-    p.add_argument("--tree-parents", action="append", default=None, metavar="FILE",
-                   help="also price a draft tree given as a parent list (one index per node, root -1); repeatable")
+    add_tree_flags(p)
     p.add_argument("--mode", default="refined", help="cost-model preset (default refined)")
     p.add_argument("--format", required=True, metavar="vllm|sglang|json", help="config format to write")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (atomically)")
@@ -42,7 +39,6 @@ def register(sub) -> None:
 
 def cmd_schedule(args) -> int:
     from ..outputs import atomic_text, check_writable
-    from ..specdec.tree import parse_tree
     from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, Layout, overlap_input
     from ..sweep.runner import resolve_hardware, resolve_models
     from ..sweep.schedule import FORMAT, build_schedule, plot_throughput, throughput_rows
@@ -56,7 +52,7 @@ def cmd_schedule(args) -> int:
     check_writable(args.out, param="out")
     if args.plot:
         check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
-    trees = [parse_tree(t) for t in args.tree or ()] + [parse_tree(path=f) for f in args.tree_parents or ()]
+    trees = trees_from(args)
     (model,) = resolve_models([args.model])
     (hw,) = resolve_hardware([args.hardware])
     layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus)

@@ -77,6 +77,22 @@ def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
                    help="EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)")
 
 
+def add_tree_flags(p: argparse.ArgumentParser) -> None:
+    """--tree / --tree-parents (repeatable): draft trees priced beside the chains (docs/MODEL.md §4)."""
+    p.add_argument("--tree", action="append", default=None, metavar="B1,B2,..",
+                   help="also price a full draft tree (root, B1 children each with B2 children, ...); repeatable")
+    p.add_argument("--tree-parents", action="append", default=None, metavar="FILE",
+                   help="also price a draft tree given as a parent list (one index per node, root -1); repeatable")
+
+
+def trees_from(args) -> list[tuple]:
+    """The parent lists the tree flags ask for (checked: bad shapes are one-line errors)."""
+    from ..specdec.tree import parse_tree
+
+    return ([parse_tree(t) for t in getattr(args, "tree", None) or ()]
+            + [parse_tree(path=f) for f in getattr(args, "tree_parents", None) or ()])
+
+
 def acceptance_from(args):
     """The :class:`~simulator.specdec.Acceptance` the flags ask for (None: the default)."""
     from ..specdec import Acceptance
@@ -121,6 +137,7 @@ def register(sub) -> None:
                    help="draft lengths γ (default 1..8; 0 = plain decoding)")
     p.add_argument("--mode", type=csv_list(str, "--mode"), default=None, metavar="prior,refined",
                    help="cost-model presets (default prior,refined)")
+    add_tree_flags(p)
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="table file format (default csv)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default results/)")
     p.add_argument("--no-plots", action="store_true", help="do not draw figures (matplotlib is not imported)")
@@ -143,6 +160,7 @@ def cmd_sweep(args) -> int:
     )
 
     check_common(args)
+    trees = trees_from(args)
     start = time.perf_counter()
     folder = run_folder(args, args.out)  # checked before any work; files appear only when the run completes
 
@@ -153,7 +171,7 @@ def cmd_sweep(args) -> int:
             draft_len=args.draft_len or DEFAULT_DRAFT_LEN, acceptance=acceptance_from(args), drafter=args.drafter,
             context=args.context, modes=args.mode or DEFAULT_MODES, overlap=args.overlap,
             popularity=args.popularity, progress=None if args.quiet else progress, placement=args.placement,
-            redundant_experts=args.redundant_experts, engine=args.engine)
+            redundant_experts=args.redundant_experts, engine=args.engine, trees=trees)
         for model, hw, why in result.skipped:
             progress(f"skipped {model} on {hw}: {why}", args.quiet)
         for note in result.notes:

@@ -43,7 +43,7 @@ from ..specs.model import ModelSpec
 from ..validation import declare
 from .acceptance import Acceptance
 from .drafters import Drafter, drafter_deployment, drafter_spec, parse_drafter
-from .rounds import StepCache, rejection_time
+from .rounds import SpecResult, StepCache, rejection_time
 
 __all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "parse_tree", "speculative_tree",
            "tree_accept_length", "tree_label"]
@@ -156,6 +156,9 @@ class TreeResult:
     t_reject: float
     t_round: np.ndarray  # (nb,)
     speedup: np.ndarray  # (nb,)
+    decode: object = None  # StepResult of T(B, 1)
+    verify: object = None  # StepResult of T(B, N)
+    drafter_dep: Deployment | None = None
 
     @property
     def nodes(self) -> int:
@@ -164,6 +167,22 @@ class TreeResult:
     @property
     def label(self) -> str:
         return tree_label(self.parents)
+
+    def as_spec_result(self) -> SpecResult:
+        """The tree as a one-row :class:`SpecResult` (draft length = drafted nodes N − 1; the per-round draft time
+        Σ_d T_draft(B, n_{d−1}) is spread as N − 1 equal steps so that ``t_draft`` is the tree's)."""
+        g = np.array([self.nodes - 1])
+        d, v = self.decode, self.verify
+        al = np.array([self.accept_length])
+        return SpecResult(
+            batch=self.batch, gammas=g, accept_length=al, alpha=np.array([np.nan]), t_decode=self.t_decode,
+            t_verify=self.t_verify[None, :], t_draft_step=self.t_draft / max(1, int(g[0])),
+            t_reject=np.array([self.t_reject]), t_round=self.t_round[None, :], speedup=self.speedup[None, :],
+            unique_decode=np.asarray(d.unique_experts_total, float),
+            unique_verify=np.asarray(v.unique_experts_total, float)[None, :],
+            unique_decode_rank=np.asarray(d.unique_experts, float),
+            unique_verify_rank=np.asarray(v.unique_experts, float)[None, :],
+            bound_decode=d.bound, bound_verify=np.asarray(v.bound)[None, :], drafter_dep=self.drafter_dep)
 
 
 @declare(batch=BATCH, context=CONTEXT)
@@ -179,11 +198,14 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     sizes = level_sizes(par)
     n = int(sizes.sum())
-    dec = cache.step(target, hw, dep, b, 1, context, mech, overlap).time
+    dec_res = cache.step(target, hw, dep, b, 1, context, mech, overlap)
+    dec = dec_res.time
     chain = bool(np.all(sizes == 1)) or not target.ffn.is_moe  # a chain keeps the chain's statistics (no tree fit)
     vov = overlap if chain else replace(model_overlap(target, overlap), tree=par)
-    ver = cache.step(target, hw, dep, b, n, context, mech, vov).time
+    ver_res = cache.step(target, hw, dep, b, n, context, mech, vov)
+    ver = ver_res.time
     t_draft = np.zeros_like(b)
+    ddep = None
     if drafter.kind == "ratio":
         for k in sizes[:-1]:  # the levels that are expanded: n_0 .. n_{D-1}
             step = dec if k == 1 else cache.step(target, hw, dep, b, int(k), context, mech, overlap).time
@@ -198,4 +220,5 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     t_round = dec if depth == 0 else t_draft + ver + t_rej
     al = tree_accept_length(par, acceptance)
     return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,
-                      t_reject=t_rej, t_round=t_round, speedup=al * dec / t_round)
+                      t_reject=t_rej, t_round=t_round, speedup=al * dec / t_round, decode=dec_res, verify=ver_res,
+                      drafter_dep=ddep)

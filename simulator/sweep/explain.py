@@ -19,7 +19,9 @@ import numpy as np
 from ..cost.deployment import PRESETS, PRIOR_READINGS, WALK, Deployment, Mechanisms
 from ..cost.routing import OverlapInput
 from ..errors import ParameterError
+from ..overlap.tree import check_parents
 from ..specdec import Acceptance, StepCache, parse_drafter, speculative
+from ..specdec.tree import speculative_tree, tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from .deploy import Layout, default_deployment, fitting_batches, resolved_line
@@ -64,6 +66,7 @@ class Attribution:
     steps: tuple[WalkStep, ...]
     shapley: tuple[Shapley, ...] = ()  # decode_verify_ratio, speedup
     prior_range: tuple[tuple[str, float, float], ...] = ()  # (reading, T_decode/T_verify, speedup)
+    tree: str = ""  # the draft tree's label when a tree is explained (draft_len = its drafted nodes)
 
     @property
     def prior(self) -> WalkStep:
@@ -105,13 +108,17 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
             deployment: Deployment | Layout | None = None, *, batch: int = 1, draft_len: int = 3,
             acceptance: Acceptance | float | None = None, drafter: str = "eagle", context: int = DEFAULT_CONTEXT,
             overlap: OverlapInput | None = None, placement: str | None = None,
-            redundant_experts: int | None = None) -> Attribution:
+            redundant_experts: int | None = None, tree: tuple | None = None) -> Attribution:
     """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK.
 
     ``deployment``: a resolved :class:`Deployment` is used as given; a :class:`Layout` (or None) goes through the
     default rule. ``overlap``: routing statistics replacing the model's own (see
     :func:`~simulator.sweep.runner.overlap_input`). ``placement``/``redundant_experts``: replace the deployment's
-    (docs/MODEL.md §2.7)."""
+    (docs/MODEL.md §2.7). ``tree``: a draft tree's parent list priced instead of the chain
+    (:func:`simulator.specdec.tree.speculative_tree`; ``draft_len`` becomes its drafted nodes)."""
+    if tree is not None:
+        tree = check_parents(tree, "explain")
+        draft_len = len(tree) - 1
     if int(draft_len) < 1:
         raise ParameterError(f"the 'draft_len' parameter of explain must be >= 1 (γ = 0 is plain decoding). "
                              f"Got {draft_len} instead.")
@@ -130,7 +137,9 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
 
     def step(label: str, mech: Mechanisms) -> WalkStep:
         if mech not in priced:
-            priced[mech] = speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
+            priced[mech] = (speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
+                            if tree is None else speculative_tree(m, hw, dep, [batch], tree, acc, dr, context, mech,
+                                                                  overlap, cache).as_spec_result())
         r = priced[mech]
         us = 1e6
         tv, td = float(r.t_verify[0, 0]), float(r.t_decode[0])
@@ -147,7 +156,7 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
     readings = tuple((r, w.decode_verify_ratio, w.speedup)
                      for r, w in ((r, step(r, PRESETS[r])) for r in PRIOR_READINGS))
     return Attribution(m.name, hw.name, dep, int(batch), int(draft_len), dr.label, acc.label, int(context),
-                       steps, shap, readings)
+                       steps, shap, readings, tree_label(tree) if tree is not None else "")
 
 
 def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:
@@ -175,7 +184,8 @@ def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:
 def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False) -> str:
     """The walk as a table fitted to ``width`` columns (``wide``: every column), headed by the resolved
     deployment."""
-    head = (f"{a.model} on {a.hardware}, batch {a.batch}, draft length {a.draft_len}, drafter {a.drafter}, "
+    shape = f"draft {a.tree}" if a.tree else f"draft length {a.draft_len}"
+    head = (f"{a.model} on {a.hardware}, batch {a.batch}, {shape}, drafter {a.drafter}, "
             f"acceptance {a.acceptance} (AL {a.steps[0].accept_length:.2f})")
     cols = (Col("step", "<", wrap=True), Col("T_dec us", short="T_dec"), Col("T_ver us", short="T_ver"),
             Col("T_ver/T_dec", short="ver/dec"), Col("T_dec/T_ver", drop=2, short="dec/ver"),

@@ -21,6 +21,7 @@ from ..errors import InfeasibleError, SimulatorError
 from ..overlap.feasible import check_model_statistics, check_overlap_flags
 from ..specdec import DEFAULT_ACCEPTANCE, Acceptance, Drafter, StepCache, parse_drafter, speculative
 from ..specdec.rounds import DRAFT_LENS
+from ..specdec.tree import speculative_tree
 from ..specs.catalog import bundled_files, load_hardware, load_model
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
@@ -108,6 +109,23 @@ def price(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas,
     return Case(model, hw2, dep, mode, res, dr, acc, int(context), v.name)
 
 
+def price_tree(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, parents, *, mode: str = "refined",
+               variant: Variant | None = None, acceptance: Acceptance | None = None, drafter: str | Drafter = "eagle",
+               context: int = DEFAULT_CONTEXT, cache: StepCache | None = None) -> Case:
+    """One draft tree (a parent list) priced like :func:`price` (:func:`simulator.specdec.tree.speculative_tree`):
+    a one-row case whose draft length is the tree's drafted nodes and whose variant names the tree shape."""
+    v = variant or Variant()
+    mech: Mechanisms = v.mechanisms_for(preset(mode))
+    acc = v.acceptance or resolve_acceptance(acceptance)
+    dr = parse_drafter(v.drafter or drafter)
+    dep = v.deployment(dep)
+    hw2 = v.hardware(hw.for_engine(dep.engine))
+    tr = speculative_tree(model, hw2, dep, np.asarray(batch, float), parents, acc, dr, context, mech, v.overlap,
+                          cache)
+    name = f"{v.name} {tr.label}".strip()
+    return Case(model, hw2, dep, mode, tr.as_spec_result(), dr, acc, int(context), name)
+
+
 def deploy(model: ModelSpec, hw: HardwareProfile, layout: Layout, batch, max_gamma: int,
            context: int, variant: Variant | None = None) -> tuple[Deployment, list[float], str]:
     """(deployment by the default rule, the batches that fit, why the others do not ("" if all fit)); with the
@@ -127,7 +145,7 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
               context: int = DEFAULT_CONTEXT, modes: Sequence[str] = DEFAULT_MODES, overlap=None,
               popularity: str | None = None, variants: Sequence[Variant] = (), placement: str | None = None,
               redundant_experts: int | None = None, engine: str | None = None,
-              progress: Callable[[str], None] | None = None) -> SweepResult:
+              progress: Callable[[str], None] | None = None, trees: Sequence[tuple] = ()) -> SweepResult:
     """Models × GPUs × variants × modes over batch × draft length (all arguments optional; defaults = the default
     study). ``models=None`` runs every bundled MoE target that fits each GPU (those that do not are listed in
     ``result.skipped``); ``overlap`` is a list of lag overlaps o(1..D) replacing the models' own statistics;
@@ -135,7 +153,8 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     ``redundant_experts`` replace the deployment's (docs/MODEL.md §2.7); ``engine`` picks the profile's kernel
     parameters of that serving engine (docs/MODEL.md §3.7; default: the deployment's, trtllm). ``progress``
     receives a line per priced case, at most every :data:`~.progress.EVERY_S` seconds: points priced of the total
-    and the time left."""
+    and the time left. ``trees`` (parent lists) add one case per tree, mode and variant (:func:`price_tree`;
+    the variant column names the tree, e.g. "tree 2/4/8 (15 nodes)")."""
     t0 = time.perf_counter()
     b = grid_values(batch, "batch")
     g = grid_values(draft_len, "draft_len")
@@ -155,11 +174,11 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     cases: list[Case] = []
     skipped: list[tuple[str, str, str]] = []
     notes: list[str] = []
-    per_pair = len(b) * len(g) * len(modes) * max(1, len(variants))
+    per_pair = len(b) * (len(g) + len(trees)) * len(modes) * max(1, len(variants))
     meter = Meter("sweep", len(targets) * len(hws) * per_pair, progress)
     for hw, model in ((h, m) for h in hws for m in targets):
         try:
-            dep, ok, why = deploy(model, hw, layout, b, int(g.max()), context,
+            dep, ok, why = deploy(model, hw, layout, b, max([int(g.max())] + [len(t) - 1 for t in trees]), context,
                                   Variant(placement=placement, redundant_experts=redundant_experts, engine=engine))
         except SimulatorError as exc:
             skipped.append((model.name, hw.name, str(exc)))
@@ -182,6 +201,10 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
                 cases.append(price(model, hw, dep, ok, g, mode=mode, variant=v, acceptance=acc, drafter=drafter,
                                    context=context, cache=cache))
                 meter.add(len(ok) * len(g), f"{model.name} on {hw.name}")
+                for t in trees:
+                    cases.append(price_tree(model, hw, dep, ok, t, mode=mode, variant=v, acceptance=acc,
+                                            drafter=drafter, context=context, cache=cache))
+                    meter.add(len(ok), f"{model.name} on {hw.name}")
     if not cases:
         first = skipped[0][2] if skipped else "nothing to run"
         raise InfeasibleError(f"no model/hardware combination could run: {first}")
@@ -190,4 +213,4 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
 
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_CONTEXT", "DEFAULT_DRAFTER", "DEFAULT_DRAFT_LEN", "DEFAULT_HARDWARE",
-           "DEFAULT_MODES", "deploy", "grid_values", "overlap_input", "price", "run_sweep"]
+           "DEFAULT_MODES", "deploy", "grid_values", "overlap_input", "price", "price_tree", "run_sweep"]
