@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import headline, overlap_sweep, shapes, traffic, trees, validation, whatif, whatif_validation
+from . import headline, overlap_sweep, sd_validation, shapes, traffic, trees, validation, whatif, whatif_validation
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ ANALYSES: dict[str, Analysis] = {
                             "statistics, with an assumed working set, against published measurements"),
     "whatif_validation": Analysis(whatif_validation.Settings, whatif_validation.run, "the what-if rule against "
                                   "measured per-op rows of GPUs it was not given (GPU-out)"),
+    "sd_validation": Analysis(sd_validation.Settings, sd_validation.run, "predicted speculative-decoding speedups "
+                              "against speedups engines measured in public reports"),
     "validation": Analysis(validation.Settings, validation.run, "predictions vs measured per-op latencies and "
                            "published numbers", (), validation.check, ready=validation.ready),
 }

@@ -1,0 +1,79 @@
+"""sd_validation analysis (experiments/sd-validation.yaml): predictions never depend on the measured speedups, each
+case goes through the one pricing path, errors and loss verdicts follow the numbers, bad cases are one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from experiments_helpers import bundled_yaml, write_yaml
+
+from simulator.cost.deployment import PRIOR_READINGS
+from simulator.experiments import load_experiment
+from simulator.experiments.sd_validation import predict, run
+from simulator.specdec import Acceptance
+from simulator.specs.catalog import load_hardware, load_model
+from simulator.sweep import Layout, deploy, price
+
+
+def _settings(**measured):
+    s = load_experiment("sd-validation").analyses["sd_validation"]
+    return replace(s, cases=tuple(replace(c, measured=measured.get(c.name, c.measured)) for c in s.cases))
+
+
+def _predicted(part):
+    return [(r[0], r[6], r[8], r[10], r[11]) for r in part.tables[0].rows]
+
+
+def test_measured_values_are_not_inputs():
+    s = _settings()
+    a = run(None, None, None, s)
+    b = run(None, None, None, _settings(**{c.name: 5.0 for c in s.cases}))
+    assert _predicted(a) == _predicted(b)
+
+
+def test_each_case_is_the_pricing_path():
+    c = load_experiment("sd-validation").analyses["sd_validation"].cases[0]
+    m, hw = load_model(c.model), load_hardware(c.hardware)
+    dep, _, _ = deploy(m, hw, Layout(dtype=c.dtype, tp=c.tp, ep=c.ep, gpus=c.tp, options=(("engine", c.engine),)),
+                       [c.batch], c.draft_len, c.context)
+    assert dep.tp == c.tp and dep.engine == c.engine
+    p = predict(c)
+    assert set(p) == {"refined", *PRIOR_READINGS}
+    case = price(m, hw, dep, [c.batch], [c.draft_len], acceptance=Acceptance.from_accept_length(c.accept_length,
+                 c.draft_len), drafter=c.drafter, context=c.context)
+    assert p["refined"] == pytest.approx(float(case.result.speedup[0, 0]), rel=1e-12)
+    # the acceptance is the measured one: the predicted speedup is below the acceptance length
+    assert 0 < p["refined"] < c.accept_length
+
+
+def test_errors_and_verdicts_follow_the_numbers():
+    s = _settings()
+    part = run(None, None, None, s)
+    for row, c in zip(part.tables[0].rows, s.cases, strict=True):
+        assert row[7] == pytest.approx(row[6] / c.measured - 1) and row[9] == pytest.approx(row[8] / c.measured - 1)
+        assert row[10] <= row[8] <= row[11]
+    pred = {r[0]: r[6] for r in part.tables[0].rows}
+    # every case measured just above (below) its own refined prediction: no over-prediction (all over)
+    under = " ".join(run(None, None, None, _settings(**{n: 1.1 * v for n, v in pred.items()})).findings)
+    assert "over-predicts 0 of" in under and "under-predicts most cases" in under
+    over = " ".join(run(None, None, None, _settings(**{n: 0.9 * v for n, v in pred.items()})).findings)
+    assert f"over-predicts {len(pred)} of {len(pred)}" in over
+    # a loss the refined model predicts is counted as predicted
+    name = min(pred, key=pred.get)
+    losing = dict.fromkeys(pred, 2.0) | {name: 0.5}
+    text = " ".join(run(None, None, None, _settings(**losing)).findings)
+    assert "SD loses in 1 of" in text
+    assert (f"predicts {1 if pred[name] < 1 else 0} of these losses") in text
+
+
+def test_bad_case_is_one_line(tmp_path):
+    doc = bundled_yaml("sd-validation")
+    doc["analyses"]["sd_validation"]["cases"][0]["accept_length"] = 0.5
+    path = write_yaml(tmp_path, doc)
+    r = subprocess.run([sys.executable, "-m", "simulator", "experiment", str(path), "--check"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "accept_length" in r.stderr and len(r.stderr.strip().splitlines()) == 1
