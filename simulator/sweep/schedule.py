@@ -106,10 +106,11 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, layout: Layout, *, bat
     dr = parse_drafter(drafter)
     mech: Mechanisms = variant.mechanisms_for(preset(mode))
     n_max = max([int(gam.max()) + 1] + [len(t) for t in trees])
-    dep, ok, why = deploy(model, hw, layout, grid, n_max - 1, max(contexts), variant)
+    every = np.arange(1, int(grid.max()) + 1)
+    dep, ok, why = deploy(model, hw, layout, every, n_max - 1, max(contexts), variant)
     if not ok:
-        raise InfeasibleError(f"{model.name} on {hw.name}: no batch of the grid fits ({why})")
-    notes = [f"batches above {ok[-1]:g} do not fit ({why})"] if len(ok) < len(grid) else []
+        raise InfeasibleError(f"{model.name} on {hw.name}: no batch fits ({why})")
+    notes = [f"batches above {ok[-1]:g} do not fit at context {max(contexts)} ({why})"] if len(ok) < len(every) else []
     dense = np.arange(1, int(ok[-1]) + 1)
     cache = StepCache()
     out = []
