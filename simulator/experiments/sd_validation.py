@@ -6,8 +6,8 @@ the refined model and every reading of the prior (``PRIOR_READINGS``).
 
 ``structure`` says how faithfully a chain prices the case: ``chain`` (top-1 drafting, γ + 1 tokens verified),
 ``tree-chain-verify`` (a tree whose verify pass holds γ + 1 tokens, like the chain, but whose draft steps expand
-top-k candidates: the chain under-prices its drafting), ``tree-stand-in`` (a wider tree and/or a stand-in model:
-an approximation, reported apart).
+top-k candidates: the chain under-prices its drafting), ``tree-as-chain`` (a wider tree, whose shape the engine
+picks by draft scores, priced as the chain of its depth: an approximation, reported apart).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..validation import Interval, Param, param_field
 from .outcome import Part, Table
 from .schema import choice, loadable, positive
 
-STRUCTURES = ("chain", "tree-chain-verify", "tree-stand-in")
+STRUCTURES = ("chain", "tree-chain-verify", "tree-as-chain")
 EXACT = STRUCTURES[:2]
 
 
@@ -54,12 +54,13 @@ class Settings:
 
 
 def predict(c: Measured) -> dict[str, float]:
-    """Predicted speedup of one case under the refined model and every reading of the prior."""
+    """Predicted speedup of one case under the refined model and every reading of the prior (and, under
+    ``"deployment"``, the resolved deployment's label and GPU count)."""
     model, hw = load_model(c.model), load_hardware(c.hardware)
     layout = Layout(dtype=c.dtype, tp=c.tp, ep=c.ep, gpus=c.tp, options=(("engine", c.engine),))
     dep, _, _ = deploy(model, hw, layout, [c.batch], c.draft_len, c.context)
     acc = Acceptance.from_accept_length(c.accept_length, c.draft_len)
-    out = {}
+    out = {"deployment": f"{dep.label} ({dep.gpus} GPU{'s' if dep.gpus > 1 else ''})"}
     for mode in ("refined", *PRIOR_READINGS):
         case = price(model, hw, dep, [c.batch], [c.draft_len], mode=mode, acceptance=acc, drafter=c.drafter,
                      context=c.context)
@@ -71,7 +72,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
     rows, pred = [], {}
     for c in s.cases:
         p = pred[c.name] = predict(c)
-        rows.append((c.name, c.structure, f"{c.model} {c.dtype} tp{c.tp} ep{c.ep} on {c.hardware}, {c.engine}",
+        rows.append((c.name, c.structure, f"{c.model} on {c.hardware}, {p['deployment']}",
                      f"{c.drafter} γ={c.draft_len} AL {c.accept_length:g}", c.batch, c.measured, p["refined"],
                      p["refined"] / c.measured - 1, p["prior"], p["prior"] / c.measured - 1,
                      min(p[r] for r in PRIOR_READINGS), max(p[r] for r in PRIOR_READINGS), c.source))

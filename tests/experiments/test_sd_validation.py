@@ -41,7 +41,7 @@ def test_each_case_is_the_pricing_path():
                        [c.batch], c.draft_len, c.context)
     assert dep.tp == c.tp and dep.engine == c.engine
     p = predict(c)
-    assert set(p) == {"refined", *PRIOR_READINGS}
+    assert set(p) == {"refined", "deployment", *PRIOR_READINGS} and dep.label in p["deployment"]
     case = price(m, hw, dep, [c.batch], [c.draft_len], acceptance=Acceptance.from_accept_length(c.accept_length,
                  c.draft_len), drafter=c.drafter, context=c.context)
     assert p["refined"] == pytest.approx(float(case.result.speedup[0, 0]), rel=1e-12)
