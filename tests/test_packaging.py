@@ -40,5 +40,8 @@ def test_measured_folders_carry_tables_readme_and_licence():
     gpus = [p for p in (ROOT / "measured").iterdir() if p.is_dir()]
     assert gpus, "no measured/<gpu>/ folder"
     for gpu in gpus:
-        missing = [f for f in MEASURED_FILES if not (gpu / f).is_file()]
+        # measured/silicon/ holds end-to-end deployment rows (validation only), not per-op tables
+        needed = ("silicon_sample.csv", "README.md", "LICENSE-Apache-2.0.txt") if gpu.name == "silicon" \
+            else MEASURED_FILES
+        missing = [f for f in needed if not (gpu / f).is_file()]
         assert not missing, f"{gpu.name}: missing {missing}"
