@@ -66,6 +66,8 @@ AUTO_IPF_CELLS = 1 << 14  # auto: ipf when Σ clique cells × distinct experts i
 TREE_METHODS = ("auto", "ipf", "stationary", "independent", "uniform")
 BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children per node")
 FLOOR = Param(Interval(float, 0, 1, closed="neither"))
+SHARE_SLACK = 1.01  # Persistent: a share up to 1% above the bound 1/m2 is taken at the bound (fit_persistent clips
+# to the bound under the trace's own popularity; a prediction may use a slightly different one, e.g. uniform)
 
 
 # ---- trees --------------------------------------------------------------------------------------------------------
@@ -160,6 +162,8 @@ class Persistent:
         if m2 <= 1 + 1e-12:
             return np.array([1.0, 0.0]), np.stack([pi, pi]), 1.0
         h = 1.0 / m2 if self.share is None else float(self.share)
+        if 1.0 / m2 < h <= SHARE_SLACK / m2:  # a fitted share at the bound, the popularity slightly different
+            h = 1.0 / m2
         if not 0 < h <= 1.0 / m2 + 1e-12:
             raise ParameterError(f"the 'share' parameter of Persistent must be in (0, {1 / m2:.4g}] for floor "
                                  f"{self.floor:g} (Σπ²/k = {skew:.4g}: cold experts would need a negative popularity)"

@@ -13,7 +13,7 @@ from overlap_strategies import FAST, real_profile
 
 from simulator.cli import main
 from simulator.errors import ParameterError
-from simulator.overlap import OverlapStats, check_parents, fit_window, full_tree, predict_tree, tree_p_zero
+from simulator.overlap import OverlapStats, Persistent, check_parents, fit_window, full_tree, predict_tree, tree_p_zero
 from simulator.overlap.constraints import pair_table
 from simulator.overlap.maxent import table_ipf
 from simulator.overlap.maxent.tree_ipf import tree_distances, tree_ipf
@@ -232,3 +232,13 @@ def test_step_tree_parents_is_the_full_tree(capsys, tmp_path):
     assert json.loads(capsys.readouterr()[0])[0]["tokens"] == 6
     assert main([*base, "--tree", "2,0"]) == 2
     assert capsys.readouterr()[1].startswith("error: --tree: must be")
+
+
+def test_fitted_share_at_the_bound_survives_another_popularity():
+    """fit_persistent clips the share to 1/m2 under the trace's popularity; a prediction with uniform popularity (a
+    slightly different Σπ²) takes a share within 1% above its bound at the bound, and still refuses a larger one."""
+    pi = np.full(64, 8 / 64)
+    w, _, m2 = Persistent(0.126004, 0.992808).components(pi, 8)
+    assert w[0] == pytest.approx(1 / m2) and m2 > 1
+    with pytest.raises(ParameterError, match="share"):
+        Persistent(0.2, 0.7).components(pi, 8)  # bound 0.625
