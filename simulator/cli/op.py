@@ -94,7 +94,15 @@ def _run(args) -> int:
     import numpy as np
 
     from ..cost.deployment import Deployment, validate_op_dtype
-    from ..cost.opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op, op_views
+    from ..cost.opviews import (
+        OP_PARAMS,
+        attention_op,
+        balanced_routing,
+        collective_view,
+        gemm_op,
+        moe_op,
+        op_views,
+    )
     from ..errors import ParameterError
     from ..specs.catalog import load_hardware
     from ..validation import Interval, Param, check_params
@@ -121,6 +129,9 @@ def _run(args) -> int:
                   for b, h, k, d, L in zip(*(grid[x] for x in ("b", "h", "kvh", "hd", "L")), strict=True)]
     else:
         Deployment(dtype=args.dtype, ep=args.ep, moe_tp=args.tp)
+        check_params("moe_op", {"hidden": args.hidden, "inter": args.inter, "experts": args.experts,
+                                "top_k": args.top_k, "tokens": args.tokens},
+                     {k: OP_PARAMS[k] for k in ("hidden", "inter", "experts", "top_k", "tokens")})
         validate_op_dtype(hw, args.dtype)
         T = np.asarray(args.tokens, float)
         unique = pairs = None

@@ -58,7 +58,13 @@ def _check_heads(owner: str, heads, kv_heads) -> None:
                               int(kv[bad].flat[0]))
 
 
-@declare(tokens=OP_PARAMS["tokens"], experts=OP_PARAMS["experts"], top_k=OP_PARAMS["top_k"], ep=OP_PARAMS["ep"])
+# The balanced pattern is enumerated token by token: bounded so that an odd --tokens cannot exhaust memory (the
+# measured tables go to 512 tokens).
+MAX_BALANCED_TOKENS = 2**20
+
+
+@declare(tokens=Param(Interval(int, 1, MAX_BALANCED_TOKENS), unit="tokens (the balanced pattern is enumerated)"),
+         experts=OP_PARAMS["experts"], top_k=OP_PARAMS["top_k"], ep=OP_PARAMS["ep"])
 def balanced_routing(tokens: int, experts: int, top_k: int, ep: int) -> tuple[int, int]:
     """(unique local experts, local (token, expert) pairs) on EP rank 0 under the micro-benchmark's ``balanced``
     pattern (aiconfigurator ``balanced_logits``): with stride = ⌈E/k⌉, token i uses experts
