@@ -34,6 +34,9 @@ def markdown(v: TpotValidation, source_note: str = "") -> str:
         out.append(line(f"MoE rows, {g} GPUs", st))
     out.append(line("MoE rows within one scale-up domain", s["moe_within_one_scale_up_domain"]))
     out.append(line("MoE rows beyond one scale-up domain (multi-node)", s["moe_beyond_one_scale_up_domain"]))
+    out.append(line("MoE rows with a stated batch_size", s["moe_batch_stated"]))
+    out.append(line("MoE disagg rows, batch from silicon_concurrency (1 worker assumed)",
+                    s["moe_batch_from_concurrency"]))
     out.append(line("dense rows of catalog GPUs", d))
     out += ["", "## By (model, GPU, engine, mode)", "",
             "| model | GPU | engine | mode | grounding | priced / rows | median abs error | MAPE | bias |",

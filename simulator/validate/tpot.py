@@ -59,6 +59,7 @@ class RowResult:
     moe: bool | None = None
     gpus: int = 0
     scale_out: bool | None = None  # more GPUs than one scale-up domain (multi-node over the scale-out fabric)
+    batch_from: str = ""  # "column" (batch_size stated) or "concurrency" (inferred from silicon_concurrency)
     decode_ms: float | None = None
     prefill_ms: float | None = None  # agg: the prefill share added to each decode step
 
@@ -162,6 +163,7 @@ class _Plan:
     gpu: str
     dep: Deployment
     batch: int  # per attention-DP rank
+    batch_from: str
     isl: int
     osl: int
     mode: str
@@ -223,7 +225,8 @@ def _resolve(row: dict, include_held_out: bool) -> tuple[_Plan, object, object]:
         hw_e = hw.for_engine(engine)
     except SimulatorError as exc:
         raise _Refused("refused", str(exc)) from None
-    plan = _Plan(name, gpu, dep, batch, _int(row, "isl"), max(1, _int(row, "osl")), mode,
+    stated = "column" if (row.get(f"{pre}batch_size") or "").strip() else "concurrency"
+    plan = _Plan(name, gpu, dep, batch, stated, _int(row, "isl"), max(1, _int(row, "osl")), mode,
                  _float(row, "silicon_tpot_ms"))
     return plan, model, hw_e
 
@@ -285,6 +288,10 @@ def summarise(rows) -> dict:
         "moe_by_grounding": by_grounding,
         "moe_within_one_scale_up_domain": _stats([r for r in priceable if r.moe and r.scale_out is False]),
         "moe_beyond_one_scale_up_domain": _stats([r for r in priceable if r.moe and r.scale_out]),
+        # disagg rows without decode_batch_size state neither their decode workers nor speculative decoding:
+        # their batch is an assumption (all concurrency on one worker)
+        "moe_batch_stated": _stats([r for r in priceable if r.moe and r.batch_from == "column"]),
+        "moe_batch_from_concurrency": _stats([r for r in priceable if r.moe and r.batch_from == "concurrency"]),
         "groups": [{"model": k[0], "gpu": k[1], "engine": k[2], "mode": k[3], "grounding": v[0].grounding,
                     "moe": v[0].moe, **_stats(v)} for k, v in sorted(groups.items())],
         "not_priced": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -356,7 +363,8 @@ def _measured(row) -> float | None:
 
 def _meta(p: _Plan, model, hw) -> dict:
     return {"model": p.model, "gpu": p.gpu, "engine": p.dep.engine, "mode": p.mode, "grounding": _grounding(hw),
-            "moe": model.ffn.is_moe, "gpus": p.dep.gpus, "scale_out": p.dep.gpus > hw.domain_size}
+            "moe": model.ffn.is_moe, "gpus": p.dep.gpus, "scale_out": p.dep.gpus > hw.domain_size,
+            "batch_from": p.batch_from}
 
 
 def _meta_of(row) -> dict:
