@@ -18,6 +18,7 @@ from simulator.experiments.outcome import Table
 from simulator.experiments.shapes import INTERIOR, LOW, RISING, classify
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep import run_sweep
+from simulator.sweep.shapley import attribute
 
 
 def _csv(path) -> list[dict]:
@@ -102,8 +103,14 @@ def _headline_findings(prior: float, refined: float, bracket: dict, routing: flo
              (("prior", prior), ("+ routing=overlap", prior + routing), ("+ l2=on", prior + routing + 0.01))]
     brk = Table("breakdown", "", ("op class",) + ("x",) * 6,
                 (("moe", 0, 0, 0, 1.0, 2.0, 1.0), ("total", 0, 0, 0, 1.0, 2.0, 1.0)))
+    names = ("routing", "l2")
+    game = {frozenset(): prior, frozenset({"routing"}): prior + routing, frozenset({"l2"}): prior + 0.02,
+            frozenset(names): prior + routing + 0.01}
+    shap = (attribute("decode_verify_ratio", names, game), attribute("speedup", names, game))
+    readings = (("prior", prior, 1.4), ("prior-no-fixed", prior - 0.05, 1.2), ("prior-kernel-floors", 0.77, 2.0))
+    attr = SimpleNamespace(steps=steps, shapley=shap, prior_range=readings)
     return " ".join(headline.findings({"prior": prior, "refined": refined}, {"prior": 0.52, "refined": 0.89}, 3,
-                                      SimpleNamespace(steps=steps), brk, bracket, 1.0, 2.0))
+                                      attr, brk, bracket, 1.0, 2.0))
 
 
 def test_headline_prose_flips_with_the_numbers():
@@ -117,6 +124,11 @@ def test_headline_prose_flips_with_the_numbers():
     low = _headline_findings(0.49, 0.93, {0.2: 0.84, 0.45: 0.95}, -0.2)
     assert "-0.030, below the study" in low and "+0.040, above the study" in low
     assert "which raises the ratio" in inside and "which lowers the ratio" in low
+    # the prior's range over its readings and the Shapley values come from the numbers
+    assert f"ranges from {0.55 - 0.05:.3f} (prior-no-fixed) to 0.770 (prior-kernel-floors)" in inside
+    assert f"ranges from {0.49 - 0.05:.3f} (prior-no-fixed)" in low
+    assert "Averaged over every order (Shapley): routing +0.195, l2 +0.015" in inside
+    assert "routing is worth +0.200 switched first and +0.190 last" in inside
 
 
 def test_traffic_prose_flips_with_the_numbers():
