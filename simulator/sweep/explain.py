@@ -165,9 +165,9 @@ def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:
     if not a.shapley:
         return ""
     ratio, speed = a.shapley
-    cols = (Col("mechanism", "<"), Col("dec/ver Shapley", short="q Shap"), Col("dec/ver first", short="q 1st"),
-            Col("dec/ver last", short="q last"), Col("speedup Shapley", short="S Shap"),
-            Col("speedup first", short="S 1st"), Col("speedup last", short="S last"))
+    cols = (Col("mechanism", "<"), Col("dec/ver Shapley", short="dec/ver φ"), Col("dec/ver first", short="first"),
+            Col("dec/ver last", short="last"), Col("speedup Shapley", short="speedup φ"),
+            Col("speedup first", short="S first"), Col("speedup last", short="S last"))
     rows = [(p, f"{ratio.contributions[p]:+.3f}", f"{ratio.first[p]:+.3f}", f"{ratio.last[p]:+.3f}",
              f"{speed.contributions[p]:+.3f}", f"{speed.first[p]:+.3f}", f"{speed.last[p]:+.3f}")
             for p in ratio.contributions]
@@ -175,8 +175,8 @@ def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:
     lo = min(a.prior_range, key=lambda r: r[1])
     hi = max(a.prior_range, key=lambda r: r[1])
     notes = [f"prior range over its readings (docs/MODEL.md §3.6): T_dec/T_ver {lo[1]:.3f} ({lo[0]}) to "
-             f"{hi[1]:.3f} ({hi[0]}), speedup " + ", ".join(f"{sp:.3f} ({r})" for r, _, sp in a.prior_range)
-             + "; first/last: the mechanism's change when the walk switches it first or last"]
+             f"{hi[1]:.3f} ({hi[0]}), speedup " + ", ".join(f"{sp:.3f} ({r})" for r, _, sp in a.prior_range),
+             "first/last: the mechanism's change when the walk switches it first or last"]
     return render(cols, rows, title="Shapley attribution (order-independent; sums to the total)", notes=notes,
                   width=width)
 
