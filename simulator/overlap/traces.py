@@ -16,7 +16,6 @@ O(D/T) for lags up to D.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
+from ..outputs import atomic_write
 from ..validation import Interval, Param, check_params
 from .stats import OverlapStats
 
@@ -191,33 +191,18 @@ def write_trace(trace: Trace, path: str) -> None:
     The file is written under a temporary name in the target folder and renamed when complete, so a failure
     leaves no partial file."""
     ext = check_trace_path(path)
-    fd, tmp = _temporary(path, os.path.dirname(os.path.abspath(path)), ext)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            if ext == ".npy":
-                np.save(fh, np.asarray(trace.experts))
-            elif ext == ".npz":
-                np.savez_compressed(fh, experts=np.asarray(trace.experts), num_experts=np.int64(trace.num_experts))
-            else:
-                for s in range(trace.sequences):
-                    for t in range(trace.tokens):
-                        for layer in range(trace.layers):
-                            ids = [int(i) for i in trace.experts[s, t, layer]]
-                            rec = {"seq": s, "token": t, "layer": layer, "experts": ids}
-                            fh.write((json.dumps(rec) + "\n").encode("utf-8"))
-        os.replace(tmp, path)
-    except OSError as exc:
-        _remove(tmp)
-        reason = (exc.strerror or type(exc).__name__).lower()
-        raise ParameterError(f"cannot write '{path}': {reason}") from None
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    with atomic_write(path, "wb", param="out") as fh:  # one home for atomic writes (simulator.outputs)
+        if ext == ".npy":
+            np.save(fh, np.asarray(trace.experts))
+        elif ext == ".npz":
+            np.savez_compressed(fh, experts=np.asarray(trace.experts), num_experts=np.int64(trace.num_experts))
+        else:
+            for s in range(trace.sequences):
+                for t in range(trace.tokens):
+                    for layer in range(trace.layers):
+                        ids = [int(i) for i in trace.experts[s, t, layer]]
+                        rec = {"seq": s, "token": t, "layer": layer, "experts": ids}
+                        fh.write((json.dumps(rec) + "\n").encode("utf-8"))
 
 
 def activity(trace: Trace, layer: int) -> np.ndarray:
