@@ -149,7 +149,21 @@ def _expert_load(f: FFN, ep: int, batch: np.ndarray, n_tokens: np.ndarray, routi
     if redundant:
         load = _stats(f.experts, f.top_k, stats).popularity if routing != "uniform" else np.ones(f.experts)
         replicas = eplb_replicas(load, redundant, ep)
-    for n in np.unique(n_tokens):
+    tokens = np.unique(n_tokens)
+    if ep > 1 and placement == "random" and tokens.size > 1 and batch.ndim == 1:
+        # every point at once: one row of per-expert miss probabilities per (batch, tokens) point
+        rows = np.searchsorted(tokens, n_tokens)
+        p0 = np.stack([_p_zero(f.experts, f.top_k, stats, int(n), routing) for n in tokens])[rows]
+        groups = None
+        if f.group_limited:
+            per_n = [_group_p_zero(f, stats, int(n), routing) for n in tokens]
+            groups = (per_n[0][0], np.stack([g for _, g in per_n])[rows])
+        phys = p0 if replicas is None else replica_p_zero(p0, replicas)[0]
+        total = ov.unique_experts(phys, batch)
+        busiest = ov.busiest_rank_experts(p0, batch, ranks=ep, placement=placement, replicas=replicas,
+                                          groups=groups)
+        tokens = ()
+    for n in tokens:
         sel = n_tokens == n
         p0 = _p_zero(f.experts, f.top_k, stats, int(n), routing)
         groups = _group_p_zero(f, stats, int(n), routing) if f.group_limited else None

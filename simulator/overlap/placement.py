@@ -60,10 +60,11 @@ def replica_p_zero(p_zero, replicas) -> tuple[np.ndarray, np.ndarray]:
     index order, then the extra replicas (hottest first). A replica of e misses with 1 − (1 − P_e)/c_e."""
     p0 = np.asarray(p_zero, dtype=float)
     c = np.asarray(replicas, dtype=int)
-    extra = np.repeat(np.arange(p0.size), c - 1)
-    extra = extra[np.argsort(p0[extra], kind="stable")]
-    logical = np.concatenate([np.arange(p0.size), extra])
-    return 1.0 - (1.0 - p0[logical]) / c[logical], logical
+    first = p0 if p0.ndim == 1 else p0[0]  # rows of p_zero (one per grid point): ordered by the first row
+    extra = np.repeat(np.arange(first.size), c - 1)
+    extra = extra[np.argsort(first[extra], kind="stable")]
+    logical = np.concatenate([np.arange(first.size), extra])
+    return 1.0 - (1.0 - p0[..., logical]) / c[logical], logical
 
 
 def rank_max(q: np.ndarray, place: np.ndarray) -> np.ndarray:

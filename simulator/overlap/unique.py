@@ -69,8 +69,18 @@ def _batches(batch) -> np.ndarray:
 def _used(p_zero, batch) -> tuple:
     b = _batches(batch)
     p0 = np.clip(np.asarray(p_zero, dtype=float), 0.0, 1.0)
-    q = 1.0 - np.power(p0[None, :], b.reshape(-1, 1))
+    q = 1.0 - np.power(_row_p_zero(p0, b), b.reshape(-1, 1))
     return q, b.shape
+
+
+def _row_p_zero(p0: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``p_zero`` as (1 or len(batch)) × experts: one vector for every batch size, or one row per batch size."""
+    if p0.ndim == 1:
+        return p0[None, :]
+    if p0.ndim != 2 or p0.shape[0] != b.size:
+        raise ParameterError(f"p_zero must be one value per expert, or one row per batch size ({b.size} rows); "
+                             f"got shape {p0.shape}")
+    return p0
 
 
 def _shaped(values: np.ndarray, shape: tuple):
@@ -79,7 +89,7 @@ def _shaped(values: np.ndarray, shape: tuple):
 
 
 def unique_experts(p_zero, batch=1):
-    """U(B, n) = Σ_e [1 − p_zero_e^B] for each batch size B."""
+    """U(B, n) = Σ_e [1 − p_zero_e^B] for each batch size B (``p_zero``: one row per batch size, or one for all)."""
     q, shape = _used(p_zero, batch)
     return _shaped(q.sum(axis=1), shape)
 
@@ -134,6 +144,9 @@ def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=No
     ``DEFAULT_PLACEMENT``): ``random`` is the exact expectation over uniformly random placements
     (:mod:`.placement`). ``replicas``: copies per expert (EPLB, :func:`.placement.eplb_replicas`); ``groups``:
     (group id per expert, per-request probability that a group is not chosen) for group-limited routing.
+
+    Under the random placement ``p_zero`` (and the groups' probabilities) may hold one row per batch size: every
+    point of a (batch, tokens) grid in one vectorised call.
     """
     p0 = np.asarray(p_zero, dtype=float)
     b = _batches(batch)
@@ -143,13 +156,16 @@ def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=No
     kind = (placement or DEFAULT_PLACEMENT) if name else None
     if name and kind not in PLACEMENTS:
         raise ParameterError(f"unknown placement '{kind}': use one of {', '.join(PLACEMENTS)} or an array of rank ids")
-    logical = np.arange(p0.size)
+    if p0.ndim != 1 and kind != "random":
+        raise ParameterError("busiest_rank_experts: one p_zero row per batch size needs the random placement")
+    logical = np.arange(p0.shape[-1])
     if replicas is not None:
         p0, logical = pl.replica_p_zero(p0, replicas)
+    n_phys = p0.shape[-1]
     if name:
-        check_params("busiest_rank_experts", {"ranks": ranks}, {"ranks": [Interval(int, 1, p0.size)]})
-        if kind == "random" and p0.size % ranks:
-            raise ParameterError(f"the 'ranks' parameter of busiest_rank_experts must divide the {p0.size} "
+        check_params("busiest_rank_experts", {"ranks": ranks}, {"ranks": [Interval(int, 1, n_phys)]})
+        if kind == "random" and n_phys % ranks:
+            raise ParameterError(f"the 'ranks' parameter of busiest_rank_experts must divide the {n_phys} "
                                  f"(physical) experts for a random placement of equal-sized ranks. Got {ranks} "
                                  f"instead.")
         place = None if kind == "random" else _order_place(1.0 - p0, int(ranks), kind, logical)
@@ -157,12 +173,13 @@ def busiest_rank_experts(p_zero, batch=1, ranks: int | None = None, placement=No
         place = np.asarray(placement)
         if place.shape != p0.shape or not np.issubdtype(place.dtype, np.integer) or place.min(initial=0) < 0:
             raise ParameterError(f"placement must hold one non-negative rank id per expert ({p0.size})")
-    q = 1.0 - np.power(np.clip(p0, 0.0, 1.0)[None, :], b.reshape(-1, 1))
+    q = 1.0 - np.power(_row_p_zero(np.clip(p0, 0.0, 1.0), b), b.reshape(-1, 1))
     group_of = activity = None
     if groups is not None:
         gid, g_zero = (np.asarray(v) for v in groups)
         group_of = gid.astype(int)[logical]
-        activity = 1.0 - np.power(np.clip(np.asarray(g_zero, dtype=float), 0.0, 1.0)[None, :], b.reshape(-1, 1))
+        activity = 1.0 - np.power(_row_p_zero(np.clip(np.asarray(g_zero, dtype=float), 0.0, 1.0), b),
+                                  b.reshape(-1, 1))
         for g in range(activity.shape[1]):  # a group is active whenever one of its experts is used
             members = group_of == g
             if members.any():

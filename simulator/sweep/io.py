@@ -7,6 +7,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from ..outputs import atomic_text, atomic_write
 from .report import summarize
 from .table import COLUMN_NAMES
@@ -20,15 +22,40 @@ def _cell(v):
     return v
 
 
+CHUNK = 8192  # rows formatted at a time: memory stays flat however large the sweep
+
+
+class _FloatCells:
+    """``_cell`` of the values of one float column, chunk by chunk. A column with repeated values (per batch, per
+    draft length, per case) formats each distinct value once; a column of mostly distinct values chunk by chunk."""
+
+    def __init__(self, a: np.ndarray):
+        self.a = a
+        uniq, inv = np.unique(a, return_inverse=True)
+        self.dedup = uniq.size <= a.size // 2
+        if self.dedup:
+            self.strs = np.array([_cell(v) for v in uniq.tolist()], dtype=object)
+            self.inv = inv.reshape(-1)
+
+    def __getitem__(self, rows: slice) -> list:
+        if self.dedup:
+            return self.strs[self.inv[rows]].tolist()
+        return [_cell(v) for v in self.a[rows].tolist()]
+
+
 def write_csv(result, path) -> str:
-    """Write ``result`` as CSV with the columns of :data:`~simulator.sweep.table.COLUMNS`; returns the path."""
+    """Write ``result`` as CSV with the columns of :data:`~simulator.sweep.table.COLUMNS`; returns the path.
+    Rows are formatted and written in chunks of :data:`CHUNK` (memory stays flat however large the sweep)."""
     path = Path(path)
-    cols = [result.columns[c].tolist() for c in COLUMN_NAMES]
+    cols = [result.columns[c] for c in COLUMN_NAMES]
+    cells = [_FloatCells(a) if a.dtype.kind == "f" else a for a in cols]
     with atomic_write(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMN_NAMES)
-        for row in zip(*cols, strict=True):
-            w.writerow([_cell(v) for v in row])
+        for lo in range(0, len(result), CHUNK):
+            rows = slice(lo, lo + CHUNK)
+            w.writerows(zip(*(c[rows] if isinstance(c, _FloatCells) else c[rows].tolist() for c in cells),
+                            strict=True))
     return str(path)
 
 

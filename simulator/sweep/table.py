@@ -123,7 +123,7 @@ def _block(case: Case) -> dict[str, np.ndarray]:
     def per_g(a):
         return np.tile(np.asarray(a), nb)
 
-    def const(v, dt=object):
+    def const(v, dt=None):  # strings as fixed-width unicode (no per-row Python objects)
         return np.full(n, v, dtype=dt)
 
     us = 1e6
