@@ -80,8 +80,9 @@ def alpha_from_accept_length(al, gamma: int) -> np.ndarray | float:
     bad = ~np.isfinite(arr) | (arr < 1.0) | (arr > gamma + 1.0)
     if np.any(bad):
         raise ParameterError(
-            f"mean acceptance length {float(np.ravel(arr)[np.ravel(bad)][0])!r} at draft length {gamma} is impossible: it "
-            f"counts accepted tokens per round including the bonus token, so it must be in [1, {gamma + 1}]; "
+            f"mean acceptance length {float(np.ravel(arr)[np.ravel(bad)][0])!r} at draft length {gamma} is "
+            f"impossible: it counts accepted tokens per round including the bonus token, so it must be "
+            f"in [1, {gamma + 1}]; "
             f"give a value in that range or the draft length it was measured at")
     lo = np.zeros_like(arr)
     hi = np.ones_like(arr)

@@ -11,7 +11,15 @@ Every drafter but the fixed ratio is a :class:`~simulator.specs.model.ModelSpec`
   else 3 × hidden) plus the target's LM head, in bf16 (EAGLE checkpoints are released in bf16).
 - ``mtp`` — multi-token-prediction modules: one target-style layer (the target's attention and its MoE FFN) plus
   the LM head per drafted token, in the target's deployment dtype (they ship inside the target's checkpoint).
-- ``ratio:C`` — a fixed cost ratio: T_draft(B, 1) = C · T(B, 1) of the target in the same mode.
+- ``eagle3`` — an EAGLE-3 head: the EAGLE head with EAGLE-3's reduced draft vocabulary (``EAGLE3_DRAFT_VOCAB``
+  tokens in its LM head, the ``draft_vocab_size`` of EAGLE-3 checkpoints); the feature-fusion FC (3·H → H, once per
+  round over the verified tokens) is not priced.
+- ``ngram`` — n-gram / suffix lookup in the request's own tokens (vLLM ``ngram``, SGLang lookahead): no GPU pass,
+  T_draft = 0 (assumed: the CPU lookup overlaps the GPU); its acceptance must be stated.
+- ``ratio:C`` — a fixed cost ratio: T_draft(B, 1) = C · T(B, 1) of the target in the same mode (back-compat).
+
+Every drafter pass goes through :func:`simulator.specdec.overheads.padded_step`: the step model's fixed costs, host
+overhead, sampling and KV write, at the engine's captured CUDA-graph batch.
 
 One round drafts γ tokens with γ sequential draft passes of one token each; the target's verify pass scores the
 γ drafts plus the bonus position (γ + 1 tokens), so no draft pass follows the last drafted token.
@@ -22,6 +30,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..cost.deployment import Deployment, validate
 from ..errors import InfeasibleError, ParameterError
 from ..specs.catalog import load_model
@@ -29,9 +39,10 @@ from ..specs.model import FFN, ModelSpec
 from ..validation import parameter_error
 
 __all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
-           "parse_drafter", "EAGLE_FFN_RATIO"]
+           "parse_drafter", "EAGLE_FFN_RATIO", "EAGLE3_DRAFT_VOCAB", "draft_step_time"]
 
-DRAFTER_KINDS = ("eagle", "mtp", "model", "ratio")
+DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "model", "ngram", "ratio")
+EAGLE3_DRAFT_VOCAB = 32000  # EAGLE-3 heads' draft_vocab_size (SafeAILab EAGLE-3 and SpecForge configs)
 EAGLE_FFN_RATIO = 3  # FFN width of an EAGLE head when the target has no dense FFN: 3 × hidden (Qwen3-MoE configs'
 # intermediate_size is exactly 3 × hidden: 12288 for the 235B, 6144 for the 30B)
 
@@ -47,7 +58,7 @@ class Drafter:
 
     def __post_init__(self):
         if self.kind not in DRAFTER_KINDS:
-            raise ParameterError(f"drafter kind {self.kind!r} is unknown; use eagle, mtp, model:NAME or ratio:C")
+            raise ParameterError(f"drafter kind {self.kind!r} is unknown; use {DRAFTER_FORMS}")
         if self.kind == "model" and not self.model:
             raise ParameterError("drafter 'model' needs a model name or YAML path, e.g. model:qwen3-0.6b")
         if self.kind == "ratio" and not (math.isfinite(self.ratio) and self.ratio >= 0):
@@ -62,7 +73,7 @@ class Drafter:
         return self.kind
 
 
-DRAFTER_FORMS = "one of eagle, mtp, model:NAME (e.g. model:qwen3-0.6b) or ratio:C (e.g. ratio:0.05)"
+DRAFTER_FORMS = "one of eagle, eagle3, mtp, ngram, model:NAME (e.g. model:qwen3-0.6b) or ratio:C (e.g. ratio:0.05)"
 
 
 def parse_drafter(text: str | Drafter) -> Drafter:
@@ -71,7 +82,7 @@ def parse_drafter(text: str | Drafter) -> Drafter:
         return text
     s = str(text).strip()
     kind, _, arg = s.partition(":")
-    if kind in ("eagle", "mtp") and not arg:
+    if kind in ("eagle", "eagle3", "mtp", "ngram") and not arg:
         return Drafter(kind)
     if kind == "model" and arg:
         return Drafter("model", model=arg)
@@ -110,9 +121,12 @@ def mtp_spec(target: ModelSpec) -> ModelSpec:
 
 
 def drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
-    """The spec the engine costs for ``drafter`` (None for a fixed ratio)."""
+    """The spec the engine costs for ``drafter`` (None for a fixed ratio or an n-gram lookup)."""
     if drafter.kind == "eagle":
         return eagle_head_spec(target)
+    if drafter.kind == "eagle3":
+        head = eagle_head_spec(target)
+        return replace(head, name=f"{target.name}+eagle3-head", vocab_size=min(EAGLE3_DRAFT_VOCAB, target.vocab_size))
     if drafter.kind == "mtp":
         return mtp_spec(target)
     if drafter.kind == "model":
@@ -130,17 +144,36 @@ def drafter_deployment(drafter: Drafter, spec: ModelSpec, target_dep: Deployment
         validate(spec, hw, target_dep)
         return target_dep
     gpus = target_dep.gpus
-    dtype = "bf16" if drafter.kind == "eagle" else spec.native_dtype
+    dtype = "bf16" if drafter.kind in ("eagle", "eagle3") else spec.native_dtype
     last: Exception | None = None
     for dt in dict.fromkeys((dtype, "bf16")):  # a checkpoint format the GPU lacks falls back to bf16
         for tp in range(target_dep.tp, 0, -1):
             if gpus % tp:
                 continue
             dep = Deployment(dtype=dt, kv_dtype=target_dep.kv_dtype, tp=tp, dp=gpus // tp, ep=1, moe_tp=gpus,
-                             cuda_graphs=target_dep.cuda_graphs)
+                             cuda_graphs=target_dep.cuda_graphs, engine=target_dep.engine)
             try:
                 validate(spec, hw, dep)
                 return dep
             except InfeasibleError as exc:
                 last = exc
     raise InfeasibleError(f"drafter {drafter.label} cannot be laid out on {gpus} GPUs of {hw.name}: {last}")
+
+
+def draft_step_time(drafter: Drafter, target: ModelSpec, hw, dep: Deployment, batch, tokens: int, context: int,
+                    mech, overlap, cache, t_target=None):
+    """(T_draft(B, tokens) over ``batch``, the drafter's deployment or None): one drafter pass over ``tokens`` tokens
+    per request (1 for a chain; a tree level's node count), as the engine runs it (graph padding included).
+    ``t_target``: the target's T(B, tokens) if already priced (used by ``ratio:C``)."""
+    from .overheads import padded_step  # overheads imports cost only; local import keeps this module's header small
+
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    if drafter.kind == "ngram":
+        return np.zeros_like(b), None
+    if drafter.kind == "ratio":
+        if t_target is None:
+            t_target = padded_step(cache, target, hw, dep, b, int(tokens), context, mech, overlap).time
+        return drafter.ratio * np.asarray(t_target, dtype=float), None
+    spec = drafter_spec(drafter, target)
+    ddep = drafter_deployment(drafter, spec, dep, hw)
+    return padded_step(cache, spec, hw, ddep, b, int(tokens), context, mech, overlap).time, ddep

@@ -1,6 +1,6 @@
 """Speculative rounds: round time, speedup, best draft length (docs/MODEL.md §4, "Round time and speedup").
 
-    T_round(B, γ) = γ · T_draft(B, 1) + T(B, γ+1) + T_reject          (γ ≥ 1)
+    T_round(B, γ) = γ · T_draft(B, 1) + T(B, γ+1) + T_reject + T_gdn(B, γ)     (γ ≥ 1)
     T_round(B, 0) = T(B, 1)                                             (plain decoding)
     Speedup(B, γ) = AL(γ) · T(B, 1) / T_round(B, γ)
     tokens/s per request = AL(γ) / T_round(B, γ);   aggregate = B · AL(γ) / T_round(B, γ)
@@ -10,6 +10,8 @@ modelled (:attr:`Mechanisms.fixed_costs_on`, the engine's rule for host overhead
 :func:`simulator.cost.engine.step_fixed`). Every array is over the batch grid
 (last axis) and the draft-length grid (first axis); step times come from :func:`simulator.cost.step.step_time`,
 memoised per (model, GPU, deployment, mechanisms, overlap, tokens, context, batch grid) in a :class:`StepCache`.
+Every pass (decode, verify, draft) runs at the engine's captured CUDA-graph batch when ``graph_padding`` is on, and
+T_gdn is the linear-attention state checkpoints of ``round_overheads`` (:mod:`simulator.specdec.overheads`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Interval, Param, declare
 from .acceptance import Acceptance
-from .drafters import Drafter, drafter_deployment, drafter_spec, parse_drafter
+from .drafters import Drafter, draft_step_time, parse_drafter
+from .overheads import gdn_checkpoint_time, padded_step
 
 __all__ = ["DRAFT_LENS", "SpecResult", "StepCache", "best_gamma", "pays_up_to", "rejection_time", "round_time",
            "speculative", "speedup"]
@@ -125,6 +128,7 @@ class SpecResult:
     bound_decode: np.ndarray  # (nb,) compute | memory | fixed
     bound_verify: np.ndarray  # (ng, nb)
     drafter_dep: Deployment | None = None
+    t_overhead: np.ndarray | None = None  # (ng, nb) engine round overheads beside T_reject (docs/MODEL.md §4.5)
 
     @property
     def t_draft(self) -> np.ndarray:
@@ -168,21 +172,19 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     # One engine call prices every pass length: the (s, B) grid is flattened, s = 1 (decode) and γ + 1.
     lengths = np.unique(np.concatenate([[1], g + 1]))
     nb = b.size
-    grid = cache.step(target, hw, dep, np.tile(b, lengths.size), np.repeat(lengths, nb), context, mech, overlap)
+    # graph_padding: each pass at the engine's captured batch (or eager above the cap), docs/MODEL.md §4.5
+    grid = padded_step(cache, target, hw, dep, np.tile(b, lengths.size), np.repeat(lengths, nb), context, mech,
+                       overlap)
     row = {int(s): slice(i * nb, (i + 1) * nb) for i, s in enumerate(lengths)}
     bound = grid.bound  # computed once for the whole flattened grid
     dec = _StepRows(grid, row[1], bound)
     ver = [_StepRows(grid, row[int(x) + 1], bound) for x in g]
     t_verify = np.stack([v.time for v in ver])
     ddep = None
-    if drafter.kind == "ratio":
-        t_draft_step = drafter.ratio * dec.time
-    else:
-        spec = drafter_spec(drafter, target)
-        ddep = drafter_deployment(drafter, spec, dep, hw)
-        t_draft_step = cache.step(spec, hw, ddep, b, 1, context, mech, overlap).time
+    t_draft_step, ddep = draft_step_time(drafter, target, hw, dep, b, 1, context, mech, overlap, cache, dec.time)
     t_rej = np.where(g > 0, rejection_time(hw, mech), 0.0)
-    t_round = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None])
+    t_over = np.stack([gdn_checkpoint_time(target, hw, dep, b, int(x), mech) for x in g])  # (ng, nb)
+    t_round = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over)
     al = acceptance.accept_length(g)
     return SpecResult(
         batch=b, gammas=g, accept_length=al, alpha=acceptance.effective_alpha(g), t_decode=dec.time,
@@ -192,5 +194,5 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
         unique_verify=np.stack([np.asarray(v.unique_experts_total, float) for v in ver]),
         unique_decode_rank=np.asarray(dec.unique_experts, float),
         unique_verify_rank=np.stack([np.asarray(v.unique_experts, float) for v in ver]),
-        bound_decode=dec.bound, bound_verify=np.stack([v.bound for v in ver]), drafter_dep=ddep,
+        bound_decode=dec.bound, bound_verify=np.stack([v.bound for v in ver]), drafter_dep=ddep, t_overhead=t_over,
     )

@@ -21,7 +21,9 @@ Round time: one drafter pass per depth level, each over all nodes of the level i
 request, n_0 = 1 the root), then one verify pass over all N nodes with the tree's unique experts
 (``OverlapInput(tree=parents)``, :mod:`simulator.overlap.tree`):
 
-    T_round(B, tree) = Σ_{d=1..D} T_draft(B, n_{d−1}) + T(B, N) + T_reject
+    T_round(B, tree) = Σ_{d=1..D} T_draft(B, n_{d−1}) + T(B, N) + T_reject + T_gdn(B, N − 1)
+
+(every pass at the engine's captured CUDA-graph batch; T_gdn: :mod:`simulator.specdec.overheads`)
 
 A chain of γ drafts (a 1-wide tree, N = γ + 1) is priced as the chain itself: exactly
 :func:`simulator.specdec.speculative`'s γ · T_draft(B, 1) + T(B, γ+1) + T_reject.
@@ -42,7 +44,8 @@ from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import declare
 from .acceptance import Acceptance
-from .drafters import Drafter, drafter_deployment, drafter_spec, parse_drafter
+from .drafters import Drafter, draft_step_time, parse_drafter
+from .overheads import gdn_checkpoint_time, padded_step
 from .rounds import SpecResult, StepCache, rejection_time
 
 __all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "parse_tree", "speculative_tree",
@@ -159,6 +162,7 @@ class TreeResult:
     decode: object = None  # StepResult of T(B, 1)
     verify: object = None  # StepResult of T(B, N)
     drafter_dep: Deployment | None = None
+    t_overhead: np.ndarray | None = None  # (nb,) engine round overheads beside T_reject (specdec.overheads)
 
     @property
     def nodes(self) -> int:
@@ -182,7 +186,8 @@ class TreeResult:
             unique_verify=np.asarray(v.unique_experts_total, float)[None, :],
             unique_decode_rank=np.asarray(d.unique_experts, float),
             unique_verify_rank=np.asarray(v.unique_experts, float)[None, :],
-            bound_decode=d.bound, bound_verify=np.asarray(v.bound)[None, :], drafter_dep=self.drafter_dep)
+            bound_decode=d.bound, bound_verify=np.asarray(v.bound)[None, :], drafter_dep=self.drafter_dep,
+            t_overhead=None if self.t_overhead is None else np.asarray(self.t_overhead)[None, :])
 
 
 @declare(batch=BATCH, context=CONTEXT)
@@ -198,27 +203,24 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     sizes = level_sizes(par)
     n = int(sizes.sum())
-    dec_res = cache.step(target, hw, dep, b, 1, context, mech, overlap)
+    dec_res = padded_step(cache, target, hw, dep, b, 1, context, mech, overlap)
     dec = dec_res.time
     chain = bool(np.all(sizes == 1)) or not target.ffn.is_moe  # a chain keeps the chain's statistics (no tree fit)
     vov = overlap if chain else replace(model_overlap(target, overlap), tree=par)
-    ver_res = cache.step(target, hw, dep, b, n, context, mech, vov)
+    ver_res = padded_step(cache, target, hw, dep, b, n, context, mech, vov)
     ver = ver_res.time
     t_draft = np.zeros_like(b)
     ddep = None
-    if drafter.kind == "ratio":
-        for k in sizes[:-1]:  # the levels that are expanded: n_0 .. n_{D-1}
-            step = dec if k == 1 else cache.step(target, hw, dep, b, int(k), context, mech, overlap).time
-            t_draft = t_draft + drafter.ratio * step
-    else:
-        spec = drafter_spec(drafter, target)
-        ddep = drafter_deployment(drafter, spec, dep, hw)
-        for k in sizes[:-1]:
-            t_draft = t_draft + cache.step(spec, hw, ddep, b, int(k), context, mech, overlap).time
+    for k in sizes[:-1]:  # the levels that are expanded: n_0 .. n_{D-1} (drafters priced by specdec.drafters)
+        step, ddep = draft_step_time(drafter, target, hw, dep, b, int(k), context, mech, overlap, cache,
+                                     dec if k == 1 else None)
+        t_draft = t_draft + step
     depth = len(sizes) - 1
     t_rej = rejection_time(hw, mech) if depth >= 1 else 0.0
-    t_round = dec if depth == 0 else t_draft + ver + t_rej
+    t_over = gdn_checkpoint_time(target, hw, dep, b, n - 1, mech)  # engine round overheads (specdec.overheads)
+    t_round = dec if depth == 0 else t_draft + ver + t_rej + t_over
     al = tree_accept_length(par, acceptance)
     return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,
                       t_reject=t_rej, t_round=t_round, speedup=al * dec / t_round, decode=dec_res, verify=ver_res,
+                      t_overhead=t_over,
                       drafter_dep=ddep)

@@ -1,0 +1,114 @@
+"""Engine per-round overheads of speculative decoding (docs/MODEL.md §4.5).
+
+CUDA-graph padding staircase (mechanism ``graph_padding``). Engines replay CUDA graphs captured for a fixed list of
+sizes; a pass whose size is not captured runs the graph of the next captured size (padding rows that are computed and
+thrown away), and a pass above the largest captured size runs eagerly (every kernel pays its launch cost,
+``kernels.step.launch_eager``). The capture lists are the engines' public defaults:
+
+- vLLM (V1): ``compilation_config.cudagraph_capture_sizes`` counts *tokens*: 1, 2, 4, then multiples of 8 to 256 and
+  of 16 to ``max_cudagraph_capture_size`` = 512 (vllm/config/compilation.py; the 1, 2, 4, 8·i list since vLLM PR
+  #7894). With speculative decoding the sizes are rounded to multiples of the uniform decode query length γ + 1
+  (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315), so a verify pass of B requests pads to the next
+  captured multiple of γ + 1 and runs eagerly above 512 tokens.
+- SGLang: ``cuda_graph_bs`` counts *requests* (each with its γ + 1 verify tokens): 1, 2, 4, 8, 12, then multiples of
+  8 to ``cuda_graph_max_bs`` (assumed 256: the default depends on GPU memory and TP size).
+- TensorRT-LLM: ``cuda_graph_config.batch_sizes`` with ``enable_padding``: 1, 2, 4, then multiples of 8 to
+  ``max_batch_size`` (assumed 128: the CudaGraphConfig default as documented for the PyTorch backend).
+
+The SGLang and TRT-LLM caps are ``assumed`` (their defaults depend on the launch); the lists are declared once here.
+
+Round overheads (mechanism ``round_overheads``): linear-attention (Gated DeltaNet) state checkpoints. A model with
+linear-attention layers cannot roll its recurrent state back past a rejected draft, so engines keep the state after
+every drafted position of the verify pass (vLLM's Mamba/GDN spec-decode path writes one state per speculative
+token): γ extra fp32 states per request and linear layer, written once,
+
+    T_gdn(B, γ) = γ · n_linear · (B / dp) · (h_v / tp) · d_k · d_v · 4 B / (BW_hbm · η_global)
+
+(η_global: the profile's ``kernels.global_efficiency``, a streaming write). Rejection sampling is the profile's
+``kernels.step.rejection_sampling`` (:func:`simulator.specdec.rounds.rejection_time`). KV rollback after a rejected
+chain costs no copy in vLLM, SGLang or TRT-LLM (rejected slots are released by shortening the sequence), so it has
+no term; DeepSeek-V3.2's sparse-attention indexer is part of every pass (:func:`simulator.cost.ops._indexer_ops`
+scores all γ + 1 verify positions against the whole context), not an overhead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+
+from ..cost.deployment import Deployment, Mechanisms
+from ..cost.step import StepResult
+from ..specs.hardware import HardwareProfile
+from ..specs.model import ModelSpec
+
+__all__ = ["CAPTURE", "gdn_checkpoint_time", "graph_batch", "padded_step"]
+
+# engine -> (captured sizes, unit: "tokens" or "requests")
+CAPTURE = {
+    "vllm": ((1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)), "tokens"),
+    "sglang": ((1, 2, 4, 8, 12, *range(16, 257, 8)), "requests"),
+    "trtllm": ((1, 2, 4, *range(8, 129, 8)), "requests"),
+}
+
+
+def graph_batch(engine: str, batch, tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """(padded batch, eager) per batch point for a pass of ``tokens`` tokens per request on ``engine``: the batch of
+    the captured graph the engine replays (≥ the batch), or the batch itself with eager = True above the cap."""
+    sizes, unit = CAPTURE[engine]
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    s = max(int(tokens), 1)
+    if unit == "tokens":  # sizes rounded up to multiples of s, at most the largest size (vLLM PR #28315)
+        cap = sizes[-1]
+        reqs = np.unique([-(-c // s) for c in sizes if -(-c // s) * s <= cap] or [0])
+    else:
+        reqs = np.asarray(sizes)
+    reqs = reqs[reqs > 0]
+    idx = np.searchsorted(reqs, b, side="left")
+    eager = idx >= reqs.size
+    padded = np.where(eager, b, reqs[np.minimum(idx, reqs.size - 1)] if reqs.size else b)
+    return padded.astype(float), eager
+
+
+def _merge(a: StepResult, b: StepResult, take_b: np.ndarray) -> StepResult:
+    """Row-wise choice between two StepResults over the same grid."""
+    out = {}
+    for f in fields(StepResult):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, dict):
+            out[f.name] = {k: np.where(take_b, y[k], x[k]) for k in x}
+        else:
+            out[f.name] = np.where(take_b, y, x)
+    return StepResult(**out)
+
+
+def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context: int,
+                mech: Mechanisms, overlap=None) -> StepResult:
+    """T(B, s) of a pass as the engine runs it: at the captured batch (graph_padding on) or as given (off).
+    ``tokens`` is a scalar or an array aligned with ``batch``."""
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    s = np.broadcast_to(np.atleast_1d(np.asarray(tokens, dtype=float)), b.shape)
+    if mech.graph_padding != "on" or not dep.cuda_graphs:
+        return cache.step(model, hw, dep, b, s, context, mech, overlap)
+    pb, eager = b.copy(), np.zeros(b.shape, dtype=bool)
+    for x in np.unique(s):
+        rows = s == x
+        pb[rows], eager[rows] = graph_batch(dep.engine, b[rows], int(x))
+    res = cache.step(model, hw, dep, pb, s, context, mech, overlap)
+    if eager.any():
+        res = _merge(res, cache.step(model, hw, replace(dep, cuda_graphs=False), pb, s, context, mech, overlap),
+                     eager)
+    return res
+
+
+def gdn_checkpoint_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, drafted,
+                        mech: Mechanisms) -> np.ndarray:
+    """T_gdn (module docstring) over ``batch``; 0 without linear-attention layers or with round_overheads off."""
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    la = model.attention.linear
+    n_lin = sum(1 for kind, _ in model.layer_layout if kind == "linear")
+    if mech.round_overheads != "on" or la is None or n_lin == 0 or drafted <= 0:
+        return np.zeros_like(b)
+    state = (b / dep.dp) * (la.value_heads // dep.tp) * la.key_head_dim * la.value_head_dim * 4.0
+    eta = hw.for_engine(dep.engine).kernels.global_efficiency
+    return drafted * n_lin * state / (hw.hbm_bandwidth * eta)

@@ -1,0 +1,63 @@
+"""Engine per-round overheads (simulator.specdec.overheads): switching one off never slows a round; γ = 0 stays
+plain decoding; padding staircase and drafter kinds."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.cost.deployment import Deployment, Mechanisms
+from simulator.specdec import Acceptance, StepCache, speculative
+from simulator.specdec.drafters import parse_drafter
+from simulator.specdec.overheads import graph_batch
+from simulator.specs.catalog import load_hardware, load_model
+
+HW = load_hardware("h100-sxm")
+MODELS = {"qwen3-30b-a3b": Deployment(dtype="fp8_block", tp=2, ep=2),
+          "qwen3-next-80b-a3b": Deployment(dtype="fp8_block", tp=4, ep=4)}
+SPECS = {m: load_model(m) for m in MODELS}
+ACC = Acceptance.from_alpha(0.7)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(model=st.sampled_from(sorted(MODELS)), batch=st.integers(1, 300), gamma=st.integers(0, 6),
+       engine=st.sampled_from(["trtllm", "sglang", "vllm"]), drafter=st.sampled_from(["eagle", "eagle3", "ngram"]),
+       which=st.sampled_from(["graph_padding", "round_overheads"]))
+def test_switching_an_overhead_off_never_slows_a_round(model, batch, gamma, engine, drafter, which):
+    from dataclasses import replace
+    dep = replace(MODELS[model], engine=engine)
+    cache = StepCache()
+    on = speculative(SPECS[model], HW, dep, [batch], [gamma], ACC, drafter, 1024, Mechanisms(), cache=cache)
+    off = speculative(SPECS[model], HW, dep, [batch], [gamma], ACC, drafter, 1024,
+                      Mechanisms().with_(**{which: "off"}), cache=cache)
+    assert off.t_round[0, 0] <= on.t_round[0, 0] * (1 + 1e-12)
+
+
+def test_gamma_zero_is_plain_decoding_exactly():
+    dep = Deployment(dtype="fp8_block", tp=4, ep=4, engine="vllm")
+    r = speculative(SPECS["qwen3-next-80b-a3b"], HW, dep, [1, 3, 77, 300], [0, 3], ACC, "eagle3", 1024)
+    assert np.array_equal(r.t_round[0], r.t_decode) and np.all(r.speedup[0] == 1.0)
+
+
+def test_gdn_checkpoints_only_for_linear_attention():
+    dep = Deployment(dtype="fp8_block", tp=4, ep=4)
+    nxt = speculative(SPECS["qwen3-next-80b-a3b"], HW, dep, [8], [3], ACC, "eagle", 1024)
+    q30 = speculative(SPECS["qwen3-30b-a3b"], HW, Deployment(dtype="fp8_block", tp=2, ep=2), [8], [3], ACC)
+    assert nxt.t_overhead[0, 0] > 0 and q30.t_overhead[0, 0] == 0
+
+
+def test_padding_staircase_and_eager_cap():
+    b, eager = graph_batch("vllm", [1, 3, 5, 128, 129], 4)  # tokens: multiples of 4 up to 512
+    assert b.tolist() == [1, 4, 6, 128, 129] and eager.tolist() == [False, False, False, False, True]
+    b, eager = graph_batch("trtllm", [3, 9, 128, 129], 4)  # requests: 1, 2, 4, 8, 16, ... 128
+    assert b.tolist() == [4, 16, 128, 129] and eager.tolist() == [False, False, False, True]
+
+
+def test_drafter_kinds():
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2)
+    kw = dict(acceptance=ACC, context=1024)
+    e1 = speculative(SPECS["qwen3-30b-a3b"], HW, dep, [1], [3], drafter="eagle", **kw)
+    e3 = speculative(SPECS["qwen3-30b-a3b"], HW, dep, [1], [3], drafter="eagle3", **kw)
+    ng = speculative(SPECS["qwen3-30b-a3b"], HW, dep, [1], [3], drafter="ngram", **kw)
+    assert 0 < e3.t_draft_step[0] < e1.t_draft_step[0]  # 32k draft vocabulary vs the target's 151k
+    assert ng.t_draft_step[0] == 0
+    assert parse_drafter("ratio:0.1").ratio == 0.1
