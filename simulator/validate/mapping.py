@@ -82,6 +82,22 @@ HELD_OUT_SYSTEMS = ("b300_sxm", "gb300")
 DTYPES: dict[str, str] = {"": "bf16", "bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block",
                           "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4a16_mxfp4": "mxfp4", "int4_wo": "int4_wo"}
 
+# Checkpoints that ship in one weight format, whatever the row's quantisation label says: openai/gpt-oss-* publish
+# their MoE weights only as MXFP4 (config.json quantization_config.quant_method = "mxfp4"; gpt-oss model card [B16]),
+# so every engine runs those weights as mxfp4 (W4A16 dequant on Hopper, fp4 tensor cores on Blackwell) — the
+# aiconfigurator rows label them 'nvfp4'. A 4-bit label on such a checkpoint is read as its own format.
+CHECKPOINT_DTYPES: dict[str, str] = {"openai/gpt-oss-120b": "mxfp4", "openai/gpt-oss-20b": "mxfp4"}
+FOUR_BIT_LABELS = ("nvfp4", "mxfp4", "w4a16_mxfp4")
+
+
+def row_dtype(model_path: str, quant: str) -> str | None:
+    """The Deployment dtype of a row's checkpoint and quantisation label (None: no catalog format)."""
+    native = CHECKPOINT_DTYPES.get(model_path.strip().lower())
+    if native and quant in FOUR_BIT_LABELS:
+        return native
+    return DTYPES.get(quant)
+
+
 # KV-cache dtype a row implies: the rows do not state it. Quantised runs use an fp8 KV cache (NVIDIA's FP8/NVFP4
 # checkpoints declare kv_cache_quant_algo FP8, models.md [B25]); unquantised runs keep bf16.
 KV_FP8_PRECISIONS = ("fp8", "fp4", "int4")

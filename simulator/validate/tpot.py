@@ -33,7 +33,7 @@ from ..cost.step import check_memory, step_time
 from ..errors import ConfigError, SimulatorError
 from ..specs.catalog import load_hardware, load_model
 from ..specs.kernels import ENGINES
-from .mapping import DTYPES, HELD_OUT_SYSTEMS, MODELS, SYSTEMS, kv_dtype
+from .mapping import DTYPES, HELD_OUT_SYSTEMS, MODELS, SYSTEMS, kv_dtype, row_dtype
 
 LAYOUT = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 REQUIRED_COLUMNS = ("id", "backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode",
@@ -203,7 +203,8 @@ def _resolve(row: dict, include_held_out: bool) -> tuple[_Plan, object, object]:
     if engine not in ENGINES:
         raise _Refused("refused", f"backend {engine!r} is not one of {list(ENGINES)}")
     quant = (row.get("moe_quant_mode") or row.get("gemm_quant_mode") or "").strip().lower()
-    if quant not in DTYPES:
+    dtype = row_dtype(hf, quant)
+    if dtype is None:
         raise _Refused("refused", f"quantisation mode {quant!r} has no catalog format (known: {sorted(DTYPES)})")
     tp, pp = _int(row, f"{pre}tp_size"), _int(row, f"{pre}pp_size", 1)
     dp = _int(row, f"{pre}attention_dp_size", 1)
@@ -213,14 +214,17 @@ def _resolve(row: dict, include_held_out: bool) -> tuple[_Plan, object, object]:
     if min(tp, dp, batch) < 1:
         raise _Refused("refused", f"{pre}tp_size {tp}, {pre}attention_dp_size {dp}, {pre}batch_size {batch}: "
                                   "each must be >= 1")
+    redundant = 0
     if model.ffn.is_moe:
         ep = _int(row, f"{pre}moe_ep_size", 1)
         moe_tp = _int(row, f"{pre}moe_tp_size", max(1, tp * dp // max(ep, 1)))
+        if dp == 1 and model.attention.q_heads % tp:
+            tp, dp, ep, moe_tp, redundant, batch = _wide_ep(model, tp, batch)
     else:
         ep, moe_tp = 1, None
     try:
-        dep = Deployment(dtype=DTYPES[quant], kv_dtype=kv_dtype(row.get("precision") or ""), tp=tp, dp=dp, ep=ep,
-                         moe_tp=moe_tp, engine=engine)
+        dep = Deployment(dtype=dtype, kv_dtype=kv_dtype(row.get("precision") or ""), tp=tp, dp=dp, ep=ep,
+                         moe_tp=moe_tp, engine=engine, redundant_experts=redundant)
         validate(model, hw, dep)
         hw_e = hw.for_engine(engine)
     except SimulatorError as exc:
@@ -229,6 +233,19 @@ def _resolve(row: dict, include_held_out: bool) -> tuple[_Plan, object, object]:
     plan = _Plan(name, gpu, dep, batch, stated, _int(row, "isl"), max(1, _int(row, "osl")), mode,
                  _float(row, "silicon_tpot_ms"))
     return plan, model, hw_e
+
+
+def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int]:
+    """The layout of a MoE row whose ``tp_size`` cannot be attention TP (it does not divide the heads) and whose
+    attention DP is 1: ``tp_size`` counts the GPUs of a wide-EP deployment with attention data parallelism (the
+    TRT-LLM wide-EP and SGLang DP-attention recipes for DeepSeek-R1 on GB200 NVL72 at 12–72 GPUs; their stated
+    ``moe_tp_size`` cannot divide the expert width either). Read as tp 1, dp = ep = ``tp_size``, moe_tp 1; the
+    engines' expert-parallel load balancers fill the EP ranks equally with redundant expert slots (TRT-LLM
+    ``num_slots``, SGLang ``ep_num_redundant_experts`` must make slots a multiple of ep), at least
+    ``(-experts) mod ep`` of them; the row's batch (all requests, attention DP 1) is spread over the dp ranks.
+    Returns (tp, dp, ep, moe_tp, redundant_experts, batch per rank)."""
+    redundant = -model.ffn.experts % gpus
+    return 1, gpus, gpus, 1, redundant, max(1, -(-batch // gpus))
 
 
 def _price_group(model, hw, dep: Deployment, mode: str, isl: int, osl: int, batches: np.ndarray):

@@ -1,0 +1,88 @@
+"""`validate tpot` row readings (docs/MODEL.md §7): a checkpoint's own weight format over a row's 4-bit label
+(gpt-oss ships MXFP4 only), and MoE rows whose tp_size cannot be attention TP read as wide EP with attention DP."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from simulator.cost.deployment import Deployment, validate
+from simulator.cost.step import step_time
+from simulator.errors import InfeasibleError
+from simulator.specs import load_hardware, load_model
+from simulator.validate import validate_tpot
+from simulator.validate.mapping import row_dtype
+from simulator.validate.tpot import REQUIRED_COLUMNS
+
+HEADER = (*REQUIRED_COLUMNS, "silicon_data_source", "decode_num_workers")
+
+
+def _rows(tmp_path, *rows):
+    p = tmp_path / "rows.csv"
+    with p.open("w", newline="") as f:
+        w = csv.DictWriter(f, HEADER)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in HEADER})
+    return {r.id: r for r in validate_tpot(p).rows}
+
+
+def _agg(id, model, system, engine, quant, batch, tp, dp, moe_tp, ep, tpot=10.0):
+    return {"id": id, "backend": engine, "model_path": model, "system": system, "precision": "fp8", "mode": "agg",
+            "isl": 1024, "osl": 1024, "gemm_quant_mode": quant, "moe_quant_mode": quant, "batch_size": batch,
+            "tp_size": tp, "pp_size": 1, "attention_dp_size": dp, "moe_tp_size": moe_tp, "moe_ep_size": ep,
+            "silicon_tpot_ms": tpot}
+
+
+def test_row_dtype_reads_gpt_oss_fp4_labels_as_mxfp4_only():
+    assert row_dtype("openai/gpt-oss-120b", "nvfp4") == "mxfp4"
+    assert row_dtype("OpenAI/gpt-oss-20b", "nvfp4") == "mxfp4"
+    assert row_dtype("openai/gpt-oss-120b", "bf16") == "bf16"  # not a 4-bit label: the row's own format
+    assert row_dtype("deepseek-ai/DeepSeek-R1", "nvfp4") == "nvfp4"
+    assert row_dtype("deepseek-ai/DeepSeek-R1", "int3") is None
+
+
+def test_gpt_oss_nvfp4_row_on_hopper_prices_as_mxfp4(tmp_path):
+    """moe_tp 8: 2880/8 = 360 is priced (mxfp4 pads its shards) at the W4A16 path, equal to a direct step_time."""
+    r = _rows(tmp_path, _agg("oss", "openai/gpt-oss-120b", "h100_sxm", "vllm", "nvfp4", 8, 8, 1, 8, 1),
+              _agg("r1", "deepseek-ai/DeepSeek-R1", "h100_sxm", "trtllm", "nvfp4", 8, 8, 1, 1, 8))
+    assert r["oss"].status == "ok", r["oss"].reason
+    assert r["r1"].status == "refused" and "fp4 tensor cores" in r["r1"].reason  # a real nvfp4 checkpoint
+    m, hw = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="mxfp4", kv_dtype="fp8", tp=8, ep=1, moe_tp=8, engine="vllm")
+    dec = step_time(m, hw, dep, [8], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
+    pf = step_time(m, hw, dep, [1], 1024, context=0, check_fit=False).time[0] * 1e3
+    assert r["oss"].predicted_tpot_ms == pytest.approx(dec + 8 / 1024 * pf, rel=1e-9)
+
+
+@pytest.mark.parametrize("gpus, redundant", [(36, 32), (20, 4), (72, 32), (28, 24)])
+def test_tp_that_cannot_split_heads_is_read_as_wide_ep(tmp_path, gpus, redundant):
+    batch = 3 * gpus - 1  # all requests of the row; per DP rank: ceil(batch / gpus) = 3
+    r = _rows(tmp_path, _agg("w", "deepseek-ai/DeepSeek-R1", "gb200", "trtllm", "fp8_block", batch, gpus, 1, gpus,
+                             1))["w"]
+    assert r.status == "ok", r.reason
+    m, hw = load_model("deepseek-r1"), load_hardware("gb200")
+    dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=1, dp=gpus, ep=gpus, moe_tp=1, engine="trtllm",
+                     redundant_experts=redundant)
+    dec = step_time(m, hw, dep, [3 * gpus], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
+    assert r.decode_ms == pytest.approx(dec, rel=1e-9)
+    assert r.gpus == gpus
+
+
+def test_heads_dividing_tp_keeps_the_stated_layout(tmp_path):
+    r = _rows(tmp_path, _agg("t", "deepseek-ai/DeepSeek-R1", "gb200", "trtllm", "fp8_block", 8, 8, 1, 1, 8))["t"]
+    m, hw = load_model("deepseek-r1"), load_hardware("gb200")
+    dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine="trtllm")
+    assert r.decode_ms == pytest.approx(step_time(m, hw, dep, [8], 1, context=1536, check_fit=False).time[0] * 1e3)
+
+
+@pytest.mark.parametrize("ep", [12, 20, 24, 36, 48, 72])
+def test_ep_not_dividing_experts_needs_slots_that_fill_the_ranks(ep):
+    m, hw = load_model("deepseek-r1"), load_hardware("gb200")
+    mk = lambda n: Deployment(dtype="fp8_block", tp=1, dp=ep, ep=ep, moe_tp=1, redundant_experts=n)  # noqa: E731
+    with pytest.raises(InfeasibleError, match=rf"add {-256 % ep} redundant experts"):
+        validate(m, hw, mk(0))
+    validate(m, hw, mk(-256 % ep))  # the fewest slots that fill every rank equally
+    with pytest.raises(InfeasibleError, match="do not fill"):
+        validate(m, hw, mk(-256 % ep + 1))
