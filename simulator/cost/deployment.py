@@ -41,6 +41,14 @@ class Mechanisms:
     kernel_curves: str = param_field(Param(Options(ONOFF)), "on")
     fixed_costs: str = param_field(Param(Options(FIXED)), "on")
     l2: str = param_field(Param(Options(ONOFF)), "on")
+    # Engine per-round overheads of speculative decoding (docs/MODEL.md §4.5; simulator.specdec.overheads):
+    # graph_padding: "on" = every pass of a round runs the engine's CUDA graph for the next captured batch size
+    #     (the padding staircase) and runs eagerly (per-kernel launch costs) above the largest one; "off" = the
+    #     batch as given, always with graphs.
+    # round_overheads: "on" = per-round state work beside the passes (linear-attention state checkpoints per
+    #     drafted position); "off" = none.
+    graph_padding: str = param_field(Param(Options(ONOFF)), "on")
+    round_overheads: str = param_field(Param(Options(ONOFF)), "on")
 
     def __post_init__(self):
         check_fields(self)
@@ -58,15 +66,20 @@ class Mechanisms:
 PRESETS = {
     # MoESD's model (docs/MODEL.md §3.6). Its fitted terms read three ways: the default charges the calibrated MoE
     # floor once per unique expert (MoESD's "single-expert load time"); the other two bracket it.
-    "prior": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="per_expert", l2="off"),
-    "prior-no-fixed": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="off", l2="off"),
-    "prior-kernel-floors": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="on", l2="off"),
+    # MoESD models no engine round overheads: the prior's readings switch them off.
+    "prior": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="per_expert", l2="off",
+                        graph_padding="off", round_overheads="off"),
+    "prior-no-fixed": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="off", l2="off",
+                                 graph_padding="off", round_overheads="off"),
+    "prior-kernel-floors": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="on", l2="off",
+                                      graph_padding="off", round_overheads="off"),
     "refined": Mechanisms(),  # the field defaults above are the refined model
 }
 # The readings of the prior reported as its range wherever the prior is reported (default first).
 PRIOR_READINGS = ("prior", "prior-no-fixed", "prior-kernel-floors")
 # The walk from prior to refined used by `explain` (one mechanism per step, in this order).
-WALK = tuple((f, getattr(PRESETS["refined"], f)) for f in ("routing", "kernel_curves", "fixed_costs", "l2"))
+WALK = tuple((f, getattr(PRESETS["refined"], f)) for f in ("routing", "kernel_curves", "fixed_costs", "l2",
+                                                                   "graph_padding", "round_overheads"))
 
 
 MODE = Param(Options(PRESETS))  # a mechanism preset by name
