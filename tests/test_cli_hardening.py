@@ -17,7 +17,7 @@ import pytest
 from simulator.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-SWEEP = ["sweep", "--model", "qwen3-30b-a3b", "--batch", "1,4", "--draft-len", "1,2", "--quiet"]
+SWEEP = ["sweep", "--model", "qwen3-30b-a3b", "--batch", "1,4", "--draft-len", "1,2", "--quiet", "--out", "{tmp}/run"]
 EXPLAIN = ["explain", "--model", "qwen3-30b-a3b"]
 STEP = ["step", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "2"]
 MOE = ["op", "moe", "--hardware", "h100-sxm", "--hidden", "4096", "--inter", "1536", "--experts", "128",
@@ -162,7 +162,7 @@ def test_ctrl_c_exits_130_with_one_line_and_no_partial_run(tmp_path, capsys, mon
 
     monkeypatch.setattr(sweep, "plot_all", interrupted)  # after the CSV is written into the staging folder
     out = tmp_path / "run"
-    assert main([*SWEEP, "--out", str(out)]) == 130
+    assert main([*SWEEP[:-2], "--out", str(out)]) == 130
     assert capsys.readouterr().err.strip() == "interrupted"
     assert not out.exists()  # the staging folder and the folder the run created are gone
 
@@ -179,6 +179,7 @@ def test_failure_while_writing_leaves_no_file(tmp_path):
 
 def test_run_folder_manifest_and_force(tmp_path, capsys):
     out = tmp_path / "run"
+    SWEEP = [a.format(tmp=tmp_path) for a in globals()["SWEEP"]]
     assert main([*SWEEP, "--no-plots", "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["command"] == "sweep" and manifest["files"] == ["sweep.csv"]

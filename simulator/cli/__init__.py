@@ -57,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. `... | head`
         return 0
+    except MemoryError:  # a size beyond this machine that no declaration bounds: still one line, exit 2
+        print("error: out of memory: a size given (batch, tokens, experts, grid) is too large for this machine; "
+              "use smaller values", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically (simulator.outputs), nothing partial remains
         print("interrupted", file=sys.stderr)
         return 130

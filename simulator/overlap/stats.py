@@ -22,8 +22,11 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
-from ..validation import Interval, Options, check_params
+from ..validation import Interval, Options, Param, check_params
 from .popularity import independent_overlap, parse_popularity, root_scalar
+
+MAX_EXPERTS = 65536  # routed experts per layer: above any MoE model (DeepSeek-V3 256, Kimi K2 384), keeps E bounded
+NUM_EXPERTS = Param(Interval(int, 1, MAX_EXPERTS), unit="experts")
 
 __all__ = ["OverlapStats", "POOLING_RULES", "pool_pairs", "window_marginal", "SUM_TOL"]
 
@@ -222,7 +225,7 @@ class OverlapStats:
         check_params(
             "OverlapStats.from_overlaps",
             {"experts": experts, "top_k": top_k},
-            {"experts": [Interval(int, 1, None)], "top_k": [Interval(int, 1, None)]},
+            {"experts": NUM_EXPERTS, "top_k": [Interval(int, 1, None)]},
         )
         if top_k > experts:
             raise ParameterError(f"top_k={top_k} is larger than experts={experts}; need k <= E")

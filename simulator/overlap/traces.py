@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..outputs import atomic_write
 from ..validation import Interval, Param, check_params
-from .stats import OverlapStats
+from .stats import MAX_EXPERTS, NUM_EXPERTS, OverlapStats
 
 __all__ = [
     "BATCH_DRAWS",
@@ -44,8 +44,6 @@ __all__ = [
     "write_trace",
 ]
 
-MAX_EXPERTS = 65536  # routed experts per layer: above any MoE model (DeepSeek-V3 256, Kimi K2 384), keeps E bounded
-NUM_EXPERTS = Param(Interval(int, 1, MAX_EXPERTS), unit="experts")
 SAMPLES = Param(Interval(int, 1, None), unit="draws")
 SEED = Param(Interval(int, 0, None))
 BATCH_DRAWS = Param(Interval(int, 1, 1 << 20), many=True, unit="requests")  # batch sizes of the empirical draws
