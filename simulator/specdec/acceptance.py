@@ -38,6 +38,7 @@ __all__ = [
 # Cohere 128-expert MoE with an EAGLE head at γ = 3, and AL(7) = 3.60 (Llama-4-Maverick EAGLE-3, γ = 7, code: 3.62).
 DEFAULT_ALPHA = 0.75
 ALPHA = Param(Interval(float, 0.0, 1.0), unit="per-token acceptance")  # the declaration of a per-token α
+TEMPERATURE = Param(Interval(float, 0.0, 10.0), unit="sampling temperature")  # stated beside an acceptance
 
 
 def accept_length(alpha, gamma) -> np.ndarray:
@@ -106,6 +107,9 @@ class Acceptance:
     alpha: float | None = None
     per_position: tuple[float, ...] | None = None
     source: str = ""
+    # Sampling temperature the acceptance was measured at (stated, not transformed: acceptance at another
+    # temperature must be stated by the user, since no published rule maps one to the other; docs/MODEL.md §4)
+    temperature: float = 0.0
 
     def __post_init__(self):
         if (self.alpha is None) == (self.per_position is None):
@@ -118,6 +122,7 @@ class Acceptance:
                 raise ParameterError(f"per-position acceptances must be a non-empty list of probabilities in "
                                      f"[0, 1]; got {list(self.per_position)}")
             object.__setattr__(self, "per_position", p)
+        TEMPERATURE.check(self.temperature, "temperature", "Acceptance")
 
     @classmethod
     def from_alpha(cls, alpha: float) -> Acceptance:
@@ -128,6 +133,20 @@ class Acceptance:
         """α from a mean acceptance length ``al`` (bonus included) measured at draft length ``gamma``."""
         return cls(alpha=float(alpha_from_accept_length(float(al), int(gamma))),
                    source=f"AL {float(al):g} at gamma={int(gamma)}")
+
+    @classmethod
+    def from_engine_rates(cls, rates, temperature: float = 0.0, source: str = "") -> Acceptance:
+        """From the per-position acceptance rates engines log (vLLM ``Per-position acceptance rate: u_1, u_2, ...``:
+        u_i = accepted drafts at position i / rounds, i.e. P(the first i drafts are all accepted)): the conditional
+        a_i = u_i / u_{i−1} (u_0 = 1), so that AL(γ) = 1 + Σ_{i≤γ} u_i exactly. The rates must not increase."""
+        u = np.asarray([float(x) for x in rates], dtype=float)
+        if u.ndim != 1 or not u.size or np.any((u < 0) | (u > 1)) or np.any(np.diff(u) > 1e-12):
+            raise ParameterError(f"engine per-position acceptance rates must be non-increasing probabilities in "
+                                 f"[0, 1] (P(first i drafts accepted)); got {list(rates)}")
+        prev = np.concatenate([[1.0], u[:-1]])
+        a = np.where(prev > 0, u / np.where(prev > 0, prev, 1.0), 0.0)
+        return cls(per_position=tuple(float(min(1.0, x)) for x in a), temperature=float(temperature),
+                   source=source or "engine rates " + ",".join(f"{x:g}" for x in u))
 
     @classmethod
     def from_positions(cls, probs) -> Acceptance:

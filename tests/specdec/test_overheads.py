@@ -61,3 +61,16 @@ def test_drafter_kinds():
     assert 0 < e3.t_draft_step[0] < e1.t_draft_step[0]  # 32k draft vocabulary vs the target's 151k
     assert ng.t_draft_step[0] == 0
     assert parse_drafter("ratio:0.1").ratio == 0.1
+
+
+def test_engine_rates_give_the_logged_accept_length():
+    u = [0.58, 0.34, 0.22, 0.15, 0.11]  # vLLM PR #24243 (MiniCPM3 EAGLE-3, 5 drafts): AL = 1 + Σ u_i = 2.40
+    acc = Acceptance.from_engine_rates(u, temperature=0.0)
+    assert np.allclose(acc.accept_length([0, 1, 5]), [1.0, 1.58, 1 + sum(u)])
+
+
+def test_context_term_in_draft_and_verify():
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2)
+    short = speculative(SPECS["qwen3-30b-a3b"], HW, dep, [16], [3], ACC, "eagle", 512)
+    long = speculative(SPECS["qwen3-30b-a3b"], HW, dep, [16], [3], ACC, "eagle", 32768)
+    assert long.t_verify[0, 0] > short.t_verify[0, 0] and long.t_draft_step[0] > short.t_draft_step[0]
