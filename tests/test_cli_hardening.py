@@ -72,7 +72,7 @@ CASES = [
     ("calibrate-report-sys", ["calibrate", "--report", "/sys/x.md"], "--report"),
     ("calibrate-report-bad-path", ["calibrate", "--report", "{tmp}/afile/r.md"], "--report"),
     ("calibrate-write-new", ["calibrate", "--write", "{tmp}/new.yaml"], "--write"),
-    ("calibrate-write-other-gpu", ["calibrate", "--write", "hardware/b200.yaml", "--quiet"], "field 'name'"),
+    ("calibrate-write-other-gpu", ["calibrate", "--write", "hardware/b200.yaml"], "field 'name'"),
     ("experiment-out-file", ["experiment", "paper-headline", "--out", "{tmp}/afile"], "--out"),
     ("experiment-report-bad", ["experiment", "paper-headline", "--report", "{tmp}/afile/r.md"], "--report"),
     # overflow, samples

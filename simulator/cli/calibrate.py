@@ -89,6 +89,10 @@ def run(args) -> int:
         from ..errors import ConfigError
 
         raise ConfigError(str(args.write), "", "is not an existing file", "--write names an existing profile file")
+    if args.write is not None:  # before any fitting: not another GPU's profile
+        from ..cost.calibrate_io import check_profile_target
+
+        check_profile_target(args.write, hw.name, args.force)
     if args.engine is not None or args.version is not None:
         cal = calibrate_engine(hw.name, args.engine or "trtllm",
                                args.version, progress=lambda m: progress(m, args.quiet), hw=hw)

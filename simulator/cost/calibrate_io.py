@@ -143,6 +143,14 @@ def _profile_name(text: str, where: str) -> str:
     return obj["name"]
 
 
+def check_profile_target(path: Path, gpu: str, force: bool = False) -> None:
+    """Refuse, before any fitting, to write ``gpu``'s calibration into another GPU's profile (unless ``force``)."""
+    name = _profile_name(Path(path).read_text(encoding="utf-8"), str(path))
+    if name != gpu and not force:
+        raise ConfigError(str(path), "name", f"is {name!r}, not the calibrated GPU {gpu!r} (the measurements "
+                          f"are {gpu}'s)", f"write to the {gpu} profile, or force the write")
+
+
 def write_profile(path: Path, cal: Calibration, force: bool = False) -> int:
     """Write ``cal`` into the profile at ``path``: another engine's values into its ``engines.<engine>`` block, a
     what-if profile's default engine as a whole new ``kernels:`` block, else in place (:func:`write_in_place`)."""
