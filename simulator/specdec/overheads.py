@@ -2,8 +2,10 @@
 
 CUDA-graph padding staircase (mechanism ``graph_padding``). Engines replay CUDA graphs captured for a fixed list of
 sizes; a pass whose size is not captured runs the graph of the next captured size (padding rows that are computed and
-thrown away), and a pass above the largest captured size runs eagerly (every kernel pays its launch cost,
-``kernels.step.launch_eager``). The capture lists are the engines' public defaults:
+thrown away), and a pass above the largest captured size runs eagerly: the host launches every kernel
+(``kernels.step.launch_eager`` each, L in all) while the GPU works through the queue, so the pass takes
+max(T_graph, L) (launches overlap execution; assumed: the host issues kernels back to back). The capture lists
+are the engines' public defaults:
 
 - vLLM (V1): ``compilation_config.cudagraph_capture_sizes`` counts *tokens*: 1, 2, 4, then multiples of 8 to 256 and
   of 16 to ``max_cudagraph_capture_size`` = 512 (vllm/config/compilation.py; the 1, 2, 4, 8·i list since vLLM PR
@@ -33,7 +35,7 @@ scores all γ + 1 verify positions against the whole context), not an overhead.
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -70,34 +72,25 @@ def graph_batch(engine: str, batch, tokens: int) -> tuple[np.ndarray, np.ndarray
     return padded.astype(float), eager
 
 
-def _merge(a: StepResult, b: StepResult, take_b: np.ndarray) -> StepResult:
-    """Row-wise choice between two StepResults over the same grid."""
-    out = {}
-    for f in fields(StepResult):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, dict):
-            out[f.name] = {k: np.where(take_b, y[k], x[k]) for k in x}
-        else:
-            out[f.name] = np.where(take_b, y, x)
-    return StepResult(**out)
-
-
 def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context: int,
                 mech: Mechanisms, overlap=None) -> StepResult:
     """T(B, s) of a pass as the engine runs it: at the captured batch (graph_padding on) or as given (off).
-    ``tokens`` is a scalar or an array aligned with ``batch``."""
+    ``tokens`` is a scalar or an array aligned with ``batch``. Capture sizes apply per attention-DP rank (B / dp
+    requests each); a batch whose per-rank share is already a captured size is priced as given."""
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     s = np.broadcast_to(np.atleast_1d(np.asarray(tokens, dtype=float)), b.shape)
     if mech.graph_padding != "on" or not dep.cuda_graphs:
         return cache.step(model, hw, dep, b, s, context, mech, overlap)
     pb, eager = b.copy(), np.zeros(b.shape, dtype=bool)
+    per_rank = np.ceil(b / dep.dp)  # under attention DP every rank captures and replays its own batch
     for x in np.unique(s):
         rows = s == x
-        pb[rows], eager[rows] = graph_batch(dep.engine, b[rows], int(x))
+        padded, eager[rows] = graph_batch(dep.engine, per_rank[rows], int(x))
+        pb[rows] = np.where(padded == per_rank[rows], b[rows], padded * dep.dp)
     res = cache.step(model, hw, dep, pb, s, context, mech, overlap)
-    if eager.any():
-        res = _merge(res, cache.step(model, hw, replace(dep, cuda_graphs=False), pb, s, context, mech, overlap),
-                     eager)
+    if eager.any():  # launches overlap the GPU's work: the pass takes max(T_graph, L), L = Σ per-kernel launch costs
+        launches = cache.step(model, hw, replace(dep, cuda_graphs=False), pb, s, context, mech, overlap).time - res.time
+        res = replace(res, time=np.where(eager, np.maximum(res.time, launches), res.time))
     return res
 
 
