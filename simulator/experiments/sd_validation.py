@@ -129,9 +129,10 @@ def findings(cases, pred) -> tuple[str, ...]:
     s2 = (f"The refined model over-predicts {len(over)} of {len(cases)} cases"
           + (f" (median predicted/measured {over[len(over) // 2]:.2f})" if over else "")
           + "; " + ("gains: " + "; ".join(verdict(c) for c in wins) if wins else "no measured gains here") + ".")
-    s3 = ("Over-prediction in most cases means the round is priced too cheaply: drafter passes without engine "
-          "per-round overheads beyond rejection sampling, without CUDA-graph padding or tree expansion in "
-          "drafting (issue 12 items 1–3, not yet modelled); each case's error bounds what those terms may add, and "
-          "no term is fitted to it." if len(over) * 2 > len(cases) else
+    s3 = ("Over-prediction in most cases means the round is priced too cheaply, even with the drafter's passes on "
+          "the case's engine and the engine round overheads of docs/MODEL.md §4.5 (CUDA-graph padding, linear-"
+          "attention checkpoints) priced: what is not modelled (host and scheduler work per draft step beyond the "
+          "step model's, tree expansion and KV compaction in drafting) may add at most each case's error, and no "
+          "term is fitted to it." if len(over) * 2 > len(cases) else
           "The refined model under-predicts most cases: its verify or draft costs are too high for these engines.")
     return s1, s2, s3
