@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cost.deployment import PRIOR_READINGS
+from ..cost.deployment import PRESETS, PRIOR_READINGS
 from ..specdec import Acceptance
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS
 from ..specs.kernels import ENGINES
-from ..sweep import Layout, deploy, price
+from ..sweep import Layout, Variant, deploy, price
+from ..sweep.shapley import players
 from ..validation import Interval, Param, param_field
 from .outcome import Part, Table
 from .schema import choice, loadable, positive
@@ -65,6 +66,12 @@ def predict(c: Measured) -> dict[str, float]:
         case = price(model, hw, dep, [c.batch], [c.draft_len], mode=mode, acceptance=acc, drafter=c.drafter,
                      context=c.context)
         out[mode] = float(case.result.speedup[0, 0])
+    prior = PRESETS["prior"]
+    for name in players(prior, PRESETS["refined"]):  # the refined model with one mechanism at the prior's setting
+        v = Variant(name=f"no {name}", mechanisms=((name, getattr(prior, name)),))
+        case = price(model, hw, dep, [c.batch], [c.draft_len], variant=v, acceptance=acc, drafter=c.drafter,
+                     context=c.context)
+        out[f"without {name}"] = float(case.result.speedup[0, 0])
     return out
 
 
@@ -135,4 +142,11 @@ def findings(cases, pred) -> tuple[str, ...]:
           "step model's, tree expansion and KV compaction in drafting) may add at most each case's error, and no "
           "term is fitted to it." if len(over) * 2 > len(cases) else
           "The refined model under-predicts most cases: its verify or draft costs are too high for these engines.")
-    return s1, s2, s3
+    moved = {k[len("without "):]: sum(abs(pred[c.name]["refined"] / c.measured - 1)
+                                      - abs(pred[c.name][k] / c.measured - 1) for c in cases) / len(cases)
+             for k in pred[cases[0].name] if k.startswith("without ")} if cases else {}
+    s4 = ("What each mechanism of the refined model does to the error, switched back alone to the prior's setting "
+          "(mean change of |error| over the cases that it makes when on; positive: it moves the predictions away "
+          "from the measurements): "
+          + ", ".join(f"{n} {d:+.1%}" for n, d in moved.items()) + ".") if moved else ""
+    return (s1, s2, s3, s4) if s4 else (s1, s2, s3)

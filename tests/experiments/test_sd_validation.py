@@ -10,12 +10,13 @@ from dataclasses import replace
 import pytest
 from experiments_helpers import bundled_yaml, write_yaml
 
-from simulator.cost.deployment import PRIOR_READINGS
+from simulator.cost.deployment import PRESETS, PRIOR_READINGS
 from simulator.experiments import load_experiment
 from simulator.experiments.sd_validation import predict, run
 from simulator.specdec import Acceptance
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep import Layout, deploy, price
+from simulator.sweep.shapley import players
 
 
 def _settings(**measured):
@@ -41,7 +42,11 @@ def test_each_case_is_the_pricing_path():
                        [c.batch], c.draft_len, c.context)
     assert dep.tp == c.tp and dep.engine == c.engine
     p = predict(c)
-    assert set(p) == {"refined", "deployment", *PRIOR_READINGS} and dep.label in p["deployment"]
+    names = players(PRESETS["prior"], PRESETS["refined"])
+    assert set(p) == {"refined", "deployment", *PRIOR_READINGS, *(f"without {n}" for n in names)}
+    assert dep.label in p["deployment"]
+    # a mechanism switched back to the prior's setting is a different model unless it changes nothing here
+    assert any(p[f"without {n}"] != p["refined"] for n in names)
     case = price(m, hw, dep, [c.batch], [c.draft_len], acceptance=Acceptance.from_accept_length(c.accept_length,
                  c.draft_len), drafter=c.drafter, context=c.context)
     assert p["refined"] == pytest.approx(float(case.result.speedup[0, 0]), rel=1e-12)
@@ -61,6 +66,8 @@ def test_errors_and_verdicts_follow_the_numbers():
     assert "over-predicts 0 of" in under and "under-predicts most cases" in under
     over = " ".join(run(None, None, None, _settings(**{n: 0.9 * v for n, v in pred.items()})).findings)
     assert f"over-predicts {len(pred)} of {len(pred)}" in over
+    moved = next(t for t in run(None, None, None, s).findings if t.startswith("What each mechanism"))
+    assert all(f"{n} " in moved for n in players(PRESETS["prior"], PRESETS["refined"]))
     # a loss the refined model predicts is counted as predicted
     name = min(pred, key=pred.get)
     losing = dict.fromkeys(pred, 2.0) | {name: 0.5}
