@@ -18,6 +18,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ..errors import ConfigError, ParameterError
+from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import DEFAULT_ENGINE, Collective, Curve, KernelClass
 from .engine import collective_seconds, op_time
@@ -30,6 +31,8 @@ from .measured import (
     MOE_DTYPES,
     MOE_FIT_MIN_BYTES,
     MOE_TILE_ROWS,
+    MXFP4_W4A8,
+    MXFP4_W4A16,
     REF,
     REFINED,
     Reference,
@@ -45,6 +48,7 @@ from .measured import (
     moe_fit_mask,
     moe_row_op,
     moe_rows,
+    mxfp4_table,
     read_tables,
 )
 from .opviews import gemm_op
@@ -133,7 +137,7 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
             ref: Reference = REF) -> Fit:
     r = moe_rows(rows, dtype_csv, ref)
     dtype = DTYPE_NAMES[dtype_csv]
-    op = moe_row_op(r, dtype, moe_compute(dtype))
+    op = moe_row_op(r, dtype, None if dtype_csv == MXFP4_W4A8 else moe_compute(dtype))
     y = col(r, "latency_us") * 1e-6
     groups = np.array([f'{q["model"]}|{q["moe_tp_size"]}|{q["moe_ep_size"]}' for q in r])  # deterministic keys
     fit_mask = moe_fit_mask(op)
@@ -154,7 +158,7 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
     h = _with_class(hw, "moe", dtype, kernel(th))
     return Fit("moe", dtype, kernel(th), int(fit_mask.sum()), mf, ml, mape(op_time(op, h, REFINED).time, y),
                f"{engine_display(ref.framework)} balanced rows streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of "
-               "weights",
+               "weights" + (f", {dtype_csv} table" if dtype == "mxfp4" else ""),
                "(model, tp, ep)", {"rows_total": len(y)})
 
 
@@ -292,10 +296,13 @@ def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-
         f = fit_gemm(tables["gemm"], hw, dt, source, ref)
         gemm_fits[f.variant] = f
         fits.append(f)
+    fp4 = compute_dtype(FORMATS["mxfp4"], dict(hw.peak_flops)) == "fp4"
     for dt in MOE_DTYPES:
         name = DTYPE_NAMES[dt]
+        if dt == MXFP4_W4A16:
+            dt = mxfp4_table(moe, fp4, ref)
         r = moe_rows(moe, dt, ref)
-        if not r or not moe_fit_mask(moe_row_op(r, name, moe_compute(name))).any():
+        if not r or not moe_fit_mask(moe_row_op(r, name, None if dt == MXFP4_W4A8 else moe_compute(name))).any():
             missing.append(f"moe {name}")
             continue
         say(f"calibrate: moe {dt}")

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import ConfigError
+from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from .deployment import Mechanisms
 from .engine import op_time
@@ -46,7 +47,7 @@ class Reference(NamedTuple):
 REF = Reference()  # the bundled H100 SXM profile's default-engine (TRT-LLM) calibration
 TABLES = ("moe", "gemm", "decode_attention", "collectives")  # <table>.csv in a measured folder
 DTYPE_NAMES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "w4a16_mxfp4": "mxfp4",
-               "nvfp4": "nvfp4"}
+               "w4a8_mxfp4_mxfp8": "mxfp4", "nvfp4": "nvfp4"}
 GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
 MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", "nvfp4")
 KV_DTYPES = ("bfloat16", "fp8")
@@ -129,6 +130,22 @@ def moe_rows(rows: list[dict], dtype_csv: str, ref: Reference = REF) -> list[dic
     r = [x for x in rows if _reference(x, ref) and x["moe_dtype"] == dtype_csv and x["distribution"] == "balanced"
          and "min_latency" not in x["kernel_source"]]
     return drop_spikes(r, ("model", "moe_tp_size", "moe_ep_size"), "num_tokens")
+
+
+# mxfp4 MoE tables come in two variants: W4A16 (bf16 activations; weights dequantised) and W4A8 (activations
+# quantised to mxfp8, mxfp4 x mxfp8 MMAs on fp4-capable tensor cores). On GPUs with fp4 tensor cores the engines'
+# default gpt-oss path is W4A8 (TRT-LLM QuantAlgo W4A8_MXFP4_MXFP8 on SM100, W4A16 only by override; SGLang's
+# flashinfer MXFP4 MoE quantises activations to mxfp8 unless --flashinfer-mxfp4-moe-precision bf16), and the
+# catalog prices mxfp4 there on the format's own tensor-core path (specs.dtypes.compute_dtype), so the fit reads the
+# W4A8 rows where the engine's tables have them; elsewhere (Hopper, vLLM's mxfp4_bf16 kernels) the W4A16 rows.
+MXFP4_W4A8, MXFP4_W4A16 = "w4a8_mxfp4_mxfp8", "w4a16_mxfp4"
+
+
+def mxfp4_table(rows: list[dict], fp4_tensor_cores: bool, ref: Reference = REF) -> str:
+    """The mxfp4 MoE variant the calibration fits (see MXFP4_W4A8)."""
+    if fp4_tensor_cores and any(_reference(x, ref) and x["moe_dtype"] == MXFP4_W4A8 for x in rows):
+        return MXFP4_W4A8
+    return MXFP4_W4A16
 
 
 def moe_compute(dtype: str) -> str | None:
@@ -223,12 +240,13 @@ class Sample:
 def _moe(rows, hw) -> list[Sample]:
     out = []
     bal = [x for x in rows if x["distribution"] == "balanced"]
+    fp4 = compute_dtype(FORMATS["mxfp4"], dict(hw.peak_flops)) == "fp4"
     for dt_csv, dt in DTYPE_NAMES.items():
-        compute = moe_compute(dt)
+        compute = None if dt_csv == MXFP4_W4A8 else moe_compute(dt)
         for engine in ENGINES:
             r = [x for x in bal if x["framework"] == engine and x["moe_dtype"] == dt_csv]
-            if not r:
-                continue
+            if not r or (dt == "mxfp4" and dt_csv != mxfp4_table(bal, fp4, Reference(engine, r[0]["version"]))):
+                continue  # one mxfp4 variant per GPU and engine: the one its calibration fits (MXFP4_W4A8)
             pred = op_time(moe_row_op(r, dt, compute), hw, REFINED).time * 1e6
             out.append(Sample("moe", dt, ENGINE_SET[engine], pred, col(r, "latency_us")))
             if engine == FRAMEWORK:
