@@ -60,9 +60,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
         ("T_decode/T_verify", lambda c: 1 / c["verify_decode_ratio"], "{:.3f}"),
         ("experts decode", "unique_experts_decode", "{:.1f}"), ("experts verify", "unique_experts_verify", "{:.1f}"),
         ("experts decode (rank)", "unique_experts_decode_rank", "{:.2f}"),
-        ("experts verify (rank)", "unique_experts_verify_rank", "{:.2f}"), ("speedup", "speedup", "{:.2f}")),
-        note="Experts: expected unique routed experts per MoE layer over all ranks, and on the busiest EP rank "
-             "(which sets the pace).")
+        ("experts verify (rank)", "unique_experts_verify_rank", "{:.2f}"), ("speedup", "speedup", "{:.2f}")))
     pred = {md: c.decode_verify(gam, bi) for md, c in res.items()}
     pub = {"prior": s.study.prior, "refined": s.study.refined}
     comp = Table("study_comparison", f"Against the study (batch {b0}, draft length {gam})",
@@ -85,18 +83,12 @@ def run(study, priced, ctx, s: Settings) -> Part:
     bracket = {e.lag1: priced.find(m, "refined", e.name).case.decode_verify(gam, bi)
                for e in priced.variants if e.spec.name == s.bracket}
     br_t = Table("overlap_bracket", "Refined T_decode/T_verify across the study's measured overlap range",
-                 ("lag-1 overlap o(1)", "refined T_decode/T_verify"), tuple(bracket.items()), ("{:.3f}", "{:.3f}"),
-                 note="Lag profile: the Cohere lag correlations rescaled to each o(1); popularity as in the file. "
-                      "A sensitivity check, not a fit.")
+                 ("lag-1 overlap o(1)", "refined T_decode/T_verify"), tuple(bracket.items()), ("{:.3f}", "{:.3f}"))
     place = _placements(priced, m, ref, s, gam, bi)
     pl_t = Table("placement", f"Refined T_decode/T_verify by expert placement (batch {b0}, draft length {gam})",
                  ("placement", "busiest-rank experts decode", "busiest-rank experts verify",
                   "refined T_decode/T_verify"),
-                 tuple((k, *v) for k, v in place.items()), ("", "{:.2f}", "{:.2f}", "{:.3f}"),
-                 note="random: the expectation over uniformly random expert→rank placements (the default: expert "
-                      "indices carry no popularity order); balanced: greedy packing by popularity (EPLB-like); "
-                      "contiguous: index blocks of the index-sorted popularity profile (a worst case); docs/MODEL.md "
-                      "§2.7.")
+                 tuple((k, *v) for k, v in place.items()), ("", "{:.2f}", "{:.2f}", "{:.3f}"))
     figs = (Figure("waterfall", f"explain waterfall: {model.display_name} on {hw.display_name}, batch {b0}, draft "
                    f"length {s.explain_draft_len}", lambda path: plot_waterfall(attr, path)),
             Figure("ratio", "T_decode / T_verify vs draft length, prior and refined, with the study's values",
@@ -138,9 +130,7 @@ def _shapley_tables(attr, study_prior: float) -> tuple[Table, Table]:
                  tuple((p, ratio.contributions[p], ratio.first[p], ratio.last[p], speed.contributions[p],
                         speed.first[p], speed.last[p]) for p in ratio.contributions)
                  + (("total", ratio.total, None, None, speed.total, None, None),),
-                 ("", *["{:+.3f}"] * 6), note="Shapley values average each mechanism's change over every order of "
-                 "the walk (docs/MODEL.md §5.3) and sum to the total; 'first'/'last': the mechanism's change "
-                 "when the walk switches it first or last.")
+                 ("", *["{:+.3f}"] * 6))
     readings = Table("prior_readings", "The prior under each reading of MoESD's fitted terms (docs/MODEL.md §3.6)",
                      ("reading", "T_decode/T_verify", "error (pred - study)", "speedup"),
                      tuple((r, q, q - study_prior, sp) for r, q, sp in attr.prior_range),

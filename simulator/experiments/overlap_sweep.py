@@ -128,11 +128,6 @@ def findings(points, flips, exp, p: Settings, bases) -> tuple[str, ...]:
                 part += f"No flip in this range (peak batch {', '.join(map(str, pk))} throughout). "
             part += _second_peak(pts, np.asarray(exp.grid.batch))
             out.append(part)
-    out.append("How sure: overlap only changes which experts a verify pass touches, so the large-batch speedup is "
-               "insensitive to it once a decode step already touches most experts; the flip point depends on the "
-               "calibrated fixed costs (which set how much a verify pass costs beyond its expert reads) and on the "
-               "lag-profile shape (compare the two profiles). Points below the independent baseline are "
-               "anti-correlated routing (no evidence for it in published data).")
     return tuple(out)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..outputs import atomic_text
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
-from .outcome import Outcome, figure_file, render
+from .outcome import Outcome, Part, figure_file, render
 from .registry import ANALYSES
 from .schema import Study, read_study
 
@@ -53,10 +53,24 @@ def run_experiment(exp: str | Study, ctx: RunContext | None = None) -> Outcome:
     parts = []
     for name, settings in study.analyses.items():
         ctx.say(f"{study.name}: analysis {name}")
-        parts.append(ANALYSES[name].run(study, priced, ctx, settings))
+        parts.append(annotate(ANALYSES[name].run(study, priced, ctx, settings), study, name))
     return Outcome(study.name, study.title, "+".join(study.analyses), study.description, study.question,
                    *(tuple(x for p in parts for x in getattr(p, f)) for f in ("key_numbers", "tables", "figures",
                                                                               "findings", "settings")))
+
+
+def annotate(part: Part, study: Study, name: str) -> Part:
+    """The analysis's declared notes (schema.Notes) added to its part: caveats after its findings, table notes
+    under the named tables (a name the analysis does not produce is a ConfigError)."""
+    notes = study.notes.get(name)
+    if notes is None:
+        return part
+    tn = dict(notes.table_notes or {})
+    if unknown := sorted(set(tn) - {t.name for t in part.tables}):
+        raise Reader(study.where).fail(f"analyses.{name}.table_notes", f"names {unknown}, not a table of {name}",
+                                       "use one of " + ", ".join(t.name for t in part.tables))
+    return replace(part, tables=tuple(replace(t, note=tn.get(t.name, t.note)) for t in part.tables),
+                   findings=part.findings + notes.caveats)
 
 
 def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:

@@ -136,6 +136,16 @@ class Study:
     analyses: Mapping[str, Any]  # analysis name -> its settings dataclass, in file order
     where: str = ""
     variants: tuple = field(default=(), compare=False)  # sweep.Variant objects (built by grid.read_variants)
+    notes: Mapping[str, Any] = field(default_factory=dict)  # analysis name -> its declared Notes
+
+
+@dataclass(frozen=True)
+class Notes:
+    """Fixed text an analysis entry declares beside its settings (data, not code): ``caveats`` are paragraphs
+    appended to the analysis's findings, ``table_notes`` (table name -> text) the notes under its tables."""
+
+    caveats: tuple[str, ...] = ()
+    table_notes: dict | None = None
 
 
 # -- the generic reader of a settings dataclass ------------------------------------------------------------------
@@ -244,16 +254,30 @@ def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
     amap = r.mapping(top["analyses"], "analyses", list(analyses))
     if not amap:
         raise r.fail("analyses", "is empty", f"add one of {', '.join(analyses)}")
-    chosen = {k: read_settings(r, v, f"analyses.{k}", analyses[k].settings) for k, v in amap.items()}
+    notes = {k: read_notes(r, v, f"analyses.{k}") for k, v in amap.items()}
+    chosen = {k: read_settings(r, {x: y for x, y in v.items() if x not in NOTE_KEYS} if isinstance(v, Mapping) else v,
+                               f"analyses.{k}", analyses[k].settings) for k, v in amap.items()}
     study = Study(r.string(top, "name", ""), r.string(top, "title", ""), r.string(top, "description", ""),
                   r.string(top, "question", "", default=""), grid,
                   read_settings(r, top.get("speculation"), "speculation", Speculation),
-                  MappingProxyType(chosen), where)
+                  MappingProxyType(chosen), where, notes=MappingProxyType(notes))
     for k, settings in chosen.items():
         check_settings(r, study, f"analyses.{k}", settings, analyses[k].modes)
         if analyses[k].check is not None:
             analyses[k].check(r, study, settings)
     return study
+
+
+NOTE_KEYS = tuple(f.name for f in dataclasses.fields(Notes))
+
+
+def read_notes(r: Reader, obj: Any, path: str) -> Notes:
+    """The :class:`Notes` keys of an analysis entry (the rest is its settings)."""
+    n = read_settings(r, {k: v for k, v in obj.items() if k in NOTE_KEYS} if isinstance(obj, Mapping) else {}, path,
+                      Notes)
+    for k in n.table_notes or {}:
+        r.string(n.table_notes, k, f"{path}.table_notes")
+    return n
 
 
 def check_settings(r: Reader, study: Study, path: str, s: Any, modes: tuple[str, ...] = ()) -> None:

@@ -184,10 +184,7 @@ def _shape_table(rows: list[Row], skipped, p: Settings) -> Table:
                  ("model", "E/k", "params (B)", "deployment", "S(B=1) prior", "S(B=1) refined", "prior shape",
                   "prior peak B", "refined shape", "refined peak B", "transferred overlap", "prior as MoESD",
                   "refined low-batch", "reason"),
-                 tuple(data), ("", "", "{:.0f}", "", "{:.2f}", "{:.2f}", "", "{:d}", "", "{:d}"),
-                 note="† deployed in a fallback format or with batches dropped (see notes). 'transferred overlap': "
-                      "shape of the refined curve when a model without routing statistics gets the transferred "
-                      "lag profile ('=': the model ships its own).")
+                 tuple(data), ("", "", "{:.0f}", "", "{:.2f}", "{:.2f}", "", "{:d}", "", "{:d}"))
 
 
 def _short(s: Shape) -> str:

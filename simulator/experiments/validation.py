@@ -252,10 +252,7 @@ def findings(calib, out_cal, pub_rows) -> tuple[str, ...]:
         s2 += (f" At batch 16–32 the refined model is above the published 1.1–1.7× in {len(mid)} cases: it holds "
                "acceptance constant across batch and has no scheduler or drafter overheads that grow with batch, "
                "and the published figures mix throughput-at-concurrency definitions (caveat 11).")
-    s3 = ("How sure: the published results mix hardware (A800/H800 for MoESD), engines (vLLM, SGLang), drafters, "
-          "datasets and definitions of speedup (docs/SOURCES.md, caveat 11), so they are ranges to land in, not "
-          "targets to fit; the cases fix the drafter and acceptance that each source reports.")
-    return s1, s2, s3
+    return s1, s2
 
 
 def _short(label: str) -> str:

@@ -169,3 +169,23 @@ def test_check_reads_the_measured_tables(tmp_path, capsys):
     assert "lacks columns ['latency_us']" in err
     (data / "moe.csv").unlink()
     assert "does not exist" in _error(tmp_path, capsys, doc, "--data", str(data), where="moe.csv")
+
+
+def test_declared_notes_are_data(tmp_path):
+    """Fixed text is declared in the study file: caveats follow the computed findings, table notes go under the
+    named tables, a wrong kind or a table name the analysis does not produce is a one-line ConfigError."""
+    from simulator.experiments import run_experiment
+
+    doc = small_study(model=["qwen3-30b-a3b"], batch=[1], draft_len=[3])
+    doc["analyses"]["curve_shapes"].update(caveats=["How sure: a caveat."], table_notes={"shapes": "A note."})
+    plain = run_experiment(load_experiment(str(write_yaml(tmp_path, small_study(model=["qwen3-30b-a3b"], batch=[1],
+                                                                                draft_len=[3]), "plain.yaml"))))
+    o = run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
+    assert o.findings == (*plain.findings, "How sure: a caveat.")
+    assert next(t for t in o.tables if t.name == "shapes").note == "A note."
+    doc["analyses"]["curve_shapes"]["caveats"] = "not a list"
+    with pytest.raises(ConfigError, match="analyses.curve_shapes.caveats"):
+        load_experiment(str(write_yaml(tmp_path, doc)))
+    doc["analyses"]["curve_shapes"].update(caveats=["x"], table_notes={"shapez": "A note."})
+    with pytest.raises(ConfigError, match="table_notes.*shapez"):
+        run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
