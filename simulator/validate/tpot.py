@@ -218,7 +218,7 @@ def _resolve(row: dict, include_held_out: bool) -> tuple[_Plan, object, object]:
     if model.ffn.is_moe:
         ep = _int(row, f"{pre}moe_ep_size", 1)
         moe_tp = _int(row, f"{pre}moe_tp_size", max(1, tp * dp // max(ep, 1)))
-        if dp == 1 and model.attention.q_heads % tp:
+        if dp == 1 and model.attention.q_heads % tp and tp <= hw.domain_size:
             tp, dp, ep, moe_tp, redundant, batch = _wide_ep(model, tp, batch)
     else:
         ep, moe_tp = 1, None
@@ -243,6 +243,8 @@ def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int
     engines' expert-parallel load balancers fill the EP ranks equally with redundant expert slots (TRT-LLM
     ``num_slots``, SGLang ``ep_num_redundant_experts`` must make slots a multiple of ep), at least
     ``(-experts) mod ep`` of them; the row's batch (all requests, attention DP 1) is spread over the dp ranks.
+    Only within one scale-up domain (where those recipes run): beyond it the columns are ambiguous (H200 rows with
+    tp_size 64 = moe_tp 8 × moe_ep 8 have ids saying tp8_ep8) and the row stays refused.
     Returns (tp, dp, ep, moe_tp, redundant_experts, batch per rank)."""
     redundant = -model.ffn.experts % gpus
     return 1, gpus, gpus, 1, redundant, max(1, -(-batch // gpus))

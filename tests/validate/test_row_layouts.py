@@ -86,3 +86,9 @@ def test_ep_not_dividing_experts_needs_slots_that_fill_the_ranks(ep):
     validate(m, hw, mk(-256 % ep))  # the fewest slots that fill every rank equally
     with pytest.raises(InfeasibleError, match="do not fill"):
         validate(m, hw, mk(-256 % ep + 1))
+
+
+def test_wide_ep_reading_only_within_one_scale_up_domain(tmp_path):
+    """tp_size 64 on an 8-GPU HGX system with 32 heads: not read as wide EP (ambiguous columns); refused."""
+    r = _rows(tmp_path, _agg("q", "Qwen/Qwen3.5-397B-A17B", "h200_sxm", "sglang", "fp8_block", 64, 64, 1, 8, 8))["q"]
+    assert r.status == "refused" and "'tp' = 64" in r.reason
