@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.deployment import PRESETS, WALK
+from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
 from ..cost.step import CLASSES, step_time
 from ..sweep import explain, plot_waterfall
@@ -274,5 +274,3 @@ def _plot_ratio(res, s: Settings, bi: int, path) -> str:
                              xlabel="draft length γ (verify pass of γ+1 tokens)", ylabel="T_decode / T_verify",
                              decorate=axes)
 
-
-__all__ = ["WALK", "Settings", "check", "findings", "run"]

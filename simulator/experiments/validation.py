@@ -212,8 +212,6 @@ def run(study, priced, ctx, p: Settings) -> Part:
 
 def _shown(data: str) -> str:
     """The measured-data folder as the report shows it: relative to the repository when it is the bundled one."""
-    from pathlib import Path
-
     d = Path(data).resolve()
     root = measured_dir("h100-sxm").resolve().parents[1]
     return d.relative_to(root).as_posix() if d.is_relative_to(root) else d.as_posix()
