@@ -1,7 +1,8 @@
 """Figures of a sweep (PNG): speedup vs batch, best draft length vs batch, verify/decode cost ratio vs batch.
 
-matplotlib is imported here, inside the plotting functions, and only its object-oriented API is used
-(``matplotlib.figure.Figure`` + the Agg canvas): no pyplot state, no GUI backend, nothing at import time.
+The sweep's three figures are panel-grid scenes (:mod:`.panels`) rasterised by Pillow (:mod:`.raster`): no Matplotlib
+import. Study figures (:func:`line_figure`, :func:`grid_figure`) import Matplotlib inside the plotting functions and
+use only its object-oriented API (``matplotlib.figure.Figure`` + the Agg canvas): no pyplot state, no GUI backend.
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ of each the figure is a model × GPU grid (rows = models, columns = GPUs; transp
 GPU or per model (whichever makes fewer files), in pages of at most :data:`MAX_PANELS` panels, with an index.
 
 Renderer (:func:`draw_grid`): every panel of a figure shares one x range (log2 batch, sparse power-of-two ticks)
-and one y range, so the whole figure is drawn on one canvas: frames, grid lines and all curves of one style are
-single artists (curves of different panels separated by NaN breaks), tick labels only on the outer panels, fonts
-set once. A Matplotlib ``Axes`` per panel costs ~0.1 s of tick and text layout; this costs a few ms per panel.
+and one y range, so the whole figure is one scene in inches (:class:`~.raster.Scene`): frames, grid lines and all
+curves of one style are single polylines (curves of different panels separated by NaN breaks), tick labels only on
+the outer panels. Pillow rasterises it (~0.1 s per figure, no Matplotlib import); Matplotlib draws the same scene
+where Pillow has no FreeType. A Matplotlib ``Axes`` per panel costs ~0.1 s of tick and text layout per panel.
 """
 
 from __future__ import annotations
@@ -101,8 +102,6 @@ def batch_ticks(batch: Sequence[float], most: int = MAX_XTICKS) -> list[int]:
 def y_range(values: Sequence[float], refs: Sequence[float] = (), integer: bool = False,
             fixed: tuple[float, float] | None = None) -> tuple[float, float, list[float]]:
     """(low, high, ticks): one y range for every panel of a figure, with at most five round ticks."""
-    from matplotlib.ticker import MaxNLocator
-
     if fixed is not None:
         lo, hi = fixed
     else:
@@ -110,8 +109,25 @@ def y_range(values: Sequence[float], refs: Sequence[float] = (), integer: bool =
         lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
         pad = 0.06 * (hi - lo) if hi > lo else max(0.5, abs(hi) * 0.1)
         lo, hi = lo - pad, hi + pad
-    ticks = [float(t) for t in MaxNLocator(5, integer=integer).tick_values(lo, hi) if lo <= t <= hi]
-    return lo, hi, ticks
+    return lo, hi, nice_ticks(lo, hi, integer=integer)
+
+
+def nice_ticks(lo: float, hi: float, most: int = 5, integer: bool = False) -> list[float]:
+    """Round ticks inside [lo, hi]: the smallest step of 1, 2, 2.5 or 5 × 10^k (integers only when ``integer``)
+    that gives at most ``most`` intervals (MaxNLocator's rule with those steps, without importing Matplotlib)."""
+    raw = max((hi - lo) / most, 1e-12)
+    scale = 10.0 ** np.floor(np.log10(raw))
+    step = 10 * scale
+    for m in (1, 2, 2.5, 5, 10):
+        s = m * scale
+        if s >= raw * (1 - 1e-9) and (not integer or float(s).is_integer()):
+            step = s
+            break
+    if integer:
+        step = max(step, 1.0)
+    first = np.ceil(lo / step - 1e-9) * step
+    ticks = first + step * np.arange(int(np.floor((hi - first) / step + 1e-9)) + 1)
+    return [float(round(t, 12)) + 0.0 for t in ticks if lo - 1e-9 <= t <= hi + 1e-9]
 
 
 @dataclass
@@ -144,18 +160,11 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
               yr: tuple[float, float, list[float]], refs: Sequence[tuple[str, float, dict]] = ()):
     """A Figure with every panel of ``grid`` on one canvas (see the module docstring); ``refs`` are horizontal
     reference lines drawn in every panel [(label, y, style)]."""
-    from matplotlib.collections import LineCollection
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
+    from .raster import Scene
 
     W = LEFT + RIGHT + grid.ncols * PANEL_W + (grid.ncols - 1) * GAP_W
     H = HEAD + BOTTOM + grid.nrows * PANEL_H + (grid.nrows - 1) * GAP_H
-    fig = Figure(figsize=(max(W, 6.0), H))
     W = max(W, 6.0)
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_axis_off()
-    ax.set_xlim(0, W)
-    ax.set_ylim(0, H)
     lx = np.log2(np.asarray(batch, float))
     x0, x1 = float(lx.min()), float(lx.max())
     if x1 - x0 < 1e-9:
@@ -205,27 +214,20 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
             texts += [(bx - 0.06, float(ty(by, t)), _fmt(t), {"ha": "right", "va": "center"}) for t in yticks]
         if grid.below_is_empty(i):
             texts += [(float(tx(bx, t)), by - 0.06, _fmt(t), {"ha": "center", "va": "top"}) for t in xt]
-    ax.add_collection(LineCollection(grids, colors="0.88", linewidths=0.6))
-    ax.add_collection(LineCollection(frames, colors="0.25", linewidths=0.8))
-    handles, labels = [], []
+    scene = Scene(W, H, segments=[(grids, "0.88", 0.6), (frames, "0.25", 0.8)])
+    entries = []
     for key, segs in curves.items():
         label, st = styles[key]
-        xy = np.vstack(segs)
-        kw = {"linewidth": 1.3, "markersize": 3.5, **st}
-        ax.plot(xy[:, 0], xy[:, 1], **kw)
-        if label and label not in labels:
-            labels.append(label)
-            handles.append(Line2D([], [], **kw))
-    for x, y, s, kw in texts:
-        ax.text(x, y, s, fontsize=7.5, **kw)
-    fig.text(0.5, BOTTOM * 0.3 / H, xlabel, ha="center", va="center", fontsize=9)
-    fig.text(0.25 / W, (BOTTOM + (H - HEAD - BOTTOM) / 2) / H, ylabel, ha="center", va="center", rotation=90,
-             fontsize=9)
-    fig.text(0.5, 1 - 0.1 / H, title, ha="center", va="top", fontsize=10.5)
-    if handles:
-        fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, frameon=False,
-                   bbox_to_anchor=(0.5, 1 - 0.55 / H))
-    return fig
+        scene.curves.append((np.vstack(segs), st))
+        if label and label not in [e[0] for e in entries]:
+            entries.append((label, st))
+    scene.texts += [(x, y, s, 7.5, kw["ha"], kw["va"], 0) for x, y, s, kw in texts]
+    scene.texts += [(W / 2, BOTTOM * 0.3, xlabel, 9, "center", "center", 0),
+                    (0.25, BOTTOM + (H - HEAD - BOTTOM) / 2, ylabel, 9, "center", "center", 90),
+                    (W / 2, H - 0.1, title, 10.5, "center", "top", 0)]
+    if entries:
+        scene.legend = (H - 0.55, entries, 8)
+    return scene
 
 
 __all__ = ["MAX_PANELS", "Grid", "Panel", "batch_ticks", "draw_grid", "panel_grid", "split_panels", "y_range"]

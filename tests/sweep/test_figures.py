@@ -116,3 +116,38 @@ def test_render_one_small_2x2_figure(tmp_path):
     p = panels
     assert w == round(100 * (p.LEFT + p.RIGHT + 2 * p.PANEL_W + p.GAP_W))  # two GPU columns, not four in a row
     assert h == round(100 * (p.HEAD + p.BOTTOM + 2 * p.PANEL_H + p.GAP_H))  # two model rows
+
+
+@pytest.mark.parametrize("lo, hi, integer", [(0.7, 3.4, False), (-0.3, 8.5, True), (0.93, 1.07, False),
+                                             (-0.3, 16.5, True), (0.0, 1e-3, False), (120.0, 980.0, False)])
+def test_nice_ticks_are_round_evenly_spaced_and_inside_the_range(lo, hi, integer):
+    t = np.asarray(panels.nice_ticks(lo, hi, integer=integer))
+    assert 3 <= t.size <= 6 and lo <= t.min() and t.max() <= hi
+    step = np.diff(t)
+    assert np.allclose(step, step[0])
+    mant = step[0] / 10 ** np.floor(np.log10(step[0]))
+    assert min(abs(mant - m) for m in (1, 2, 2.5, 5)) < 1e-9  # 1, 2, 2.5 or 5 × 10^k
+    assert np.allclose(t / step[0], np.round(t / step[0]))  # multiples of the step
+    if integer:
+        assert np.allclose(t, np.round(t))
+
+
+def test_pillow_raster_draws_the_curves_grid_and_matches_the_matplotlib_fallback(tmp_path):
+    from simulator.sweep import raster
+
+    if raster.font_path() is None:
+        pytest.skip("Pillow without FreeType: the Matplotlib fallback draws")
+    r = run_sweep(["olmoe-1b-7b"], ["h100-sxm"], batch=[1, 4, 16], draft_len=[1, 3])
+    keys = figures.panel_keys(r)
+    built = [panels.Panel("t", [("refined", [1, 4, 16], [1.2, 1.5, 1.1], figures.style("refined")),
+                                ("prior", [1, 4, 16], [1.4, 1.3, 1.0], figures.style("prior"))])]
+    scene = panels.draw_grid(panel_grid(keys), built, title="T", xlabel="x", ylabel="y", batch=[1, 4, 16],
+                             yr=y_range([1.0, 1.5]), refs=(("one", 1.0, {"color": "0.4", "linestyle": ":"}),))
+    img = np.asarray(scene.to_image(100))
+    colours = {tuple(c) for c in img.reshape(-1, 3)[::7].tolist()}
+    assert (0x1b, 0x9e, 0x77) in colours and (0xd9, 0x5f, 0x02) in colours  # refined and prior curves
+    assert img.shape[:2] == (round(100 * scene.height), round(100 * scene.width))
+    grey = (np.abs(img.astype(int) - 224).max(axis=2) <= 6).sum()  # the 0.88-grey grid lines survive
+    assert grey > 200
+    fig = scene.to_matplotlib()  # the fallback draws the same scene
+    assert tuple(fig.get_size_inches()) == pytest.approx((scene.width, scene.height))
