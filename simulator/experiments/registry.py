@@ -14,7 +14,6 @@ from . import headline, overlap_sweep, sd_validation, shapes, traffic, trees, va
 class Analysis:
     settings: type
     run: Callable
-    summary: str
     modes: tuple[str, ...] = ()  # modes the grid must price
     check: Callable | None = None  # check(reader, study, settings): rules beyond those declared on the settings
     every_target: bool = False  # the analysis needs every grid target deployed (else --check fails)
@@ -22,23 +21,15 @@ class Analysis:
 
 
 BOTH = ("prior", "refined")
+# What each analysis does: its module's docstring and docs/MODEL.md §6.4.
 ANALYSES: dict[str, Analysis] = {
-    "headline": Analysis(headline.Settings, headline.run, "T_decode/T_verify of one deployment, prior vs refined, "
-                         "against published numbers", BOTH, headline.check, every_target=True),
-    "curve_shapes": Analysis(shapes.Settings, shapes.run, "speedup vs batch per target, prior vs refined, with "
-                             "curve-shape classes", BOTH),
-    "overlap_sweep": Analysis(overlap_sweep.Settings, overlap_sweep.run, "refined speedup as the adjacent-token "
-                              "routing overlap varies; where the shape flips", ("refined",), every_target=True),
-    "whatif": Analysis(whatif.Settings, whatif.run, "targets on other GPUs and formats, with one-change-at-a-time "
-                       "attribution", ("refined",), whatif.check),
-    "traffic": Analysis(traffic.Settings, traffic.run, "routing statistics of synthetic traffic, IPF accuracy, and "
-                        "the speedup they give", ("refined",), every_target=True),
-    "tree_unions": Analysis(trees.Settings, trees.run, "unions of experts over draft trees from public routing "
-                            "statistics, with an assumed working set, against published measurements"),
-    "whatif_validation": Analysis(whatif_validation.Settings, whatif_validation.run, "the what-if rule against "
-                                  "measured per-op rows of GPUs it was not given (GPU-out)"),
-    "sd_validation": Analysis(sd_validation.Settings, sd_validation.run, "predicted speculative-decoding speedups "
-                              "against speedups engines measured in public reports"),
-    "validation": Analysis(validation.Settings, validation.run, "predictions vs measured per-op latencies and "
-                           "published numbers", (), validation.check, ready=validation.ready),
+    "headline": Analysis(headline.Settings, headline.run, BOTH, headline.check, every_target=True),
+    "curve_shapes": Analysis(shapes.Settings, shapes.run, BOTH),
+    "overlap_sweep": Analysis(overlap_sweep.Settings, overlap_sweep.run, ("refined",), every_target=True),
+    "whatif": Analysis(whatif.Settings, whatif.run, ("refined",), whatif.check),
+    "traffic": Analysis(traffic.Settings, traffic.run, ("refined",), every_target=True),
+    "tree_unions": Analysis(trees.Settings, trees.run),
+    "whatif_validation": Analysis(whatif_validation.Settings, whatif_validation.run),
+    "sd_validation": Analysis(sd_validation.Settings, sd_validation.run),
+    "validation": Analysis(validation.Settings, validation.run, (), validation.check, ready=validation.ready),
 }
