@@ -189,3 +189,15 @@ def test_declared_notes_are_data(tmp_path):
     doc["analyses"]["curve_shapes"].update(caveats=["x"], table_notes={"shapez": "A note."})
     with pytest.raises(ConfigError, match="table_notes.*shapez"):
         run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
+
+
+def test_acceptance_reads_by_its_declarations(tmp_path, capsys):
+    """AcceptanceSpec is read by the generic reader; the two cross-field rules stay (one of alpha/accept_length; an
+    acceptance length of at most draft_len + 1)."""
+    doc = small_study()
+    doc["speculation"]["acceptance"] = {"accept_length": 4.5, "draft_len": 3}
+    assert "speculation.acceptance.accept_length" in _error(tmp_path, capsys, doc)
+    doc["speculation"]["acceptance"] = {"alpha": 0.7, "accept_length": 2.0}
+    assert "exactly one of 'alpha' or 'accept_length'" in _error(tmp_path, capsys, doc)
+    doc["speculation"]["acceptance"] = {"accept_length": 2.73, "draft_len": 3}
+    assert load_experiment(str(write_yaml(tmp_path, doc))).speculation.acceptance.draft_len == 3
