@@ -58,7 +58,8 @@ def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
     p.add_argument("--ep", type=int, help="expert parallelism (default gcd(experts, gpus); moe_tp = gpus / ep)")
     acc = p.add_mutually_exclusive_group()
     acc.add_argument("--acceptance", type=csv_list(float, "--acceptance"), metavar="ALPHA|A1,A2,...",
-                     help="per-token acceptance α (default 0.75), or per-position acceptances a1,a2,...")
+                     help="per-token acceptance α, or per-position acceptances a1,a2,... (default: the decaying "
+                          "per-position vector of docs/MODEL.md §4.1, engine-logged rates with a geometric tail)")
     acc.add_argument("--accept-length", type=_accept_length, metavar="AL[@GAMMA]",
                      help="mean acceptance length incl. bonus token as engines report it, measured at draft "
                           "length GAMMA (default 3); converted to α")
@@ -122,7 +123,8 @@ def register(sub) -> None:
         description=("Sweep speculative decoding over models x GPUs x batch x draft length for the prior (MoESD) "
                      "and refined cost models. With no arguments: every bundled MoE target that fits an 8-GPU "
                      "H100 SXM node (Qwen3-235B-A22B in the study's FP8 TP8+EP8 deployment among them), batch "
-                     "1..256, draft length 1..8, EAGLE drafter, α = 0.75. Prints a summary and writes sweep.csv "
+                     "1..256, draft length 1..8, EAGLE drafter, the default decaying per-position acceptance. Prints "
+                     "a summary and writes sweep.csv "
                      "(or sweep.json) and three PNG figures to --out."),
         epilog=("examples: python -m simulator sweep\n"
                 "          python -m simulator sweep --model qwen3-235b-a22b --hardware h100-sxm,b200 "

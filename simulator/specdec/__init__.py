@@ -7,7 +7,6 @@
 
 from .acceptance import (
     DEFAULT_ACCEPTANCE,
-    DEFAULT_ALPHA,
     Acceptance,
     accept_length,
     accept_length_positions,
@@ -26,7 +25,7 @@ from .rounds import (
 )
 
 __all__ = [
-    "DEFAULT_ACCEPTANCE", "DEFAULT_ALPHA", "DRAFTER_KINDS", "Acceptance", "Drafter", "SpecResult", "StepCache",
+    "DEFAULT_ACCEPTANCE", "DRAFTER_KINDS", "Acceptance", "Drafter", "SpecResult", "StepCache",
     "accept_length", "accept_length_positions", "alpha_from_accept_length", "best_gamma", "drafter_deployment",
     "drafter_spec", "eagle_head_spec", "mtp_spec", "pays_up_to", "parse_drafter", "rejection_time", "round_time",
     "speculative", "speedup",

@@ -27,16 +27,22 @@ from ..validation import Interval, Param, check_params
 __all__ = [
     "ALPHA",
     "DEFAULT_ACCEPTANCE",
-    "DEFAULT_ALPHA",
+    "DEFAULT_ENGINE_RATES",
+    "MAX_POSITIONS",
     "Acceptance",
     "accept_length",
     "accept_length_positions",
     "alpha_from_accept_length",
 ]
 
-# Default per-token acceptance (docs/MODEL.md §4, "Default acceptance"): α = 0.75 gives AL(3) = 2.73, the
-# Cohere 128-expert MoE with an EAGLE head at γ = 3, and AL(7) = 3.60 (Llama-4-Maverick EAGLE-3, γ = 7, code: 3.62).
-DEFAULT_ALPHA = 0.75
+# Default acceptance (docs/MODEL.md §4.1, "Default acceptance"): the per-position rates vLLM logs for an EAGLE head
+# (vLLM PR #24344, Llama-3.1-8B-Instruct + EAGLE, 3 drafts: u_i = P(first i drafts accepted) = 0.77, 0.45, 0.24,
+# AL(3) = 2.46), continued past the last measured position with the last measured conditional ratio u_3 / u_2 (a
+# geometric tail), so u_1 = 0.77 (> 70% at the first draft position) and u_7 = 0.019 (< 10% at the 7th), the decay
+# engines report (docs/sources/published.md).
+DEFAULT_ENGINE_RATES = (0.77, 0.45, 0.24)
+DEFAULT_ENGINE_SOURCE = "vLLM PR #24344"
+MAX_POSITIONS = 64  # drafted positions an acceptance can describe (the longest draft length, rounds.MAX_DRAFT_LEN)
 ALPHA = Param(Interval(float, 0.0, 1.0), unit="per-token acceptance")  # the declaration of a per-token α
 TEMPERATURE = Param(Interval(float, 0.0, 10.0), unit="sampling temperature")  # stated beside an acceptance
 
@@ -135,16 +141,21 @@ class Acceptance:
                    source=f"AL {float(al):g} at gamma={int(gamma)}")
 
     @classmethod
-    def from_engine_rates(cls, rates, temperature: float = 0.0, source: str = "") -> Acceptance:
+    def from_engine_rates(cls, rates, temperature: float = 0.0, source: str = "", extend_to: int = 0) -> Acceptance:
         """From the per-position acceptance rates engines log (vLLM ``Per-position acceptance rate: u_1, u_2, ...``:
         u_i = accepted drafts at position i / rounds, i.e. P(the first i drafts are all accepted)): the conditional
-        a_i = u_i / u_{i−1} (u_0 = 1), so that AL(γ) = 1 + Σ_{i≤γ} u_i exactly. The rates must not increase."""
+        a_i = u_i / u_{i−1} (u_0 = 1), so that AL(γ) = 1 + Σ_{i≤γ} u_i exactly. The rates must not increase.
+
+        ``extend_to`` > len(rates): positions past the last measured one repeat the last conditional a_n (a geometric
+        tail u_{n+k} = u_n · a_n^k), so draft lengths beyond the log are defined (the stated continuation rule)."""
         u = np.asarray([float(x) for x in rates], dtype=float)
         if u.ndim != 1 or not u.size or np.any((u < 0) | (u > 1)) or np.any(np.diff(u) > 1e-12):
             raise ParameterError(f"engine per-position acceptance rates must be non-increasing probabilities in "
                                  f"[0, 1] (P(first i drafts accepted)); got {list(rates)}")
         prev = np.concatenate([[1.0], u[:-1]])
         a = np.where(prev > 0, u / np.where(prev > 0, prev, 1.0), 0.0)
+        if int(extend_to) > a.size:  # geometric continuation of the last measured conditional ratio
+            a = np.concatenate([a, np.full(int(extend_to) - a.size, a[-1])])
         return cls(per_position=tuple(float(min(1.0, x)) for x in a), temperature=float(temperature),
                    source=source or "engine rates " + ",".join(f"{x:g}" for x in u))
 
@@ -173,4 +184,7 @@ class Acceptance:
         return self.source or (f"alpha={self.alpha:g}" if self.alpha is not None else "per-position")
 
 
-DEFAULT_ACCEPTANCE = Acceptance(alpha=DEFAULT_ALPHA, source=f"alpha={DEFAULT_ALPHA:g} (default)")
+DEFAULT_ACCEPTANCE = Acceptance.from_engine_rates(
+    DEFAULT_ENGINE_RATES, extend_to=MAX_POSITIONS,
+    source=f"default: {DEFAULT_ENGINE_SOURCE} rates " + ",".join(f"{x:g}" for x in DEFAULT_ENGINE_RATES)
+           + " + geometric tail")

@@ -28,7 +28,7 @@ from ..cost.step import StepResult, step_time
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Interval, Param, declare
-from .acceptance import Acceptance
+from .acceptance import MAX_POSITIONS, Acceptance
 from .drafters import Drafter, draft_step_time, parse_drafter
 from .overheads import gdn_checkpoint_time, padded_step
 
@@ -155,7 +155,7 @@ class SpecResult:
 
 
 # Draft lengths γ of a speculative grid (0 = plain decoding); the declaration checked by speculative() and the sweep.
-MAX_DRAFT_LEN = 64
+MAX_DRAFT_LEN = MAX_POSITIONS  # one home: an acceptance describes every position a draft can reach
 DRAFT_LENS = Param(Interval(int, 0, MAX_DRAFT_LEN), unit="drafted tokens per round", many=True)
 
 
