@@ -5,6 +5,7 @@ pricing path (:func:`simulator.sweep.price`); the variant specs of a study file 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable
@@ -50,7 +51,7 @@ class TraceSpec:
 class OverlapSpec:
     lags: tuple[float, ...] = ()
     lag1: tuple[float, ...] = ()
-    profile: tuple[str, ...] = ("cohere",)
+    profile: tuple[str, ...] = param_field(Param(Options(PROFILES)), ("cohere",))
     shape: tuple[float, ...] = ()
     shape_baseline: float | None = param_field(Param(Interval(float, 0.0, 1.0), None), None)
     baseline: float | None = param_field(Param(Interval(float, 0.0, 1.0), None), None)
@@ -99,17 +100,14 @@ def read_variants(r, study: Study) -> tuple[Expanded, ...]:
             for k in sc:
                 r.number(sc, k, f"{p}.hardware.scale", low=0.0)
         if v.mechanisms is not None:
-            mk = r.mapping(v.mechanisms, f"{p}.mechanisms", ("routing", "kernel_curves", "fixed_costs", "l2"))
-            try:
-                from ..cost.deployment import Mechanisms
+            from ..cost.deployment import Mechanisms
 
+            mk = r.mapping(v.mechanisms, f"{p}.mechanisms", [f.name for f in dataclasses.fields(Mechanisms)])
+            try:
                 Mechanisms(**mk)
             except SimulatorError as exc:
                 raise r.fail(f"{p}.mechanisms", str(exc), "use the values of docs/MODEL.md §3.6") from None
         o = v.overlap
-        for k, prof in enumerate(o.profile if o else ()):
-            if prof not in PROFILES:
-                raise r.fail(f"{p}.overlap.profile[{k}]", f"is {prof!r}, not one of {list(PROFILES)}", "fix it")
         if o and o.lag1:
             out += [Expanded(v, f"{v.name} {prof} o(1)={x:g}", prof, x) for prof, x in itertools.product(o.profile,
                                                                                                    o.lag1)]

@@ -73,25 +73,22 @@ class Figure:
 class Part:
     """What one analysis adds to a study's outcome."""
 
-    key_numbers: tuple[tuple[str, str], ...] = ()
+    key_numbers: tuple[tuple[str, str], ...] = ()  # (label, formatted value)
     tables: tuple[Table, ...] = ()
     figures: tuple[Figure, ...] = ()
-    findings: tuple[str, ...] = ()
-    settings: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()  # Markdown paragraphs: what the model predicts and how sure it is
+    settings: tuple[str, ...] = ()  # Markdown bullet lines: models, drafter, acceptance, generator settings
 
 
-@dataclass(frozen=True)
-class Outcome:
+@dataclass(frozen=True, kw_only=True)
+class Outcome(Part):
+    """A study's result: its identity and the concatenated parts of its analyses."""
+
     name: str
     title: str
-    kind: str
+    kind: str  # its analyses, joined by '+'
     description: str
     question: str
-    key_numbers: tuple[tuple[str, str], ...]  # (label, formatted value)
-    tables: tuple[Table, ...]
-    figures: tuple[Figure, ...]
-    findings: tuple[str, ...]  # Markdown paragraphs: what the model predicts and how sure it is
-    settings: tuple[str, ...] = ()  # Markdown bullet lines: models, drafter, acceptance, generator settings
 
 
 def _csv_cell(v):

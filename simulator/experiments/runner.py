@@ -8,7 +8,7 @@ priced once (:func:`.grid.price_grid`, the sweep's pricing path), then each list
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from ..outputs import atomic_text
@@ -54,9 +54,9 @@ def run_experiment(exp: str | Study, ctx: RunContext | None = None) -> Outcome:
     for name, settings in study.analyses.items():
         ctx.say(f"{study.name}: analysis {name}")
         parts.append(annotate(ANALYSES[name].run(study, priced, ctx, settings), study, name))
-    return Outcome(study.name, study.title, "+".join(study.analyses), study.description, study.question,
-                   *(tuple(x for p in parts for x in getattr(p, f)) for f in ("key_numbers", "tables", "figures",
-                                                                              "findings", "settings")))
+    return Outcome(name=study.name, title=study.title, kind="+".join(study.analyses), description=study.description,
+                   question=study.question, **{f.name: tuple(x for p in parts for x in getattr(p, f.name))
+                                               for f in fields(Part)})
 
 
 def annotate(part: Part, study: Study, name: str) -> Part:

@@ -201,3 +201,18 @@ def test_acceptance_reads_by_its_declarations(tmp_path, capsys):
     assert "exactly one of 'alpha' or 'accept_length'" in _error(tmp_path, capsys, doc)
     doc["speculation"]["acceptance"] = {"accept_length": 2.73, "draft_len": 3}
     assert load_experiment(str(write_yaml(tmp_path, doc))).speculation.acceptance.draft_len == 3
+
+
+def test_variant_mechanisms_are_the_declared_switches(tmp_path, capsys):
+    """A variant's mechanisms keys are Mechanisms' own fields (the engine switches too), profile names declared."""
+    from dataclasses import fields
+
+    from simulator.cost.deployment import Mechanisms
+    from simulator.experiments import read_experiment
+
+    every = {f.name: "off" if f.name != "routing" else "uniform" for f in fields(Mechanisms)}
+    assert len(read_experiment(small_study(variants=[{"name": "all", "mechanisms": every}]), "t.yaml").variants) == 1
+    assert "graph_padding" in _error(tmp_path, capsys, small_study(variants=[{"name": "x", "mechanisms":
+                                                                              {"graph_paddin": "off"}}]))
+    bad = {"name": "x", "overlap": {"lag1": [0.2], "profile": ["markovv"], "shape": [0.3], "shape_baseline": 0.1}}
+    assert "overlap.profile[0]" in _error(tmp_path, capsys, small_study(variants=[bad]))
