@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
@@ -25,37 +24,43 @@ def _cell(v):
 CHUNK = 8192  # rows formatted at a time: memory stays flat however large the sweep
 
 
-class _FloatCells:
-    """``_cell`` of the values of one float column, chunk by chunk. A column with repeated values (per batch, per
-    draft length, per case) formats each distinct value once; a column of mostly distinct values chunk by chunk."""
-
-    def __init__(self, a: np.ndarray):
-        self.a = a
-        uniq, inv = np.unique(a, return_inverse=True)
-        self.dedup = uniq.size <= a.size // 2
-        if self.dedup:
-            self.strs = np.array([_cell(v) for v in uniq.tolist()], dtype=object)
-            self.inv = inv.reshape(-1)
-
-    def __getitem__(self, rows: slice) -> list:
-        if self.dedup:
-            return self.strs[self.inv[rows]].tolist()
-        return [_cell(v) for v in self.a[rows].tolist()]
+def _quoted(v: str) -> str:
+    """A string cell as ``csv.writer`` (excel dialect, QUOTE_MINIMAL) writes it."""
+    if any(ch in v for ch in ',"\r\n'):
+        return '"' + v.replace('"', '""') + '"'
+    return v
 
 
 def write_csv(result, path) -> str:
     """Write ``result`` as CSV with the columns of :data:`~simulator.sweep.table.COLUMNS`; returns the path.
-    Rows are formatted and written in chunks of :data:`CHUNK` (memory stays flat however large the sweep)."""
+    Rows are formatted and written in chunks of :data:`CHUNK` (memory stays flat however large the sweep): one
+    ``%``-format of a row template per chunk (``%.7g`` floats, ``%d`` integers, quoted strings — the bytes
+    ``csv.writer`` would write), not a Python call per cell."""
     path = Path(path)
     cols = [result.columns[c] for c in COLUMN_NAMES]
-    cells = [_FloatCells(a) if a.dtype.kind == "f" else a for a in cols]
+    n = len(result)
     with atomic_write(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(COLUMN_NAMES)
-        for lo in range(0, len(result), CHUNK):
-            rows = slice(lo, lo + CHUNK)
-            w.writerows(zip(*(c[rows] if isinstance(c, _FloatCells) else c[rows].tolist() for c in cells),
-                            strict=True))
+        f.write(",".join(_quoted(c) for c in COLUMN_NAMES) + "\r\n")
+        for lo in range(0, n, CHUNK):
+            hi = min(lo + CHUNK, n)
+            cells = np.empty((hi - lo, len(cols)), dtype=object)
+            fmts = []
+            for j, a in enumerate(cols):
+                part = a[lo:hi]
+                if part.dtype.kind == "f" and np.isfinite(part).all():
+                    fmts.append("%.7g")
+                    cells[:, j] = part.tolist()
+                elif part.dtype.kind == "f":
+                    fmts.append("%s")
+                    cells[:, j] = [_cell(v) for v in part.tolist()]
+                elif part.dtype.kind in "iu":
+                    fmts.append("%d")
+                    cells[:, j] = part.tolist()
+                else:
+                    fmts.append("%s")
+                    uniq, inv = np.unique(part.astype(str), return_inverse=True)
+                    cells[:, j] = np.array([_quoted(u) for u in uniq.tolist()], dtype=object)[inv.reshape(-1)]
+            f.write(((",".join(fmts) + "\r\n") * (hi - lo)) % tuple(cells.ravel().tolist()))
     return str(path)
 
 
