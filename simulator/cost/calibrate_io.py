@@ -298,7 +298,9 @@ def write_engine_block(path: Path, cal: Calibration) -> int:
     if cal.engine in names:
         a = subs[names.index(cal.engine)]
         b = next((i for i in subs if i > a), end)
-        lines[a:b] = block
+        # the engine's CUDA-graph capture sizes are not fitted: the refit keeps them (docs/MODEL.md §4.5)
+        keep = [x for x in lines[a:b] if x.startswith("      graphs:")]
+        lines[a:b] = block[:2] + keep + block[2:]
     else:
         after = [i for i, n in zip(subs, names, strict=True) if _engine_rank(n) > _engine_rank(cal.engine)]
         at = after[0] if after else end

@@ -4,20 +4,21 @@ CUDA-graph padding staircase (mechanism ``graph_padding``). Engines replay CUDA 
 sizes; a pass whose size is not captured runs the graph of the next captured size (padding rows that are computed and
 thrown away), and a pass above the largest captured size runs eagerly: the host launches every kernel
 (``kernels.step.launch_eager`` each, L in all) while the GPU works through the queue, so the pass takes
-max(T_graph, L) (launches overlap execution; assumed: the host issues kernels back to back). The capture lists
-are the engines' public defaults:
+max(T_graph, L) (launches overlap execution; assumed: the host issues kernels back to back). The capture lists are
+engine parameters of the hardware profile (``kernels.graphs`` for the default engine, ``engines.<engine>.kernels.
+graphs`` for the others; :class:`simulator.specs.kernels.GraphCapture`, each with its source), read through
+``HardwareProfile.for_engine``: the engines' public defaults,
 
 - vLLM (V1): ``compilation_config.cudagraph_capture_sizes`` counts *tokens*: 1, 2, 4, then multiples of 8 to 256 and
-  of 16 to ``max_cudagraph_capture_size`` = 512 (vllm/config/compilation.py; the 1, 2, 4, 8·i list since vLLM PR
-  #7894). With speculative decoding the sizes are rounded to multiples of the uniform decode query length γ + 1
-  (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315), so a verify pass of B requests pads to the next
-  captured multiple of γ + 1 and runs eagerly above 512 tokens.
-- SGLang: ``cuda_graph_bs`` counts *requests* (each with its γ + 1 verify tokens): 1, 2, 4, 8, 12, then multiples of
-  8 to ``cuda_graph_max_bs`` (assumed 256: the default depends on GPU memory and TP size).
+  of 16 to ``max_cudagraph_capture_size`` = 512. With speculative decoding the sizes are rounded to multiples of the
+  uniform decode query length γ + 1 (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315), so a verify pass
+  of B requests pads to the next captured multiple of γ + 1 and runs eagerly above 512 tokens.
+- SGLang: ``cuda_graph_bs`` counts *requests*: 1, 2, 4, 8, 12, then multiples of 8 to ``cuda_graph_max_bs``
+  (assumed 256: the default depends on GPU memory and TP size).
 - TensorRT-LLM: ``cuda_graph_config.batch_sizes`` with ``enable_padding``: 1, 2, 4, then multiples of 8 to
-  ``max_batch_size`` (assumed 128: the CudaGraphConfig default as documented for the PyTorch backend).
+  ``max_batch_size`` (assumed 128).
 
-The SGLang and TRT-LLM caps are ``assumed`` (their defaults depend on the launch); the lists are declared once here.
+A profile without ``graphs`` for the engine models no padding (the pass is priced at its own batch).
 
 Round overheads (mechanism ``round_overheads``): linear-attention (Gated DeltaNet) state checkpoints. A model with
 linear-attention layers cannot roll its recurrent state back past a rejected draft, so engines keep the state after
@@ -42,22 +43,17 @@ import numpy as np
 from ..cost.deployment import Deployment, Mechanisms
 from ..cost.step import StepResult
 from ..specs.hardware import HardwareProfile
+from ..specs.kernels import GraphCapture
 from ..specs.model import ModelSpec
 
-__all__ = ["CAPTURE", "gdn_checkpoint_time", "graph_batch", "padded_step"]
-
-# engine -> (captured sizes, unit: "tokens" or "requests")
-CAPTURE = {
-    "vllm": ((1, 2, 4, *range(8, 256, 8), *range(256, 513, 16)), "tokens"),
-    "sglang": ((1, 2, 4, 8, 12, *range(16, 257, 8)), "requests"),
-    "trtllm": ((1, 2, 4, *range(8, 129, 8)), "requests"),
-}
+__all__ = ["gdn_checkpoint_time", "graph_batch", "padded_step"]
 
 
-def graph_batch(engine: str, batch, tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """(padded batch, eager) per batch point for a pass of ``tokens`` tokens per request on ``engine``: the batch of
-    the captured graph the engine replays (≥ the batch), or the batch itself with eager = True above the cap."""
-    sizes, unit = CAPTURE[engine]
+def graph_batch(graphs: GraphCapture, batch, tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """(padded batch, eager) per batch point for a pass of ``tokens`` tokens per request under the capture list
+    ``graphs`` (the engine's ``kernels.graphs``): the batch of the captured graph the engine replays (≥ the batch),
+    or the batch itself with eager = True above the cap."""
+    sizes, unit = graphs.sizes, graphs.unit
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     s = max(int(tokens), 1)
     if unit == "tokens":  # sizes rounded up to multiples of s, at most the largest size (vLLM PR #28315)
@@ -79,13 +75,14 @@ def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, b
     requests each); a batch whose per-rank share is already a captured size is priced as given."""
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     s = np.broadcast_to(np.atleast_1d(np.asarray(tokens, dtype=float)), b.shape)
-    if mech.graph_padding != "on" or not dep.cuda_graphs:
+    graphs = hw.for_engine(dep.engine).kernels.graphs
+    if mech.graph_padding != "on" or not dep.cuda_graphs or graphs is None:
         return cache.step(model, hw, dep, b, s, context, mech, overlap)
     pb, eager = b.copy(), np.zeros(b.shape, dtype=bool)
     per_rank = np.ceil(b / dep.dp)  # under attention DP every rank captures and replays its own batch
     for x in np.unique(s):
         rows = s == x
-        padded, eager[rows] = graph_batch(dep.engine, per_rank[rows], int(x))
+        padded, eager[rows] = graph_batch(graphs, per_rank[rows], int(x))
         pb[rows] = np.where(padded == per_rank[rows], b[rows], padded * dep.dp)
     res = cache.step(model, hw, dep, pb, s, context, mech, overlap)
     if eager.any():  # launches overlap the GPU's work: the pass takes max(T_graph, L), L = Σ per-kernel launch costs

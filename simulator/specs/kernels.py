@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .schema import Reader
+from .schema import Provenance, Reader
 
 # Variables a curve may be a function of (docs/MODEL.md, "Kernel efficiency"):
 #   bytes    - HBM bytes the op moves;
@@ -79,6 +79,53 @@ STEP_FIXED = {
     "launch_eager": "extra per-kernel cost without CUDA graphs (s)",
     "rejection_sampling": "per verify pass: acceptance test and bookkeeping (s)",
 }
+
+
+GRAPH_UNITS = ("tokens", "requests")  # what an engine's CUDA-graph capture sizes count (docs/MODEL.md §4.5)
+
+
+@dataclass(frozen=True)
+class GraphCapture:
+    """An engine's CUDA-graph capture sizes (``kernels.graphs``; docs/MODEL.md §4.5): a pass whose size is not
+    captured replays the next captured size (padding), one above the largest runs eagerly. ``unit``: whether the
+    sizes count tokens (vLLM) or requests (SGLang, TRT-LLM)."""
+
+    sizes: tuple[int, ...]
+    unit: str = "requests"
+    source: str = ""
+
+    @property
+    def cap(self) -> int:
+        return self.sizes[-1]
+
+
+def _graphs(r: Reader, obj: object, path: str) -> GraphCapture:
+    """``graphs: {sizes: [1, 2, 4, [8, 256, 8], ...], unit: tokens|requests, source: KEY (or assumed + reason)}``;
+    a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop."""
+    g = r.mapping(obj, path, ("sizes", "unit", "source", "note", "reason"), ("sizes", "unit", "source"))
+    unit = r.string(g, "unit", path, options=GRAPH_UNITS)
+    source = r.source(g, path)
+    sp = r.join(path, "sizes")
+    raw = g["sizes"]
+    if not isinstance(raw, list) or not raw:
+        raise r.fail(sp, "must be a non-empty list of sizes", "write e.g. [1, 2, 4, [8, 256, 8]]")
+    sizes: list[int] = []
+    for i, item in enumerate(raw):
+        ok_int = isinstance(item, int) and not isinstance(item, bool) and item >= 1
+        ok_rng = (isinstance(item, list) and len(item) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                    and x >= 1 for x in item) and item[0] <= item[1])
+        if not (ok_int or ok_rng):
+            raise r.fail(f"{sp}[{i}]", f"is {item!r}, must be a size >= 1 or an inclusive range [start, stop, step]",
+                         "write e.g. 12 or [16, 256, 8]")
+        sizes += [item] if ok_int else list(range(item[0], item[1] + 1, item[2]))
+    if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
+        raise r.fail(sp, f"must increase; got {sizes[:12]}...", "list the sizes in increasing order, each once")
+    note = g.get("note", "") if isinstance(g.get("note", ""), str) else ""
+    if source == "assumed":
+        note = (note + " " if note else "") + f"assumed: {g['reason']}"
+    r.provenance[path] = Provenance(path, float(sizes[-1]), "count", float(sizes[-1]), "count", source,
+                                    r.sources.get(source, "assumed"), note)
+    return GraphCapture(tuple(sizes), unit, source)
 
 
 @dataclass(frozen=True)
@@ -146,6 +193,7 @@ class Kernels:
     classes: Mapping[str, Mapping[str, KernelClass]] = field(default_factory=lambda: MappingProxyType({}))
     collectives: Mapping[str, Collective] = field(default_factory=lambda: MappingProxyType({}))
     step: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    graphs: GraphCapture | None = None  # the engine's CUDA-graph capture sizes (None: no padding is modelled)
 
     @property
     def resolved(self) -> bool:
@@ -219,7 +267,7 @@ def _collective(r: Reader, obj: object, p: str) -> Collective:
 def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Kernels:
     """An engine's ``kernels:`` overrides (any subset of classes/variants, collectives and step costs, each entry
     complete) merged onto the default engine's resolved block ``base``."""
-    k = r.mapping(obj, path, ("classes", "collectives", "step", "note"))
+    k = r.mapping(obj, path, ("classes", "collectives", "step", "graphs", "note"))
     classes = {name: dict(v) for name, v in base.classes.items()}
     if "classes" in k:
         cpath = r.join(path, "classes")
@@ -239,13 +287,15 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
         spath = r.join(path, "step")
         s = r.mapping(k["step"], spath, STEP_FIXED)
         step.update({name: r.quantity(s, name, spath, "time") for name in s})
+    graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else base.graphs
     return Kernels(None, base.global_efficiency,
                    MappingProxyType({n: MappingProxyType(v) for n, v in classes.items()}),
-                   MappingProxyType(collectives), MappingProxyType(step))
+                   MappingProxyType(collectives), MappingProxyType(step), graphs)
 
 
 def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
-    k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "note"))
+    k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "graphs",
+                              "note"))
     if "derive_from" in k:
         extra = [key for key in k if key not in ("derive_from", "note")]
         if extra:
@@ -271,4 +321,6 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     spath = r.join(path, "step")
     s = r.mapping(k["step"], spath, STEP_FIXED, STEP_FIXED)
     step = {name: r.quantity(s, name, spath, "time") for name in STEP_FIXED}
-    return Kernels(None, geff, MappingProxyType(classes), MappingProxyType(collectives), MappingProxyType(step))
+    graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else None
+    return Kernels(None, geff, MappingProxyType(classes), MappingProxyType(collectives), MappingProxyType(step),
+                   graphs)

@@ -12,6 +12,10 @@ from simulator.specdec.overheads import graph_batch
 from simulator.specs.catalog import load_hardware, load_model
 
 HW = load_hardware("h100-sxm")
+
+
+def _graphs(engine):
+    return HW.for_engine(engine).kernels.graphs
 MODELS = {"qwen3-30b-a3b": Deployment(dtype="fp8_block", tp=2, ep=2),
           "qwen3-next-80b-a3b": Deployment(dtype="fp8_block", tp=4, ep=4)}
 SPECS = {m: load_model(m) for m in MODELS}
@@ -46,9 +50,9 @@ def test_gdn_checkpoints_only_for_linear_attention():
 
 
 def test_padding_staircase_and_eager_cap():
-    b, eager = graph_batch("vllm", [1, 3, 5, 128, 129], 4)  # tokens: multiples of 4 up to 512
+    b, eager = graph_batch(_graphs("vllm"), [1, 3, 5, 128, 129], 4)  # tokens: multiples of 4 up to 512
     assert b.tolist() == [1, 4, 6, 128, 129] and eager.tolist() == [False, False, False, False, True]
-    b, eager = graph_batch("trtllm", [3, 9, 128, 129], 4)  # requests: 1, 2, 4, 8, 16, ... 128
+    b, eager = graph_batch(_graphs("trtllm"), [3, 9, 128, 129], 4)  # requests: 1, 2, 4, 8, 16, ... 128
     assert b.tolist() == [4, 16, 128, 129] and eager.tolist() == [False, False, False, True]
 
 
@@ -74,3 +78,45 @@ def test_context_term_in_draft_and_verify():
     short = speculative(SPECS["qwen3-30b-a3b"], HW, dep, [16], [3], ACC, "eagle", 512)
     long = speculative(SPECS["qwen3-30b-a3b"], HW, dep, [16], [3], ACC, "eagle", 32768)
     assert long.t_verify[0, 0] > short.t_verify[0, 0] and long.t_draft_step[0] > short.t_draft_step[0]
+
+
+def test_capture_lists_are_profile_parameters():
+    """The capture sizes come from the profile's engine block (one home): every engine of every bundled profile
+    states them, and an edited list changes the padded pass."""
+    from dataclasses import replace
+
+    from simulator.specs.catalog import bundled_files
+    from simulator.specs.kernels import GraphCapture
+
+    for name in bundled_files("hardware"):
+        hw = load_hardware(name)
+        for e in hw.engines:
+            g = hw.for_engine(e).kernels.graphs
+            assert g is not None and g.sizes[0] == 1 and g.unit in ("tokens", "requests"), (name, e)
+    assert _graphs("vllm").unit == "tokens" and _graphs("vllm").cap == 512
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2)
+    model = load_model("qwen3-30b-a3b")
+    base = speculative(model, HW, dep, [5], [3], ACC, "eagle", 1024)
+    coarse = replace(HW, kernels=replace(HW.kernels, graphs=GraphCapture((1, 64), "requests")))
+    padded = speculative(model, coarse, dep, [5], [3], ACC, "eagle", 1024)  # 5 -> 64 per rank: slower
+    assert padded.t_round[0, 0] > base.t_round[0, 0]
+    none = replace(HW, kernels=replace(HW.kernels, graphs=None))
+    off = speculative(model, HW, dep, [5], [3], ACC, "eagle", 1024, Mechanisms(graph_padding="off"))
+    np.testing.assert_allclose(speculative(model, none, dep, [5], [3], ACC, "eagle", 1024).t_round, off.t_round)
+
+
+def test_bad_capture_list_is_one_line():
+    import pytest
+    import yaml
+
+    from simulator.errors import SimulatorError
+    from simulator.specs.catalog import bundled_files
+    from simulator.specs.hardware import read_hardware
+
+    obj = yaml.safe_load(bundled_files("hardware")["h100-sxm"].read_text())
+    obj["kernels"]["graphs"]["sizes"] = [4, 2]
+    with pytest.raises(SimulatorError, match="kernels.graphs.sizes"):
+        read_hardware(obj, "x.yaml")
+    obj["kernels"]["graphs"] = {"sizes": [1, 2], "unit": "tokens"}
+    with pytest.raises(SimulatorError, match="source"):
+        read_hardware(obj, "x.yaml")

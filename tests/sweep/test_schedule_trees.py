@@ -26,7 +26,7 @@ def test_tree_cases_named_and_chain_tree_equals_chain(result):
 
 
 def test_explain_prices_the_tree():
-    a = explain("qwen3-30b-a3b", "h100-sxm", None, batch=8, tree=full_tree([2, 2]), context=256)
+    a = explain("qwen3-30b-a3b", "h100-sxm", None, batch=8, tree=full_tree([2, 2]), context=256, acceptance=0.75)
     assert a.tree == "tree 2/4 (7 nodes)" and a.draft_len == 6
     assert a.refined.accept_length == pytest.approx(1 + 0.9375 + 0.9375 ** 2, rel=1e-12)  # α = 0.75: 1-(1/4)^2
 
