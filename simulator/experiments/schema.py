@@ -234,16 +234,15 @@ def check_name(r: Reader, path: str, name: str, kind: str) -> str:
 
 
 def read_acceptance(r: Reader, obj: Any, path: str) -> AcceptanceSpec:
-    a = r.mapping(obj, path, ("alpha", "accept_length", "draft_len", "source"))
-    if ("alpha" in a) == ("accept_length" in a):
+    """An :class:`AcceptanceSpec` by its declarations, plus the two rules across its fields."""
+    a = read_settings(r, obj, path, AcceptanceSpec)
+    if (a.alpha is None) == (a.accept_length is None):
         raise r.fail(path, "needs exactly one of 'alpha' or 'accept_length'",
                      "write {alpha: 0.75} or {accept_length: 2.73, draft_len: 3}")
-    src = r.string(a, "source", path, default="")
-    if "alpha" in a:
-        return AcceptanceSpec(alpha=r.param(a, "alpha", path, ALPHA), source=src)
-    g = r.param(a, "draft_len", path, DRAFT, default=3)
-    return AcceptanceSpec(accept_length=r.number(a, "accept_length", path, low=1.0, high=g + 1.0), draft_len=g,
-                          source=src)
+    if a.accept_length is not None and a.accept_length > a.draft_len + 1:
+        raise r.fail(f"{path}.accept_length", f"is {a.accept_length:g}, above draft_len + 1 = {a.draft_len + 1}",
+                     "a round accepts at most draft_len + 1 tokens")
+    return a
 
 
 def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
