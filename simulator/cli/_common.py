@@ -22,6 +22,7 @@ FLAGS = {
     "inter": "--inter", "tokens_per_request": "--tokens-per-request", "placement": "--placement",
     "redundant_experts": "--redundant-experts", "drafter": "--drafter", "engine": "--engine",
     "all_to_all": "--all-to-all", "branching": "--tree",
+    "graph_padding": "--graph-padding", "round_overheads": "--round-overheads",
     "num_experts": "--experts", "samples": "--samples", "seed": "--seed", "seq_tokens": "--seq-tokens",
     "format": "--format",
     "hw": "--hardware", "out": "--out", "plot": "--plot", "report": "--report", "write": "--write",

@@ -6,7 +6,7 @@ import argparse
 
 from ._common import add_json_flag, print_json
 from ._table import add_wide_flag, wide
-from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, trees_from
+from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, engine_terms, trees_from
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -55,7 +55,7 @@ def cmd_explain(args) -> int:
                 acceptance=acceptance_from(args), drafter=args.drafter, context=args.context,
                 tree=trees[0] if trees else None,
                 overlap=overlap_input(model, args.overlap, args.popularity), placement=args.placement,
-                redundant_experts=args.redundant_experts)
+                redundant_experts=args.redundant_experts, mechanisms=engine_terms(args))
     path = plot_waterfall(a, args.plot) if args.plot else None
     if args.json:
         d = a.as_dict()

@@ -8,7 +8,7 @@ from ..sweep.textable import Col, render
 from ._common import csv_list
 from ._table import add_wide_flag, wide
 from .explain import FIGURE_SUFFIXES
-from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, trees_from
+from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, engine_terms, trees_from
 
 
 def register(sub) -> None:
@@ -57,7 +57,7 @@ def cmd_schedule(args) -> int:
     (hw,) = resolve_hardware([args.hardware])
     layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus)
     variant = Variant(overlap=overlap_input(model, args.overlap, args.popularity), placement=args.placement,
-                      redundant_experts=args.redundant_experts, engine=args.engine)
+                      redundant_experts=args.redundant_experts, engine=args.engine, mechanisms=engine_terms(args))
     contexts = list(dict.fromkeys([args.context] + list(args.contexts or ())))
     s = build_schedule(model, hw, layout, batch=args.batch or DEFAULT_BATCH,
                        draft_len=args.draft_len or DEFAULT_DRAFT_LEN, contexts=contexts,

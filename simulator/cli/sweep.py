@@ -76,6 +76,29 @@ def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
                         "placements; balanced = greedy packing by popularity, contiguous = index blocks)")
     p.add_argument("--redundant-experts", type=int, default=None, metavar="N",
                    help="EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)")
+    add_engine_term_flags(p)
+
+
+# Engine round-overhead switches (Mechanisms fields; docs/MODEL.md §4.5): set in every mechanism set priced.
+ENGINE_TERMS = ("graph_padding", "round_overheads")
+ENGINE_TERM_HELP = {"graph_padding": "CUDA-graph padding staircase and eager fallback above the capture cap",
+                    "round_overheads": "per-round state work (linear-attention state checkpoints)"}
+
+
+def add_engine_term_flags(p: argparse.ArgumentParser) -> None:
+    """--graph-padding / --round-overheads on|off: force an engine round-overhead switch in every mode (default:
+    each mode's own setting: on in refined, off in the prior readings)."""
+    from ..cost.deployment import Mechanisms
+    from ._common import FLAGS, choices_of
+
+    for f in ENGINE_TERMS:
+        p.add_argument(FLAGS[f], choices=choices_of(Mechanisms, f), default=None,
+                       help=f"{ENGINE_TERM_HELP[f]}: on|off in every mode (default: the mode's own; refined on)")
+
+
+def engine_terms(args) -> tuple[tuple[str, str], ...]:
+    """The (mechanism, setting) pairs the engine-term flags force, for a Variant's ``mechanisms``."""
+    return tuple((f, getattr(args, f)) for f in ENGINE_TERMS if getattr(args, f, None) is not None)
 
 
 def add_tree_flags(p: argparse.ArgumentParser) -> None:
@@ -160,9 +183,11 @@ def cmd_sweep(args) -> int:
         write_csv,
         write_json,
     )
+    from ..sweep.variants import Variant
 
     check_common(args)
     trees = trees_from(args)
+    terms = engine_terms(args)
     start = time.perf_counter()
     folder = run_folder(args, args.out)  # checked before any work; files appear only when the run completes
 
@@ -173,7 +198,8 @@ def cmd_sweep(args) -> int:
             draft_len=args.draft_len or DEFAULT_DRAFT_LEN, acceptance=acceptance_from(args), drafter=args.drafter,
             context=args.context, modes=args.mode or DEFAULT_MODES, overlap=args.overlap,
             popularity=args.popularity, progress=None if args.quiet else progress, placement=args.placement,
-            redundant_experts=args.redundant_experts, engine=args.engine, trees=trees)
+            redundant_experts=args.redundant_experts, engine=args.engine, trees=trees,
+            variants=[Variant(name=",".join(f"{k}={v}" for k, v in terms), mechanisms=terms)] if terms else ())
         for model, hw, why in result.skipped:
             progress(f"skipped {model} on {hw}: {why}", args.quiet)
         for note in result.notes:

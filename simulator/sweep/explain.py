@@ -108,14 +108,17 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
             deployment: Deployment | Layout | None = None, *, batch: int = 1, draft_len: int = 3,
             acceptance: Acceptance | float | None = None, drafter: str = "eagle", context: int = DEFAULT_CONTEXT,
             overlap: OverlapInput | None = None, placement: str | None = None,
-            redundant_experts: int | None = None, tree: tuple | None = None) -> Attribution:
+            redundant_experts: int | None = None, tree: tuple | None = None,
+            mechanisms: tuple[tuple[str, str], ...] = ()) -> Attribution:
     """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK.
 
     ``deployment``: a resolved :class:`Deployment` is used as given; a :class:`Layout` (or None) goes through the
     default rule. ``overlap``: routing statistics replacing the model's own (see
     :func:`~simulator.sweep.runner.overlap_input`). ``placement``/``redundant_experts``: replace the deployment's
     (docs/MODEL.md §2.7). ``tree``: a draft tree's parent list priced instead of the chain
-    (:func:`simulator.specdec.tree.speculative_tree`; ``draft_len`` becomes its drafted nodes)."""
+    (:func:`simulator.specdec.tree.speculative_tree`; ``draft_len`` becomes its drafted nodes). ``mechanisms``:
+    (name, setting) pairs forced in every mechanism set priced (e.g. ``(("graph_padding", "off"),)``: the engine
+    term is off in every walk step, coalition and prior reading, so its Shapley value is 0)."""
     if tree is not None:
         tree = check_parents(tree, "explain")
         draft_len = len(tree) - 1
@@ -135,7 +138,10 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
         raise ParameterError(f"the 'batch' parameter of explain is {batch}: {why}")
     cache, priced = StepCache(), {}
 
+    forced = Variant(mechanisms=tuple(mechanisms))
+
     def step(label: str, mech: Mechanisms) -> WalkStep:
+        mech = forced.mechanisms_for(mech)
         if mech not in priced:
             priced[mech] = (speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
                             if tree is None else speculative_tree(m, hw, dep, [batch], tree, acc, dr, context, mech,

@@ -1,0 +1,54 @@
+"""--graph-padding / --round-overheads on sweep, explain and schedule (docs/MODEL.md §4.5): the switch is forced in
+every mechanism set priced, so its Shapley value is 0 when forced off; bad values are one line, exit 2."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+from simulator.cli import main
+from simulator.cli._common import FLAGS
+from simulator.cli.sweep import ENGINE_TERMS
+
+
+def _run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _shapley(extra):
+    rc, out, _ = _run(["explain", "--model", "qwen3-next-80b-a3b", "--batch", "64", "--json", *extra])
+    assert rc == 0
+    attrs = json.loads(out)["attributions"]  # decode/verify ratio, then speedup
+    return next(a for a in attrs if a["quantity"] == "speedup")["contributions"]
+
+
+def test_flags_are_declared_once_and_mapped():
+    assert FLAGS["graph_padding"] == "--graph-padding" and FLAGS["round_overheads"] == "--round-overheads"
+    assert set(ENGINE_TERMS) == {"graph_padding", "round_overheads"}
+
+
+def test_explain_forced_off_term_contributes_nothing():
+    assert _shapley([])["round_overheads"] != 0.0  # Qwen3-Next: GDN state checkpoints cost something
+    assert _shapley(["--round-overheads", "off"])["round_overheads"] == 0.0
+
+
+def test_sweep_round_overheads_off_is_faster_for_linear_attention(tmp_path):
+    speeds = {}
+    for flag in ("on", "off"):
+        rc, _, _ = _run(["sweep", "--model", "qwen3-next-80b-a3b", "--batch", "64", "--draft-len", "3",
+                         "--mode", "refined", "--round-overheads", flag, "--no-plots", "--quiet", "--format", "json",
+                         "--out", str(tmp_path / flag)])
+        assert rc == 0
+        rows = json.loads((tmp_path / flag / "sweep.json").read_text())
+        rows = rows["points"] if isinstance(rows, dict) and "points" in rows else rows
+        speeds[flag] = rows
+    assert speeds["on"] != speeds["off"]
+
+
+def test_bad_value_is_one_line_exit_2(tmp_path):
+    rc, _, err = _run(["sweep", "--graph-padding", "maybe", "--out", str(tmp_path / "x")])
+    assert rc == 2 and "--graph-padding" in err and len(err.strip().splitlines()) == 1
