@@ -80,7 +80,7 @@ def register(subparsers) -> None:
                     "busiest rank's expected unique experts")
     pp.add_argument("--placement", default=DEFAULT_PLACEMENT, choices=PLACEMENTS,
                     help=f"expert->rank placement with --ranks: random (expectation over placements), balanced "
-                         f"(round-robin by usage) or contiguous blocks (default {DEFAULT_PLACEMENT})")
+                         f"(greedy packing by usage) or contiguous blocks (default {DEFAULT_PLACEMENT})")
     tree = pp.add_mutually_exclusive_group()
     tree.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
                       help="score a full draft tree instead of a chain: the root, B1 children, each with B2 "

@@ -105,7 +105,7 @@ class Deployment:
     moe_tp: int | None = param_field(Param(*WAYS.constraints, None), None)  # inside experts; default gpus / ep
     cuda_graphs: bool = True
     # expert -> rank (docs/MODEL.md §3.2): random (expectation over random placements; the default: expert indices
-    # carry no popularity order), balanced (round-robin by usage, an ideal balancer) or contiguous index blocks
+    # carry no popularity order), balanced (EPLB-style greedy packing by usage) or contiguous index blocks
     placement: str = param_field(Param(Options(PLACEMENTS)), DEFAULT_PLACEMENT)
     # EPLB-style replicas of the hottest experts (extra physical experts; ep must divide experts + replicas)
     redundant_experts: int = param_field(Param(Interval(int, 0, 65536), unit="experts"), 0)
