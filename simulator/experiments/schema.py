@@ -222,12 +222,12 @@ def check_name(r: Reader, path: str, name: str, kind: str) -> str:
     try:
         if kind == "drafter":
             d = parse_drafter(name)
-            if d.kind == "model":
+            if d.model:  # model:NAME or eagle3:NAME: the spec must load
                 load_model(d.model)
         else:
             (load_model if kind == "model" else load_hardware)(name)
     except SimulatorError as exc:
-        fix = ("use eagle, mtp, model:NAME or ratio:C" if kind == "drafter" else
+        fix = ("use eagle, eagle3, eagle3:NAME, mtp, ngram, model:NAME or ratio:C" if kind == "drafter" else
                f"use a bundled {kind} name (python -m simulator list) or a YAML path")
         raise r.fail(path, f"{name!r} cannot be loaded ({exc})"[:300], fix) from None
     return name

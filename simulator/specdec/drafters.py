@@ -12,8 +12,11 @@ Every drafter but the fixed ratio is a :class:`~simulator.specs.model.ModelSpec`
 - ``mtp`` — multi-token-prediction modules: one target-style layer (the target's attention and its MoE FFN) plus
   the LM head per drafted token, in the target's deployment dtype (they ship inside the target's checkpoint).
 - ``eagle3`` — an EAGLE-3 head: the EAGLE head with EAGLE-3's reduced draft vocabulary (``EAGLE3_DRAFT_VOCAB``
-  tokens in its LM head, the ``draft_vocab_size`` of EAGLE-3 checkpoints); the feature-fusion FC (3·H → H, once per
-  round over the verified tokens) is not priced.
+  tokens in its LM head, the ``draft_vocab_size`` of EAGLE-3 checkpoints); ``eagle3:NAME`` uses a bundled head
+  YAML instead (its own layer shapes and draft vocabulary, e.g. ``gpt-oss-120b-eagle3``). Its feature-fusion FC
+  (``fc``: the target's three aux hidden states, 3·H → H) runs once per round over the verified tokens
+  (:func:`input_projection_time`, ``T_fuse``).
+- ``mtp`` also pays its input projection (``eh_proj``: [embedding; hidden], 2·H → H) in every MTP pass.
 - ``ngram`` — n-gram / suffix lookup in the request's own tokens (vLLM ``ngram``, SGLang lookahead): no GPU pass,
   T_draft = 0 (assumed: the CPU lookup overlaps the GPU); its acceptance must be stated.
 - ``ratio:C`` — a fixed cost ratio: T_draft(B, 1) = C · T(B, 1) of the target in the same mode (back-compat).
@@ -39,10 +42,16 @@ from ..specs.model import FFN, ModelSpec
 from ..validation import parameter_error
 
 __all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
-           "parse_drafter", "EAGLE_FFN_RATIO", "EAGLE3_DRAFT_VOCAB", "draft_step_time"]
+           "parse_drafter", "EAGLE_FFN_RATIO", "EAGLE3_DRAFT_VOCAB", "PROJECTION_INPUTS", "draft_step_time",
+           "input_projection_time"]
 
 DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "model", "ngram", "ratio")
 EAGLE3_DRAFT_VOCAB = 32000  # EAGLE-3 heads' draft_vocab_size (SafeAILab EAGLE-3 and SpecForge configs)
+# Input projections of a drafter (docs/MODEL.md §4.2): kind -> (inputs of width H concatenated, when it runs).
+# EAGLE-3's fc fuses three target hidden states once per round over the verified tokens (SafeAILab EAGLE-3
+# cnets.py / vLLM llama_eagle3.py combine_hidden_states); MTP's eh_proj maps [embedding; hidden] in every pass
+# (DeepSeek-V3 MTP module, vLLM deepseek_mtp.py).
+PROJECTION_INPUTS = {"eagle3": (3, "round"), "mtp": (2, "pass")}
 EAGLE_FFN_RATIO = 3  # FFN width of an EAGLE head when the target has no dense FFN: 3 × hidden (Qwen3-MoE configs'
 # intermediate_size is exactly 3 × hidden: 12288 for the 235B, 6144 for the 30B)
 
@@ -66,14 +75,15 @@ class Drafter:
 
     @property
     def label(self) -> str:
-        if self.kind == "model":
-            return f"model:{self.model}"
+        if self.kind in ("model", "eagle3") and self.model:
+            return f"{self.kind}:{self.model}"
         if self.kind == "ratio":
             return f"ratio:{self.ratio:g}"
         return self.kind
 
 
-DRAFTER_FORMS = "one of eagle, eagle3, mtp, ngram, model:NAME (e.g. model:qwen3-0.6b) or ratio:C (e.g. ratio:0.05)"
+DRAFTER_FORMS = ("one of eagle, eagle3, eagle3:NAME (e.g. eagle3:gpt-oss-120b-eagle3), mtp, ngram, model:NAME (e.g. "
+                 "model:qwen3-0.6b) or ratio:C (e.g. ratio:0.05)")
 
 
 def parse_drafter(text: str | Drafter) -> Drafter:
@@ -84,6 +94,8 @@ def parse_drafter(text: str | Drafter) -> Drafter:
     kind, _, arg = s.partition(":")
     if kind in ("eagle", "eagle3", "mtp", "ngram") and not arg:
         return Drafter(kind)
+    if kind == "eagle3" and arg:  # a bundled EAGLE-3 head YAML (or a path)
+        return Drafter("eagle3", model=arg)
     if kind == "model" and arg:
         return Drafter("model", model=arg)
     if kind == "ratio" and arg:
@@ -124,6 +136,8 @@ def drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
     """The spec the engine costs for ``drafter`` (None for a fixed ratio or an n-gram lookup)."""
     if drafter.kind == "eagle":
         return eagle_head_spec(target)
+    if drafter.kind == "eagle3" and drafter.model:
+        return load_model(drafter.model, role="drafter")
     if drafter.kind == "eagle3":
         head = eagle_head_spec(target)
         return replace(head, name=f"{target.name}+eagle3-head", vocab_size=min(EAGLE3_DRAFT_VOCAB, target.vocab_size))
@@ -176,4 +190,24 @@ def draft_step_time(drafter: Drafter, target: ModelSpec, hw, dep: Deployment, ba
         return drafter.ratio * np.asarray(t_target, dtype=float), None
     spec = drafter_spec(drafter, target)
     ddep = drafter_deployment(drafter, spec, dep, hw)
-    return padded_step(cache, spec, hw, ddep, b, int(tokens), context, mech, overlap).time, ddep
+    t = padded_step(cache, spec, hw, ddep, b, int(tokens), context, mech, overlap).time
+    if PROJECTION_INPUTS.get(drafter.kind, (0, ""))[1] == "pass":  # MTP's eh_proj in every pass
+        t = t + input_projection_time(drafter, target, spec, hw, ddep, b * int(tokens), mech)
+    return t, ddep
+
+
+def input_projection_time(drafter: Drafter, target: ModelSpec, spec: ModelSpec | None, hw, ddep: Deployment | None,
+                          tokens, mech) -> np.ndarray:
+    """T_proj of the drafter's input projection (``PROJECTION_INPUTS``) over ``tokens`` tokens in all (an array
+    over the batch grid): one GEMM of k · H_target → H_drafter, its output split over the drafter's tp and its rows
+    over the data-parallel replicas, in the drafter's weight format, priced by the engine's GEMM kernel class (0 for
+    drafters without one)."""
+    from ..cost.engine import op_time
+    from ..cost.opviews import gemm_op
+
+    rows = np.atleast_1d(np.asarray(tokens, dtype=float))
+    k = PROJECTION_INPUTS.get(drafter.kind, (0, ""))[0]
+    if not k or spec is None or ddep is None:
+        return np.zeros_like(rows)
+    op = gemm_op(np.ceil(rows / ddep.dp), spec.hidden_size // ddep.tp, k * target.hidden_size, ddep.dtype)
+    return np.asarray(op_time(op, hw.for_engine(ddep.engine), mech, ddep.cuda_graphs).time, dtype=float)

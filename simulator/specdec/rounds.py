@@ -1,6 +1,6 @@
 """Speculative rounds: round time, speedup, best draft length (docs/MODEL.md §4, "Round time and speedup").
 
-    T_round(B, γ) = γ · T_draft(B, 1) + T(B, γ+1) + T_reject + T_gdn(B, γ)     (γ ≥ 1)
+    T_round(B, γ) = γ · T_draft(B, 1) + T_fuse(B, γ) + T(B, γ+1) + T_reject + T_gdn(B, γ)     (γ ≥ 1)
     T_round(B, 0) = T(B, 1)                                             (plain decoding)
     Speedup(B, γ) = AL(γ) · T(B, 1) / T_round(B, γ)
     tokens/s per request = AL(γ) / T_round(B, γ);   aggregate = B · AL(γ) / T_round(B, γ)
@@ -12,6 +12,8 @@ modelled (:attr:`Mechanisms.fixed_costs_on`, the engine's rule for host overhead
 memoised per (model, GPU, deployment, mechanisms, overlap, tokens, context, batch grid) in a :class:`StepCache`.
 Every pass (decode, verify, draft) runs at the engine's captured CUDA-graph batch when ``graph_padding`` is on, and
 T_gdn is the linear-attention state checkpoints of ``round_overheads`` (:mod:`simulator.specdec.overheads`).
+T_fuse is an EAGLE-3 head's feature-fusion FC over the B · (γ+1) verified tokens, once per round (0 for other
+drafters; :func:`simulator.specdec.drafters.input_projection_time`); it counts as drafting time.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Interval, Param, declare
 from .acceptance import MAX_POSITIONS, Acceptance
-from .drafters import Drafter, draft_step_time, parse_drafter
+from .drafters import PROJECTION_INPUTS, Drafter, draft_step_time, drafter_spec, input_projection_time, parse_drafter
 from .overheads import gdn_checkpoint_time, padded_step
 
 __all__ = ["DRAFT_LENS", "SpecResult", "StepCache", "best_gamma", "pays_up_to", "rejection_time", "round_time",
@@ -129,11 +131,13 @@ class SpecResult:
     bound_verify: np.ndarray  # (ng, nb)
     drafter_dep: Deployment | None = None
     t_overhead: np.ndarray | None = None  # (ng, nb) engine round overheads beside T_reject (docs/MODEL.md §4.5)
+    t_fuse: np.ndarray | None = None  # (ng, nb) once-per-round drafter input projection (EAGLE-3 fc)
 
     @property
     def t_draft(self) -> np.ndarray:
-        """Drafting time per round, γ · T_draft(B, 1), (ng, nb)."""
-        return self.gammas[:, None] * self.t_draft_step[None, :]
+        """Drafting time per round, γ · T_draft(B, 1) + T_fuse(B, γ), (ng, nb)."""
+        t = self.gammas[:, None] * self.t_draft_step[None, :]
+        return t if self.t_fuse is None else t + self.t_fuse
 
     @property
     def verify_decode_ratio(self) -> np.ndarray:
@@ -184,7 +188,8 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     t_draft_step, ddep = draft_step_time(drafter, target, hw, dep, b, 1, context, mech, overlap, cache, dec.time)
     t_rej = np.where(g > 0, rejection_time(hw, mech), 0.0)
     t_over = np.stack([gdn_checkpoint_time(target, hw, dep, b, int(x), mech) for x in g])  # (ng, nb)
-    t_round = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over)
+    t_fuse = fusion_time(drafter, target, hw, ddep, b, g, mech)  # (ng, nb)
+    t_round = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over + t_fuse)
     al = acceptance.accept_length(g)
     return SpecResult(
         batch=b, gammas=g, accept_length=al, alpha=acceptance.effective_alpha(g), t_decode=dec.time,
@@ -195,4 +200,21 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
         unique_decode_rank=np.asarray(dec.unique_experts, float),
         unique_verify_rank=np.stack([np.asarray(v.unique_experts, float) for v in ver]),
         bound_decode=dec.bound, bound_verify=np.stack([v.bound for v in ver]), drafter_dep=ddep, t_overhead=t_over,
+        t_fuse=t_fuse,
     )
+
+
+def fusion_time(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, ddep: Deployment | None, batch,
+                verified, mech: Mechanisms) -> np.ndarray:
+    """T_fuse[γ, B]: a once-per-round drafter input projection (EAGLE-3's fc) over the B · (γ+1) verified tokens
+    (``verified`` = the γ grid; a tree passes its node count N − 1); 0 at γ = 0 and for other drafters."""
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    g = np.atleast_1d(np.asarray(verified, dtype=int))
+    out = np.zeros((g.size, b.size))
+    if PROJECTION_INPUTS.get(drafter.kind, (0, ""))[1] != "round" or ddep is None:
+        return out
+    spec = drafter_spec(drafter, target)
+    for i, x in enumerate(g):
+        if x > 0:
+            out[i] = input_projection_time(drafter, target, spec, hw, ddep, b * (x + 1), mech)
+    return out

@@ -46,7 +46,7 @@ from ..validation import declare
 from .acceptance import Acceptance
 from .drafters import Drafter, draft_step_time, parse_drafter
 from .overheads import gdn_checkpoint_time, padded_step
-from .rounds import SpecResult, StepCache, rejection_time
+from .rounds import SpecResult, StepCache, fusion_time, rejection_time
 
 __all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "parse_tree", "speculative_tree",
            "tree_accept_length", "tree_label"]
@@ -218,6 +218,8 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     depth = len(sizes) - 1
     t_rej = rejection_time(hw, mech) if depth >= 1 else 0.0
     t_over = gdn_checkpoint_time(target, hw, dep, b, n - 1, mech)  # engine round overheads (specdec.overheads)
+    if depth:  # EAGLE-3's fc over the B · N verified nodes, once per round (drafting time; rounds.fusion_time)
+        t_draft = t_draft + fusion_time(drafter, target, hw, ddep, b, [n - 1], mech)[0]
     t_round = dec if depth == 0 else t_draft + ver + t_rej + t_over
     al = tree_accept_length(par, acceptance)
     return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,

@@ -120,3 +120,38 @@ def test_bad_capture_list_is_one_line():
     obj["kernels"]["graphs"] = {"sizes": [1, 2], "unit": "tokens"}
     with pytest.raises(SimulatorError, match="source"):
         read_hardware(obj, "x.yaml")
+
+
+def test_input_projections_are_priced():
+    """EAGLE-3's fc (3H -> H) once per round over the verified tokens, MTP's eh_proj (2H -> H) in every pass
+    (docs/MODEL.md §4.2); a 1-wide tree still equals the chain with them; gamma = 0 has no projection."""
+    from dataclasses import replace
+
+    from simulator.specdec.drafters import input_projection_time
+    from simulator.specdec.tree import chain_parents, speculative_tree
+
+    target = load_model("qwen3-30b-a3b")
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2)
+    e3 = speculative(target, HW, dep, [1, 16], [0, 3], ACC, "eagle3", 1024)
+    assert np.all(e3.t_fuse[0] == 0) and np.all(e3.t_fuse[1] > 0)
+    assert np.array_equal(e3.t_round[0], e3.t_decode)
+    np.testing.assert_allclose(e3.t_draft[1], 3 * e3.t_draft_step + e3.t_fuse[1])
+    mtp = parse_drafter("mtp")
+    spec = replace(target, layers=1)
+    proj = input_projection_time(mtp, target, spec, HW, dep, np.array([1.0, 16.0]), Mechanisms())
+    assert np.all(proj > 0)
+    for d in ("eagle3", "mtp"):
+        chain = speculative(target, HW, dep, [1, 16], [3], ACC, d, 1024)
+        tree = speculative_tree(target, HW, dep, [1, 16], chain_parents(3), ACC, d, 1024)
+        np.testing.assert_allclose(tree.t_round, chain.t_round[0], rtol=1e-12)
+
+
+def test_bundled_eagle3_heads_load_and_price():
+    d = parse_drafter("eagle3:gpt-oss-120b-eagle3")
+    assert d.kind == "eagle3" and d.label == "eagle3:gpt-oss-120b-eagle3"
+    target = load_model("gpt-oss-120b")
+    r = speculative(target, HW, Deployment(dtype="mxfp4", tp=8, ep=8), [1], [3], ACC, d, 1024)
+    assert r.t_fuse[0, 0] > 0 and r.drafter_dep.dtype == "bf16"
+    for name in ("gpt-oss-120b-eagle3", "kimi-k2-eagle3", "deepseek-v3-eagle3"):
+        head = load_model(name)
+        assert head.role == "drafter" and head.layers == 1 and head.vocab_size == 32000
