@@ -191,9 +191,22 @@ def draft_step_time(drafter: Drafter, target: ModelSpec, hw, dep: Deployment, ba
     spec = drafter_spec(drafter, target)
     ddep = drafter_deployment(drafter, spec, dep, hw)
     t = padded_step(cache, spec, hw, ddep, b, int(tokens), context, mech, overlap).time
+    # a draft pass pays the profile's per-draft-step host cost instead of a target step's (kernels.step)
+    t = t + draft_host_delta(hw, ddep, mech)
     if PROJECTION_INPUTS.get(drafter.kind, (0, ""))[1] == "pass":  # MTP's eh_proj in every pass
         t = t + input_projection_time(drafter, target, spec, hw, ddep, b * int(tokens), mech)
     return t, ddep
+
+
+def draft_host_delta(hw, ddep: Deployment, mech) -> float:
+    """``kernels.step.draft_host_overhead`` − ``host_overhead`` of the drafter's engine (0 when the profile does not
+    state a draft value, or with fixed costs off): what a draft pass's host work differs from a target pass's."""
+    from ..cost.engine import step_fixed
+
+    k = hw.for_engine(ddep.engine)
+    if "draft_host_overhead" not in k.kernels.step:
+        return 0.0
+    return step_fixed(k, mech, "draft_host_overhead") - step_fixed(k, mech, "host_overhead")
 
 
 def input_projection_time(drafter: Drafter, target: ModelSpec, spec: ModelSpec | None, hw, ddep: Deployment | None,

@@ -79,6 +79,11 @@ STEP_FIXED = {
     "launch_eager": "extra per-kernel cost without CUDA graphs (s)",
     "rejection_sampling": "per verify pass: acceptance test and bookkeeping (s)",
 }
+# Optional per-step costs: name -> (meaning, the required cost used when a profile does not state it).
+STEP_OPTIONAL = {
+    "draft_host_overhead": ("per draft pass: host work of one drafter step inside the engine's round (s)",
+                            "host_overhead"),
+}
 
 
 GRAPH_UNITS = ("tokens", "requests")  # what an engine's CUDA-graph capture sizes count (docs/MODEL.md §4.5)
@@ -285,7 +290,7 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
     step = dict(base.step)
     if "step" in k:
         spath = r.join(path, "step")
-        s = r.mapping(k["step"], spath, STEP_FIXED)
+        s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL})
         step.update({name: r.quantity(s, name, spath, "time") for name in s})
     graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else base.graphs
     return Kernels(None, base.global_efficiency,
@@ -319,8 +324,8 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
         if name in col_obj:
             collectives[name] = _collective(r, col_obj[name], r.join(colpath, name))
     spath = r.join(path, "step")
-    s = r.mapping(k["step"], spath, STEP_FIXED, STEP_FIXED)
-    step = {name: r.quantity(s, name, spath, "time") for name in STEP_FIXED}
+    s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL}, STEP_FIXED)
+    step = {name: r.quantity(s, name, spath, "time") for name in (*STEP_FIXED, *STEP_OPTIONAL) if name in s}
     graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else None
     return Kernels(None, geff, MappingProxyType(classes), MappingProxyType(collectives), MappingProxyType(step),
                    graphs)

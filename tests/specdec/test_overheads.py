@@ -155,3 +155,24 @@ def test_bundled_eagle3_heads_load_and_price():
     for name in ("gpt-oss-120b-eagle3", "kimi-k2-eagle3", "deepseek-v3-eagle3"):
         head = load_model(name)
         assert head.role == "drafter" and head.layers == 1 and head.vocab_size == 32000
+
+
+def test_draft_host_overhead_is_a_profile_parameter():
+    """kernels.step.draft_host_overhead replaces a target step's host cost in every draft pass (one home: the
+    profile); the bundled value equals host_overhead (assumed), so stating it changes nothing until edited."""
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    target = load_model("qwen3-30b-a3b")
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2)
+    step = dict(HW.kernels.step)
+    assert step["draft_host_overhead"] == step["host_overhead"]
+    base = speculative(target, HW, dep, [1, 8], [3], ACC, "eagle", 1024)
+    step["draft_host_overhead"] = step["host_overhead"] - 20e-6
+    cheap = replace(HW, kernels=replace(HW.kernels, step=MappingProxyType(step)))
+    r = speculative(target, cheap, dep, [1, 8], [3], ACC, "eagle", 1024)
+    np.testing.assert_allclose(base.t_draft_step - r.t_draft_step, 20e-6, rtol=1e-9)
+    np.testing.assert_allclose(r.t_decode, base.t_decode)  # target passes keep host_overhead
+    off = speculative(target, cheap, dep, [1, 8], [3], ACC, "eagle", 1024, Mechanisms(fixed_costs="off"))
+    ref = speculative(target, HW, dep, [1, 8], [3], ACC, "eagle", 1024, Mechanisms(fixed_costs="off"))
+    np.testing.assert_allclose(off.t_round, ref.t_round)  # a fixed cost: gone with fixed costs off
