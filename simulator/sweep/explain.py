@@ -141,7 +141,11 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
     forced = Variant(mechanisms=tuple(mechanisms))
 
     def step(label: str, mech: Mechanisms) -> WalkStep:
-        mech = forced.mechanisms_for(mech)
+        forced_mech = forced.mechanisms_for(mech)
+        changed = [f"{k}={v}" for k, v in mechanisms if getattr(mech, k) != v]
+        if label and changed:  # the walk's step is overridden by a forced setting: the label says so
+            label = "+ " + ",".join(changed) + " (forced)"
+        mech = forced_mech
         if mech not in priced:
             priced[mech] = (speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
                             if tree is None else speculative_tree(m, hw, dep, [batch], tree, acc, dr, context, mech,
