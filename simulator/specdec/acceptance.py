@@ -18,6 +18,7 @@ inverts the sum for α (AL is strictly increasing in α on [0, 1], from 1 to γ_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -104,6 +105,14 @@ def alpha_from_accept_length(al, gamma: int) -> np.ndarray | float:
     return float(out) if np.ndim(al) == 0 else out
 
 
+@lru_cache(maxsize=4096)
+def _effective_alpha_positions(per_position: tuple[float, ...], gamma: int) -> float:
+    """α of one per-position acceptance at one draft length γ ≥ 1, cached: it depends on nothing else, and a sweep
+    asks for the same few (acceptance, γ) pairs once per case (the 64-step bisection would otherwise dominate)."""
+    al = accept_length_positions(per_position, [gamma])[0]
+    return float(alpha_from_accept_length(al, gamma))
+
+
 @dataclass(frozen=True)
 class Acceptance:
     """Acceptance of drafted tokens: one per-token ``alpha``, or ``per_position`` probabilities (a_1, a_2, ...).
@@ -176,8 +185,9 @@ class Acceptance:
         g = np.atleast_1d(np.asarray(gamma, dtype=int))
         if self.alpha is not None:
             return np.full(g.shape, float(self.alpha))
-        al = self.accept_length(g)
-        return np.array([alpha_from_accept_length(a, int(x)) if x > 0 else np.nan for a, x in zip(al, g, strict=True)])
+        if g.size and g.max() > len(self.per_position):
+            self.accept_length(g)  # raises the one-line error naming the longest draft length
+        return np.array([_effective_alpha_positions(self.per_position, int(x)) if x > 0 else np.nan for x in g])
 
     @property
     def label(self) -> str:
