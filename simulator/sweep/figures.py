@@ -138,12 +138,14 @@ def plot_ratio(result, path, gamma_ref: int = 3) -> list[str]:
     """T_verify / T_decode = T(B, γ+1) / T(B, 1) at one draft length vs batch, prior and refined."""
     gref = ratio_gamma(result.cases[0].result.gammas, gamma_ref)
 
-    def series(c, i):
-        j = int(np.flatnonzero(c.result.gammas == gref)[0])
+    def series(c, i):  # a draft tree has one size (its nodes): its panel shows that verify pass
+        j = int(np.flatnonzero(c.result.gammas == ratio_gamma(c.result.gammas, gref))[0])
         return [(c.mode, c.result.batch, c.result.verify_decode_ratio[j], _style(c.mode, i))]
 
+    trees = any(gref not in c.result.gammas for c in result.cases)
     return _draw(result, path, f"Verify / decode cost ratio T(B,{gref + 1}) / T(B,1) vs batch (draft length "
-                 f"{gref})\n" + _context_line(result), "T_verify / T_decode (x)", series,
+                 f"{gref}{'; tree panels: all nodes' if trees else ''})\n" + _context_line(result),
+                 "T_verify / T_decode (x)", series,
                  refs=(("verify = decode", 1.0, {"color": "0.4", "linestyle": ":", "linewidth": 0.9}),
                        (f"{gref + 1} decode steps", gref + 1.0, {"color": "0.6", "linestyle": "-.",
                                                                  "linewidth": 0.9})))

@@ -151,3 +151,16 @@ def test_pillow_raster_draws_the_curves_grid_and_matches_the_matplotlib_fallback
     assert grey > 200
     fig = scene.to_matplotlib()  # the fallback draws the same scene
     assert tuple(fig.get_size_inches()) == pytest.approx((scene.width, scene.height))
+
+
+def test_ratio_figure_draws_tree_cases_beside_chains(tmp_path):
+    """A sweep with a draft tree (one size: its node count) draws the ratio figure: the tree's panel shows its
+    own verify pass instead of failing on a draft length it does not have."""
+    from simulator.sweep import run_sweep
+    from simulator.sweep.figures import plot_ratio
+
+    res = run_sweep("qwen3-30b-a3b", "h100-sxm", batch=[1, 4], draft_len=[1, 3], modes=["refined"],
+                    trees=[(-1, 0, 0)])
+    assert any(3 not in c.result.gammas for c in res.cases)
+    files = plot_ratio(res, tmp_path / "ratio.png")
+    assert files and all((tmp_path / f).exists() or __import__("pathlib").Path(f).exists() for f in files)
