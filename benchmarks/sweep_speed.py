@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _cli(args: list[str], outdir: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one fresh-interpreter CLI run."""
     code = ("import resource, sys, time; t = time.perf_counter(); from simulator.cli import main; "
-            f"rc = main(['sweep', '--quiet', '--out', {outdir!r}, *{args!r}]); "
+            f"rc = main(['sweep', '--quiet', '--force', '--out', {outdir!r}, *{args!r}]); "
             "w = time.perf_counter() - t; "
             "print(f'BENCH {w} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr); "
             "sys.exit(rc)")
