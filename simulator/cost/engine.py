@@ -171,13 +171,16 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
         asf(op.flops, dtype=float), asf(op.rows, dtype=float), asf(op.parallel, dtype=float),
         asf(op.experts, dtype=float))
     shape = np.broadcast(weight, other, act, flops, rows, parallel, experts).shape
-    reread = reread_bytes(weight, rows, kc)
-
-    if mech.l2 == "on":
+    if not kc.params.get("tile_rows", 0.0) > 0:  # untiled kernel: no weight re-reads, so no L2 traffic (the
+        l2 = 0.0  # general formulas below give exactly these values: reread = 0, l2 = 0, hbm = weight + other + 0)
+        hbm = weight + other
+    elif mech.l2 == "on":
+        reread = reread_bytes(weight, rows, kc)
         hit = l2_hit_fraction(hw, op.working_set)
         l2 = reread * hit
         hbm = weight + other + reread * (1.0 - hit)
     else:
+        reread = reread_bytes(weight, rows, kc)
         l2 = np.zeros(shape)
         hbm = weight + other + reread
 
