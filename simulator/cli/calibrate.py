@@ -48,7 +48,8 @@ def register(sub) -> None:
 def run_all(args) -> int:
     from ..cost.aic_tables import available_gpus, engines_with_data
     from ..cost.calibrate import calibrate_engine
-    from ..cost.calibrate_io import index_markdown, report_markdown, write_profile
+    from ..cost.calibrate_io import write_profile
+    from ..cost.calibrate_report import index_markdown, report_markdown
     from ..outputs import atomic_text
     from ..specs.catalog import bundled_files
 
@@ -76,7 +77,8 @@ def run_all(args) -> int:
 
 def run(args) -> int:
     from ..cost.calibrate import calibrate, calibrate_engine
-    from ..cost.calibrate_io import report_markdown, write_profile
+    from ..cost.calibrate_io import write_profile
+    from ..cost.calibrate_report import report_markdown
     from ..outputs import atomic_text, check_writable
     from ..specs.catalog import load_hardware
 
