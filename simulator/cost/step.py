@@ -180,28 +180,40 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     breakdown = {c: np.zeros(shape) for c in CLASSES}
     hbm, l2, flops, comp_bound, fixed_sum = (np.zeros(shape) for _ in range(5))
 
-    def account(costs: list[OpCost], weight: np.ndarray | float, count: int) -> None:
+    def account(costs: list[OpCost], weights, count: int) -> None:
+        """Add each op's path-weighted time, fixed and compute-bound parts (weight × part) and its traffic (every
+        op, on the path or not: count × part), op by op. A weight of None is 1 and a count of 1 is left out: x · 1
+        is exactly x, so the sums are the same numbers with fewer array operations."""
         nonlocal hbm, l2, flops, comp_bound, fixed_sum
-        for c in costs:
-            w = count * np.asarray(weight) if np.ndim(weight) else count * weight
-            breakdown[c.cls] += w * c.time
-            fixed_sum += w * c.fixed
-            comp_bound += w * np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
-        for c in costs:  # traffic counts every op, on the path or not
-            hbm += count * c.hbm_bytes
-            l2 += count * c.l2_bytes
-            flops += count * c.flops
+        for c, weight in zip(costs, weights, strict=True):
+            w = weight if count == 1 else count * weight
+            bound = np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
+            if w is None:
+                breakdown[c.cls] += c.time
+                fixed_sum += c.fixed
+                comp_bound += bound
+            else:
+                breakdown[c.cls] += w * c.time
+                fixed_sum += w * c.fixed
+                comp_bound += w * bound
+            if count == 1:
+                hbm += c.hbm_bytes
+                l2 += c.l2_bytes
+                flops += c.flops
+            else:
+                hbm += count * c.hbm_bytes
+                l2 += count * c.l2_bytes
+                flops += count * c.flops
 
     for g in groups:
         costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in g.ops]
         length, on_path = critical_path(structure(g.ops), {c.name: c.time for c in costs})
         total += g.count * length
-        for c in costs:
-            account([c], on_path[c.name], g.count)
+        account(costs, [on_path[c.name] for c in costs], g.count)
     head_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in head]
     for c in head_costs:
         total += c.time
-        account([c], 1.0, 1)
+    account(head_costs, [None] * len(head_costs), 1)  # once per step, weight 1
     host = step_fixed(hw, mech, "host_overhead")
     total += host
     breakdown["host"] += host

@@ -166,11 +166,10 @@ def random_max_table(n: int, ranks: int) -> np.ndarray:
         prev = np.zeros((m, big + 1))
         prev[:, : f.shape[1]] = f
         new = np.zeros((m, big + 1))
-        for cc in range(m + 1):
-            keep = (cc <= xs[:, 0]).astype(float)[:, None]  # this rank holds cc <= x used slots
-            shifted = np.zeros((m, big + 1))
-            shifted[:, cc:] = prev[:, : big + 1 - cc]
-            new += keep * h[:, cc][None, :] * shifted
+        # this rank holds cc <= x used slots: only rows x >= cc and columns v >= cc get a term (elsewhere it is an
+        # exact 0, so they are left alone: the same numbers as adding the zeros)
+        for cc in range(m):
+            new[cc:, cc:] += h[cc:, cc][None, :] * prev[cc:, : big + 1 - cc]
         f = new
     return (1.0 - np.clip(f, 0.0, 1.0)).sum(axis=0)
 

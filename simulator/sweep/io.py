@@ -35,7 +35,8 @@ def write_csv(result, path) -> str:
     """Write ``result`` as CSV with the columns of :data:`~simulator.sweep.table.COLUMNS`; returns the path.
     Rows are formatted and written in chunks of :data:`CHUNK` (memory stays flat however large the sweep): one
     ``%``-format of a row template per chunk (``%.7g`` floats, ``%d`` integers, quoted strings — the bytes
-    ``csv.writer`` would write), not a Python call per cell."""
+    ``csv.writer`` would write), not a Python call per cell. A float column with few distinct values in a chunk
+    (at most a quarter of its rows) has each distinct value formatted once, to the same ``.7g`` text."""
     path = Path(path)
     cols = [result.columns[c] for c in COLUMN_NAMES]
     n = len(result)
@@ -48,8 +49,15 @@ def write_csv(result, path) -> str:
             for j, a in enumerate(cols):
                 part = a[lo:hi]
                 if part.dtype.kind == "f" and np.isfinite(part).all():
-                    fmts.append("%.7g")
-                    cells[:, j] = part.tolist()
+                    bits, inv = np.unique(np.ascontiguousarray(part, dtype=float).view(np.int64),
+                                          return_inverse=True)
+                    if 4 * len(bits) <= len(part):  # few distinct values: format each once (by bit pattern, so
+                        fmts.append("%s")  # 0.0 and -0.0 stay apart), the same "%.7g" text as the row template's
+                        text = np.array([f"{u:.7g}" for u in bits.view(float).tolist()], dtype=object)
+                        cells[:, j] = text[inv.reshape(-1)]
+                    else:
+                        fmts.append("%.7g")
+                        cells[:, j] = part.tolist()
                 elif part.dtype.kind == "f":
                     fmts.append("%s")
                     cells[:, j] = [_cell(v) for v in part.tolist()]
