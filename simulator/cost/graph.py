@@ -91,20 +91,32 @@ def critical_path(st: Structure, times: dict[str, np.ndarray]) -> tuple[np.ndarr
             idx = np.argmax(stack, axis=0)
             finish[node] = np.take_along_axis(stack, idx[None, ...], axis=0)[0] + times[node]
             choice[node] = idx
-    stack = np.stack([finish[s] for s in st.sinks])
-    last = np.argmax(stack, axis=0)
-    total = np.take_along_axis(stack, last[None, ...], axis=0)[0]
-    # Walk back from the sinks: a node is on the path where its successor on the path chose it.
-    on_path = {n: np.zeros(total.shape) for n in st.order}
-    for j, s in enumerate(st.sinks):
-        on_path[s] = (last == j).astype(float)
+    # Walk back from the sinks: a node is on the path where its successor on the path chose it. The 0/1 arrays are
+    # never written in place, so a node reached first takes its successor's array as it is (max(0, x) = x for x
+    # in {0, 1}) and nodes never reached get zeros at the end.
+    on_path: dict[str, np.ndarray] = {}
+    if len(st.sinks) == 1:  # one sink (the usual layer: it ends in the residual add) is the path's end everywhere
+        total = np.array(finish[st.sinks[0]], dtype=float)
+        on_path[st.sinks[0]] = np.ones(total.shape)
+    else:
+        stack = np.stack([finish[s] for s in st.sinks])
+        last = np.argmax(stack, axis=0)
+        total = np.take_along_axis(stack, last[None, ...], axis=0)[0]
+        for j, s in enumerate(st.sinks):
+            on_path[s] = (last == j).astype(float)
     for node, preds in zip(reversed(st.order), reversed(st.preds), strict=True):
         if not preds:
             continue
-        mine = on_path[node]
+        mine = on_path.get(node)
+        if mine is None:  # not on the path anywhere: adds nothing to its predecessors
+            continue
         if choice[node] is None:
-            on_path[preds[0]] = np.maximum(on_path[preds[0]], mine)
+            prev = on_path.get(preds[0])
+            on_path[preds[0]] = mine if prev is None else np.maximum(prev, mine)
         else:
             for j, p in enumerate(preds):
-                on_path[p] = np.maximum(on_path[p], mine * (choice[node] == j))
-    return total, on_path
+                part = mine * (choice[node] == j)
+                prev = on_path.get(p)
+                on_path[p] = part if prev is None else np.maximum(prev, part)
+    zero = np.zeros(total.shape)
+    return total, {n: on_path.get(n, zero) for n in st.order}
