@@ -96,8 +96,10 @@ def gdn_checkpoint_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, 
     """T_gdn (module docstring) over ``batch``; 0 without linear-attention layers or with round_overheads off."""
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     la = model.attention.linear
+    if mech.round_overheads != "on" or la is None or drafted <= 0:  # (before counting layers: once per γ per case)
+        return np.zeros_like(b)
     n_lin = sum(1 for kind, _ in model.layer_layout if kind == "linear")
-    if mech.round_overheads != "on" or la is None or n_lin == 0 or drafted <= 0:
+    if n_lin == 0:
         return np.zeros_like(b)
     state = (b / dep.dp) * (la.value_heads // dep.tp) * la.key_head_dim * la.value_head_dim * 4.0
     eta = hw.for_engine(dep.engine).kernels.global_efficiency
