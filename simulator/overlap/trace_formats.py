@@ -228,25 +228,18 @@ def _vllm_arrays(path: str) -> list:
     ext = os.path.splitext(path)[1].lower()
     if ext == ".jsonl":
         arrays = []
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ParameterError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
-                if not isinstance(rec, dict) or "routed_experts" not in rec:
-                    raise ParameterError(f"{path} line {lineno}: expected an object with 'routed_experts' "
-                                         f"[tokens][layers][k]")
-                try:
-                    ids = np.asarray(rec["routed_experts"])
-                except (TypeError, ValueError, OverflowError):
-                    ids = None
-                if ids is None or ids.ndim != 3 or not (np.issubdtype(ids.dtype, np.integer) or ids.size == 0):
-                    raise ParameterError(f"{path} line {lineno}: 'routed_experts' must be a rectangular list "
-                                         f"[tokens][layers][k] of integer ids")
-                arrays.append(ids)
+        for lineno, rec in _jsonl_records(path):
+            if not isinstance(rec, dict) or "routed_experts" not in rec:
+                raise ParameterError(f"{path} line {lineno}: expected an object with 'routed_experts' "
+                                     f"[tokens][layers][k]")
+            try:
+                ids = np.asarray(rec["routed_experts"])
+            except (TypeError, ValueError, OverflowError):
+                ids = None
+            if ids is None or ids.ndim != 3 or not (np.issubdtype(ids.dtype, np.integer) or ids.size == 0):
+                raise ParameterError(f"{path} line {lineno}: 'routed_experts' must be a rectangular list "
+                                     f"[tokens][layers][k] of integer ids")
+            arrays.append(ids)
         return arrays
     if ext in TORCH_EXTENSIONS:
         data = _load_torch(path, "a torch.save'd list of vLLM routed_experts arrays")
@@ -257,6 +250,18 @@ def _vllm_arrays(path: str) -> list:
     if isinstance(data, np.ndarray):
         data = [data]
     return [np.asarray(a) for a in data]
+
+
+def _jsonl_records(path: str):
+    """(line number, parsed object) of every non-blank line of a JSON Lines file; a bad line is one error."""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ParameterError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
 
 
 def _natural(name: str):
@@ -283,34 +288,27 @@ def _engine_trace(seqs, layer_ids, num_experts, seq_tokens, where: str, note: st
 def _read_jsonl(path: str, num_experts: int | None) -> Trace:
     records: dict = {}
     k_seen = None
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ParameterError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise ParameterError(f"{path} line {lineno}: expected an object with seq, token, experts")
-            for name in ("seq", "token", "experts"):
-                if name not in rec:
-                    raise ParameterError(f"{path} line {lineno}: missing field '{name}'")
-            ids, tok, layer = rec["experts"], rec["token"], rec.get("layer", 0)
-            if (not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-                    or not isinstance(tok, int) or not isinstance(layer, int) or tok < 0 or layer < 0):
-                raise ParameterError(f"{path} line {lineno}: 'token' and 'layer' must be integers >= 0 and "
-                                     f"'experts' a list of integer ids")
-            if k_seen is None:
-                k_seen = len(ids)
-            if len(ids) != k_seen or not ids:
-                raise ParameterError(f"{path} line {lineno}: {len(ids)} experts, but earlier tokens list {k_seen}; "
-                                     f"every token must list the same k experts")
-            key = (rec["seq"] if not isinstance(rec["seq"], list) else str(rec["seq"]), tok, layer)
-            if key in records:
-                raise ParameterError(f"{path} line {lineno}: duplicate record for seq {key[0]}, token {tok}, "
-                                     f"layer {layer}")
-            records[key] = ids
+    for lineno, rec in _jsonl_records(path):
+        if not isinstance(rec, dict):
+            raise ParameterError(f"{path} line {lineno}: expected an object with seq, token, experts")
+        for name in ("seq", "token", "experts"):
+            if name not in rec:
+                raise ParameterError(f"{path} line {lineno}: missing field '{name}'")
+        ids, tok, layer = rec["experts"], rec["token"], rec.get("layer", 0)
+        if (not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+                or not isinstance(tok, int) or not isinstance(layer, int) or tok < 0 or layer < 0):
+            raise ParameterError(f"{path} line {lineno}: 'token' and 'layer' must be integers >= 0 and "
+                                 f"'experts' a list of integer ids")
+        if k_seen is None:
+            k_seen = len(ids)
+        if len(ids) != k_seen or not ids:
+            raise ParameterError(f"{path} line {lineno}: {len(ids)} experts, but earlier tokens list {k_seen}; "
+                                 f"every token must list the same k experts")
+        key = (rec["seq"] if not isinstance(rec["seq"], list) else str(rec["seq"]), tok, layer)
+        if key in records:
+            raise ParameterError(f"{path} line {lineno}: duplicate record for seq {key[0]}, token {tok}, "
+                                 f"layer {layer}")
+        records[key] = ids
     if not records:
         raise ParameterError(f"{path}: no records")
     seqs = list(dict.fromkeys(key[0] for key in records))
