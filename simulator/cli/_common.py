@@ -138,6 +138,28 @@ def csv_list(kind: type, name: str):
 _NOT_ARGUMENTS = ("func", "command", "force", "quiet", "out", "json", "wide")
 
 
+def add_tree_choice(parser: argparse.ArgumentParser, verb: str, note: str = "") -> None:
+    """``--tree B1,B2,..`` or ``--tree-parents FILE``: one draft tree (read by :func:`tree_choice`). ``verb`` says
+    what the command does with the tree's nodes; ``note`` is added to the ``--tree`` help."""
+    tree = parser.add_mutually_exclusive_group()
+    tree.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
+                      help=f"{verb} a full draft tree: the root, B1 children, each with B2 children, ... "
+                      f"(every node){note}")
+    tree.add_argument("--tree-parents", default=None, metavar="FILE", help=f"{verb} a general draft tree: a text "
+                      "file with one parent index per node (root -1)")
+
+
+def tree_choice(args) -> tuple[tuple[int, ...], str, str] | None:
+    """(parent list, label, flag) of the tree that ``--tree``/``--tree-parents`` give, or None without them."""
+    from ..overlap import full_tree, read_parents
+
+    if args.tree is not None:
+        return full_tree(args.tree), ",".join(str(b) for b in args.tree), "--tree"
+    if args.tree_parents is not None:
+        return read_parents(args.tree_parents), args.tree_parents, "--tree-parents"
+    return None
+
+
 def add_force_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="write into a folder that holds a different run's "
                         "files (that run's recorded files are replaced; see manifest.json)")

@@ -14,7 +14,7 @@ from ..overlap.trace_formats import DEFAULT_SEQ_TOKENS
 from ..overlap.trace_formats import FORMATS as TRACE_FORMATS
 from ..specs.routing_profile import SPLITS
 from ..sweep.textable import fill
-from ._common import OneLineParser, add_json_flag, csv_list, print_json
+from ._common import OneLineParser, add_json_flag, add_tree_choice, csv_list, print_json, tree_choice
 from ._table import WIDTH, Col, add_wide_flag, render, wide
 
 _PREDICT_EPILOG = """\
@@ -81,12 +81,7 @@ def register(subparsers) -> None:
     pp.add_argument("--placement", default=DEFAULT_PLACEMENT, choices=PLACEMENTS,
                     help=f"expert->rank placement with --ranks: random (expectation over placements), balanced "
                          f"(greedy packing by usage) or contiguous blocks (default {DEFAULT_PLACEMENT})")
-    tree = pp.add_mutually_exclusive_group()
-    tree.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
-                      help="score a full draft tree instead of a chain: the root, B1 children, each with B2 "
-                      "children, ... (every node verified)")
-    tree.add_argument("--tree-parents", default=None, metavar="FILE", help="score a general draft tree: a text "
-                      "file with one parent index per node (root -1)")
+    add_tree_choice(pp, "score", " instead of a chain")
     pp.add_argument("--tree-method", default="auto", choices=TREE_METHODS, help="tree fit: auto (default), ipf "
                     "(exact maximum entropy on the junction tree), stationary (tree-indexed stationary chain), "
                     "independent, uniform")
@@ -198,7 +193,7 @@ def _predict(args) -> int:
 
 def _predict_tree(args) -> int:
     from ..errors import ParameterError
-    from ..overlap import OverlapStats, Persistent, full_tree, predict_tree, read_parents
+    from ..overlap import OverlapStats, Persistent, predict_tree
 
     if args.tokens is not None and (args.tree is not None or args.tree_parents is not None):
         print("error: overlap predict: --tokens and --tree/--tree-parents both give the tokens; use one",
@@ -209,10 +204,9 @@ def _predict_tree(args) -> int:
         if len(args.persistent) > 2:
             raise ParameterError(f"--persistent takes FLOOR or FLOOR,SHARE; got {args.persistent}")
         persistent = Persistent(*args.persistent)
-    if args.tree is not None:
-        parents, shape = full_tree(args.tree), ",".join(str(b) for b in args.tree)
-    elif args.tree_parents is not None:
-        parents, shape = read_parents(args.tree_parents), args.tree_parents
+    tree = tree_choice(args)
+    if tree is not None:
+        parents, shape, _ = tree
     else:
         if args.tokens is None or args.tokens < 1:
             print(f"error: overlap predict: --tokens must be an integer >= 1 (tokens per request); got {args.tokens}",

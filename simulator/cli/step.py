@@ -7,7 +7,7 @@ import sys
 
 from ..cost.deployment import PRESETS, Deployment, Mechanisms
 from ..cost.ops import DEFAULT_CONTEXT
-from ._common import add_json_flag, choices_of, csv_list, default_of, print_json
+from ._common import add_json_flag, add_tree_choice, choices_of, csv_list, default_of, print_json, tree_choice
 from ._table import Col, add_wide_flag, render, wide
 
 MECH_FLAGS = ("routing", "kernel_curves", "fixed_costs", "l2")
@@ -77,12 +77,7 @@ def register(sub) -> None:
     p.add_argument("--batch", type=csv_list(int, "--batch"), required=True, help="batch sizes, e.g. 1,8,64")
     p.add_argument("--tokens", type=int, default=None, help="new tokens per request in this pass (s); required "
                    "unless --tree or --tree-parents is given")
-    tree = p.add_mutually_exclusive_group()
-    tree.add_argument("--tree", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
-                      help="verify a full draft tree per request (the root, B1 children, each with B2 children, ...): "
-                      "s = its node count, unique experts from the tree fit")
-    tree.add_argument("--tree-parents", default=None, metavar="FILE", help="verify a general draft tree per request: "
-                      "a text file with one parent index per node (root -1), as for overlap predict")
+    add_tree_choice(p, "verify", " per request: s = its node count, unique experts from the tree fit")
     add_mechanism_flags(p)
     add_json_flag(p)
     add_wide_flag(p)
@@ -122,15 +117,14 @@ def run(args) -> int:
     from ..cost.step import step_time
 
     model, hw, dep, mech, overlap = resolve(args)
-    if args.tree is not None or args.tree_parents is not None:
+    tree = tree_choice(args)
+    if tree is not None:
         from dataclasses import replace
 
         from ..cost.routing import model_overlap
-        from ..overlap import full_tree, read_parents
 
-        parents = full_tree(args.tree) if args.tree is not None else read_parents(args.tree_parents)
+        parents, _, flag = tree
         if args.tokens is not None and args.tokens != len(parents):
-            flag = "--tree" if args.tree is not None else "--tree-parents"
             print(f"error: step: --tokens {args.tokens} disagrees with the {len(parents)}-node {flag}; give one",
                   file=sys.stderr)
             return 2
