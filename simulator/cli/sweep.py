@@ -103,7 +103,7 @@ def engine_terms(args) -> tuple[tuple[str, str], ...]:
 
 def add_tree_flags(p: argparse.ArgumentParser) -> None:
     """--tree / --tree-parents (repeatable): draft trees priced beside the chains (docs/MODEL.md §4)."""
-    p.add_argument("--tree", action="append", default=None, metavar="B1,B2,..",
+    p.add_argument("--tree", action="append", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
                    help="also price a full draft tree (root, B1 children each with B2 children, ...); repeatable")
     p.add_argument("--tree-parents", action="append", default=None, metavar="FILE",
                    help="also price a draft tree given as a parent list (one index per node, root -1); repeatable")
@@ -111,10 +111,10 @@ def add_tree_flags(p: argparse.ArgumentParser) -> None:
 
 def trees_from(args) -> list[tuple]:
     """The parent lists the tree flags ask for (checked: bad shapes are one-line errors)."""
-    from ..specdec.tree import parse_tree
+    from ..overlap import full_tree, read_parents
 
-    return ([parse_tree(t) for t in getattr(args, "tree", None) or ()]
-            + [parse_tree(path=f) for f in getattr(args, "tree_parents", None) or ()])
+    return ([full_tree(b) for b in getattr(args, "tree", None) or ()]
+            + [read_parents(f) for f in getattr(args, "tree_parents", None) or ()])
 
 
 def acceptance_from(args):

@@ -39,7 +39,7 @@ from ..cost.deployment import Deployment, Mechanisms
 from ..cost.ops import BATCH, CONTEXT
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import ParameterError
-from ..overlap.tree import check_parents, full_tree, read_parents
+from ..overlap.tree import check_parents
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import declare
@@ -48,7 +48,7 @@ from .drafters import Drafter, draft_step_time, parse_drafter
 from .overheads import gdn_checkpoint_time, padded_step
 from .rounds import SpecResult, StepCache, fusion_time, rejection_time
 
-__all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "parse_tree", "speculative_tree",
+__all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "speculative_tree",
            "tree_accept_length", "tree_label"]
 
 
@@ -112,30 +112,6 @@ def tree_accept_length(parents, acceptance: Acceptance) -> float:
             ad = a[depth[v] - 1]
             reach[v] = reach[p] * ad * (1.0 - ad) ** rank[v]
     return float(1.0 + reach[depth > 0].sum())
-
-
-def parse_tree(text: str | None = None, path: str | None = None) -> tuple | None:
-    """Parents from ``--tree b1,b2,...`` (a full tree) or a ``--tree-parents`` file; None when neither is given."""
-    if text is not None and path is not None:
-        raise ParameterError("give a draft tree either as branching factors or as a parent-list file, not both",
-                             owner="parse_tree", param="tree")
-    if path is not None:
-        return read_parents(path)
-    if text is None:
-        return None
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
-    try:
-        branching = [int(t) for t in items]
-    except ValueError:
-        raise ParameterError(f"the 'tree' parameter of parse_tree must be branching factors b1,b2,... (ints >= 1); got "
-                             f"{text!r}", owner="parse_tree", param="tree") from None
-    if not branching:
-        raise ParameterError("the 'tree' parameter of parse_tree must name at least one depth level, e.g. 2,2,2",
-                             owner="parse_tree", param="tree")
-    try:
-        return full_tree(branching)
-    except ParameterError as exc:
-        raise ParameterError(str(exc), owner="parse_tree", param="tree") from None
 
 
 def tree_label(parents) -> str:

@@ -5,10 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulator.cli import main
 from simulator.errors import ParameterError
 from simulator.overlap import full_tree
 from simulator.specdec import Acceptance, accept_length
-from simulator.specdec.tree import chain_parents, level_sizes, parse_tree, tree_accept_length
+from simulator.specdec.tree import chain_parents, level_sizes, tree_accept_length
 
 
 @settings(max_examples=60, deadline=None)
@@ -39,10 +40,13 @@ def test_full_tree_closed_form():
     assert tree_accept_length(full_tree(b), acc) == pytest.approx(expect, rel=1e-12)
 
 
-def test_bad_trees_are_one_line_errors():
-    for text in ("2,x", "", "0,2"):
-        with pytest.raises(ParameterError):
-            parse_tree(text)
+def test_bad_trees_are_one_line_errors(capsys):
+    with pytest.raises(ParameterError):
+        full_tree([0, 2])  # a depth level without children
+    for text in ("2,x", "", "0,2"):  # the --tree flag of sweep/explain/schedule: exit 2, one line
+        assert main(["sweep", "--model", "qwen3-30b-a3b", "--tree", text, "--batch", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--tree" in err and "\n" not in err and "Traceback" not in err
     with pytest.raises(ParameterError):
         tree_accept_length([-1, 0, 0, 1], Acceptance.from_positions([0.5]))  # 2 deep, 1 position
 
