@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..pricing import resolved_line
 from ..specdec import best_gamma, pays_up_to
-from .deploy import resolved_line
 from .textable import WIDTH, Col, render
 
 SUMMARY_KEYS = ("model", "hardware", "grounding", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode",
