@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..sweep.textable import Col, render
+from ..render.textable import Col, render
 from ._common import csv_list
 from ._scenario import add_scenario_flags, request_from
 from ._table import add_wide_flag, wide

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..sweep.textable import fill
+from ..render.textable import fill
 from ._common import add_force_flag, csv_list, progress, run_folder
 from ._scenario import add_scenario_flags, forced_mechanisms, request_from
 from ._table import WIDTH, add_wide_flag, wide

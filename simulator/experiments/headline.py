@@ -12,7 +12,7 @@ from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
 from ..cost.step import CLASSES
 from ..pricing import price_pass
-from ..sweep import figures as plots
+from ..render import figures as plots
 from ..sweep import plot_waterfall
 from ..sweep.explain import explain_scenario
 from .outcome import Figure, Part, Table, fmt_pct, tidy_table, trend

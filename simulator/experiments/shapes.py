@@ -12,8 +12,8 @@ import numpy as np
 from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
 from ..pricing import price_pass
+from ..render import figures as plots
 from ..specs.derived import param_counts
-from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import lift
 from .outcome import Figure, Part, Table

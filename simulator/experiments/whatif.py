@@ -11,10 +11,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..pricing import NO_EDIT, HardwareEdit
+from ..render import figures as plots
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
 from ..sweep import HARDWARE_GROUPS, Variant
-from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import deploy_target, price_target
 from .outcome import Figure, Part, Table, trend

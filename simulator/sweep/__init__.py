@@ -9,8 +9,8 @@ Every point is priced through :mod:`simulator.pricing` (one :class:`~simulator.p
 - :func:`explain` → :class:`Attribution`; :func:`format_attribution`, :func:`plot_waterfall`.
 """
 
+from ..render.figures import plot_all
 from .explain import Attribution, WalkStep, explain, format_attribution, format_shapley, plot_waterfall, walk_mechanisms
-from .figures import plot_all
 from .io import write_csv, write_json
 from .report import format_table, summarize
 from .runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES, run_sweep

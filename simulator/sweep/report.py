@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..pricing import resolved_line
+from ..render.textable import WIDTH, Col, render
 from ..specdec import best_gamma, pays_up_to
-from .textable import WIDTH, Col, render
 
 SUMMARY_KEYS = ("model", "hardware", "grounding", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode",
                 "reference", "batch_min", "batch_max",

@@ -190,7 +190,7 @@ def plot_throughput(s: Schedule, path) -> str:
     """tokens/s per GPU against tokens/s per user, with and without SD, over the grid batches."""
     from matplotlib.figure import Figure
 
-    from .figures import save
+    from ..render.figures import save
 
     rows = throughput_rows(s)
     fig = Figure(figsize=(6.4, 4.4))

@@ -2,7 +2,8 @@
 
 :class:`Case` is one priced (model, GPU, deployment, variant, mode) over the batch × draft-length grid;
 :class:`SweepResult` holds the cases and their columns (numpy arrays; ``records`` and ``to_array()`` are views).
-No I/O here: writers (:mod:`.io`), summaries (:mod:`.report`) and figures (:mod:`.figures`) import this module.
+No I/O here: writers (:mod:`.io`), summaries (:mod:`.report`) and figures (:mod:`simulator.render.figures`)
+import this module.
 """
 
 from __future__ import annotations
