@@ -15,16 +15,8 @@ from ..pricing import price_pass
 from ..render import figures as plots
 from ..sweep import plot_waterfall
 from ..sweep.explain import explain_scenario
-from .outcome import Figure, Part, Table, fmt_pct, tidy_table, trend
+from .outcome import Figure, Part, Table, tidy_table
 from .schema import fraction, on_grid, positive, variant_name
-
-# Why each mechanism of the walk moves the ratio (docs/MODEL.md §3.6), used for the largest one.
-WHY = {"routing": "verification touches fewer new experts when adjacent tokens share experts",
-       "kernel_curves": "small kernels run below the global bandwidth efficiency",
-       "fixed_costs": "per-kernel floors paid once instead of once per expert, plus per-step costs that do not grow "
-                      "with the draft length",
-       "l2": "weight re-reads served from L2"}
-
 
 @dataclass(frozen=True)
 class Published:
@@ -41,6 +33,7 @@ class Settings:
     explain_draft_len: int = positive(3)
     bracket: str = variant_name("")  # the grid's overlap variants (expanded over lag1) that bracket the refined ratio
     placements: tuple[str, ...] = variant_name(())  # the grid's variants that change the expert placement
+    why: dict | None = None  # mechanism -> why it moves the ratio (docs/MODEL.md §3.6), said of the largest one
 
 
 def check(r, study, s: Settings) -> None:
@@ -94,31 +87,14 @@ def run(study, priced, ctx, s: Settings) -> Part:
                    f"length {s.explain_draft_len}", lambda path: plot_waterfall(attr, path)),
             Figure("ratio", "T_decode / T_verify vs draft length, prior and refined, with the study's values",
                    lambda path: _plot_ratio(res, s, bi, path)))
-    err = {md: pred[md] - pub[md] for md in pub}
-    keys = ((f"prior T_decode/T_verify (study {s.study.prior:g})", f"{pred['prior']:.3f}"),
-            (f"refined T_decode/T_verify (study {s.study.refined:g})", f"{pred['refined']:.3f}"),
-            ("error prior / refined", f"{err['prior']:+.3f} / {err['refined']:+.3f}"),
-            ("prior T_decode/T_verify over its readings (" + " / ".join(r[0] for r in attr.prior_range) + ")",
-             " / ".join(f"{r[1]:.3f}" for r in attr.prior_range)),
-            (f"speedup prior / refined (γ={gam})", " / ".join(
-                f"{res[md].result.speedup[res[md].at_gamma(gam), bi]:.2f}" for md in ("prior", "refined"))))
-    if bracket:
-        keys += (("refined ratio at o(1) = " + " / ".join(f"{x:g}" for x in bracket),
-                  " / ".join(f"{v:.3f}" for v in bracket.values())),)
-    if len(place) > 1:
-        keys += (("refined ratio by placement: " + " / ".join(place), " / ".join(f"{v[2]:.3f}"
-                                                                                 for v in place.values())),)
-    acc_src = (study.grid.all_targets[0].acceptance or study.speculation.acceptance)
-    settings = (f"target {model.display_name} on {dep.gpus}× {hw.display_name}, {dep.label} (attention TP{dep.tp}, "
-                f"experts EP{dep.ep}), KV {dep.kv_dtype}, context {ref.context} tokens, batch "
-                f"{list(study.grid.batch)}, draft length {list(study.grid.draft_len)}",
-                f"drafter {ref.drafter.label}, acceptance {acc_src.label}" + (f" ({acc_src.source})" if acc_src.source
-                                                                              else ""),
-                f"routing statistics: the model file's profile {_profile_text(model)}",
-                f"study numbers: {s.study.source}")
+    acc = study.grid.all_targets[0].acceptance or study.speculation.acceptance
     ud, uv = float(ref.result.unique_decode_rank[bi]), float(ref.result.unique_verify_rank[ref.at_gamma(gam), bi])
     tables = (comp, readings, walk, shap, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ())
-    return Part(keys, tables, figs, findings(pred, pub, gam, attr, brk, bracket, ud, uv, place), settings)
+    ns = values(pred, pub, gam, attr, brk, bracket, ud, uv, place, s.why or {})
+    ns.update(model=model, hw=hw, dep=dep, ref=ref, acc=acc, lags=model_overlap(model).lags, nlags=len(model_overlap(model).lags),
+              popularity=model_overlap(model).popularity,
+              sp={md: res[md].result.speedup[res[md].at_gamma(gam), bi] for md in res})
+    return Part(tables=tables, figures=figs, values=ns)
 
 
 def _shapley_tables(attr, study_prior: float) -> tuple[Table, Table]:
@@ -157,13 +133,6 @@ def _placements(priced, m: str, ref, s: Settings, gam: int, bi: int) -> dict[str
     return out
 
 
-def _profile_text(model) -> str:
-    o = model_overlap(model)
-    if not o.lags:
-        return "(none: independent uniform routing)"
-    return f"o(1..{len(o.lags)}) = {', '.join(f'{x:.3f}' for x in o.lags)}, popularity {o.popularity}"
-
-
 def _breakdown(sc, batch: int, gamma: int) -> Table:
     rows, res = [], {}
     for md in ("prior", "refined"):
@@ -181,83 +150,37 @@ def _breakdown(sc, batch: int, gamma: int) -> Table:
                   "refined extra"), tuple(rows), ("", *["{:.0f}"] * 6))
 
 
-def findings(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, ud: float, uv: float,
-             place: dict | None = None) -> tuple[str, ...]:
-    """The three paragraphs; every direction word and verdict is computed from the numbers."""
-    steps = attr.steps
-    deltas = [(st.name.replace("+ ", ""), st.decode_verify_ratio - q.decode_verify_ratio)
+def values(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, ud: float, uv: float,
+           place: dict | None = None, why: dict | None = None) -> dict:
+    """The named numbers of the headline prose (experiments/paper-headline.yaml)."""
+    steps, place, why = attr.steps, place or {}, why or {}
+    deltas = [{"n": st.name.replace("+ ", ""), "d": st.decode_verify_ratio - q.decode_verify_ratio}
               for q, st in zip(steps, steps[1:], strict=False)]
-    top = max(deltas, key=lambda x: abs(x[1]))
-    top_field = top[0].split("=")[0]
+    top = max(deltas, key=lambda x: abs(x["d"]))
     extra = {row[0]: row[6] for row in brk.rows}
-    top3 = sorted(((c, v) for c, v in extra.items() if c != "total"), key=lambda x: -x[1])[:3]
-    err = {md: pred[md] - pub[md] for md in pub}
-
-    def vs(md: str) -> str:
-        return (f"{fmt_pct(pred[md])} of a decode step's speed against the study's {fmt_pct(pub[md], 0)} (error "
-                f"{err[md]:+.3f}, "
-                f"{trend(pub[md], pred[md], 'above', 'below', 'equal to', 0.0005)} the study)")
-
+    ratio, _ = attr.shapley
     rng = sorted(attr.prior_range, key=lambda r: r[1])
-    s1 = (f"**Prior**: the verify pass of {gam + 1} tokens runs at {vs('prior')}; under the other readings of "
-          "MoESD's fitted terms the prior ranges from " + " to ".join(f"{q:.3f} ({r})" for r, q, _ in
-                                                                     (rng[0], rng[-1]))
-          + f". **Refined**: {vs('refined')}. "
-          "No parameter was fitted to these numbers: kernel efficiencies and fixed costs come from the per-op H100 "
-          "calibration (docs/CALIBRATION.md), the routing statistics from the model file, the deployment is the "
-          "study's common one.")
-    l2 = dict((n.split("=")[0], d) for n, d in deltas).get("l2", 0.0)
-    l2_text = (f"L2 changes the ratio by {l2:+.3f}: with at most {gam + 1} rows per active expert the model charges "
-               "no weight re-reads (one 128-row GEMM tile), so there is nothing for L2 to absorb at this batch."
-               if abs(l2) < 0.0005 else
-               f"L2 {trend(0.0, l2, 'raises', 'lowers', 'keeps')} the ratio by {abs(l2):.3f}: weight re-reads of "
-               "the verify pass are served from L2.")
-    s2 = ("Walking from prior to refined, the mechanisms move T_decode/T_verify by "
-          + ", ".join(f"{n} {d:+.3f}" for n, d in deltas)
-          + f"; the largest is **{top[0]}** ({WHY.get(top_field, 'see docs/MODEL.md §3.6')}), which "
-          + f"{trend(0.0, top[1], 'raises', 'lowers', 'leaves')} the ratio. Averaged over every order (Shapley): "
-          + ", ".join(f"{n} {v:+.3f}" for n, v in attr.shapley[0].contributions.items()) + "; "
-          + "; ".join(f"{n} is worth {attr.shapley[0].first[n]:+.3f} switched first and {attr.shapley[0].last[n]:+.3f}"
-                      " last" for n in attr.shapley[0].contributions
-                      if abs(attr.shapley[0].first[n] - attr.shapley[0].last[n]) >= 0.0005)
-          + ". In the refined model a verify pass costs "
-          f"{abs(extra.get('total', 0.0)):.0f} µs {trend(0.0, extra.get('total', 0.0), 'more', 'less', 'more')} than "
-          "a decode step, mostly in " + ", ".join(f"{c} ({v:+.0f} µs)" for c, v in top3)
-          + f": the busiest EP rank reads {ud:.2f} experts per layer in a decode step and {uv:.2f} in the verify pass. "
-          + l2_text)
-    s4 = _placement_text(place or {}, pub["refined"])
-    if not bracket:
-        return (s1, s2, s4) if s4 else (s1, s2)
-    lo, hi = min(bracket.values()), max(bracket.values())
-    inside = lo <= pub["refined"] <= hi
-    verdict = ("lies inside that range, so the remaining difference is within what the unpublished routing "
-               "statistics could account for (routing overlap is the mechanism that would close it)"
-               if inside else
-               f"lies outside that range ({trend(hi, pub['refined'], 'above', 'below', 'at')} it), so the routing "
-               f"proxy alone does not account for the remaining {err['refined']:+.3f}; what remains is expert traffic "
-               "on the busiest rank that the refined model still charges ("
-               + ("placement, " if len(place or {}) < 2 else "") + "load balance across ranks, or "
-               "an L2 effect at batch 1 that the model does not contain are candidates)")
-    s3 = (f"How sure: the prior ratio is set by unique-expert counting and the MoE kernel's fixed cost per expert; "
-          f"the refined ratio moves with the overlap statistics, from {lo:.3f} to {hi:.3f} across the measured "
-          f"adjacent-token overlap range (o(1) = {min(bracket):g} to {max(bracket):g}, Cohere-shaped lags); the "
-          f"study's {pub['refined']:.2f} {verdict}. The per-op errors of the calibrated kernels that set both ratios "
-          "are in the validation study.")
-    return (s1, s2, s3, s4) if s4 else (s1, s2, s3)
-
-
-def _placement_text(place: dict, study: float) -> str:
-    """Where the expert placement puts the refined ratio, from the placement rows (empty without variants)."""
-    if len(place) < 2:
-        return ""
-    ratio = {k: v[2] for k, v in place.items()}
-    lo, hi = min(ratio, key=ratio.get), max(ratio, key=ratio.get)
-    reach = (f"the study's {study:.2f} lies inside that range" if ratio[lo] <= study <= ratio[hi] else
-             f"no placement reaches the study's {study:.2f} ({trend(ratio[hi], study, 'above', 'below', 'at')} the "
-             "range)")
-    return ("Expert placement sets the busiest rank: " + ", ".join(f"{k} {v[1]:.2f} experts in the verify pass "
-            f"(ratio {v[2]:.3f})" for k, v in place.items()) + f"; from {lo} to {hi} the refined ratio moves by "
-            f"{ratio[hi] - ratio[lo]:+.3f}, and {reach}.")
+    lo_b, hi_b = min(bracket.values(), default=0.0), max(bracket.values(), default=0.0)
+    pr = {k: v[2] for k, v in place.items()}
+    plo, phi = min(pr, key=pr.get, default=""), max(pr, key=pr.get, default="")
+    return dict(
+        pred=pred, pub=pub, err={md: pred[md] - pub[md] for md in pub}, gam=gam, tokens=gam + 1, ud=ud, uv=uv,
+        readings=[{"r": r, "q": q} for r, q, _ in attr.prior_range], lo={"r": rng[0][0], "q": rng[0][1]},
+        hi={"r": rng[-1][0], "q": rng[-1][1]}, deltas=deltas, top={**top, "why": why.get(
+            top["n"].split("=")[0], "see docs/MODEL.md §3.6")},
+        shap=[{"n": n, "v": v} for n, v in ratio.contributions.items()],
+        order=[{"n": n, "first": ratio.first[n], "last": ratio.last[n]} for n in ratio.contributions
+               if abs(ratio.first[n] - ratio.last[n]) >= 0.0005],
+        extra=extra.get("total", 0.0), extra_abs=abs(extra.get("total", 0.0)),
+        top3=[{"c": c, "v": v} for c, v in sorted(((c, v) for c, v in extra.items() if c != "total"),
+                                                   key=lambda x: -x[1])[:3]],
+        l2=(l2 := dict((d["n"].split("=")[0], d["d"]) for d in deltas).get("l2", 0.0)), l2_abs=abs(l2),
+        bracket=[{"o": o, "v": v} for o, v in bracket.items()], blo=lo_b, bhi=hi_b,
+        omin=min(bracket, default=0.0), omax=max(bracket, default=0.0), inside=lo_b <= pub["refined"] <= hi_b,
+        bdir=pub["refined"] - hi_b, few_place=len(place) < 2, many_place=len(place) > 1,
+        place=[{"k": k, "v": v[1], "r": v[2]} for k, v in place.items()], plo=plo, phi=phi,
+        pmove=pr.get(phi, 0.0) - pr.get(plo, 0.0), preach=bool(pr) and pr[plo] <= pub["refined"] <= pr[phi],
+        pdir=pub["refined"] - pr.get(phi, 0.0))
 
 
 def _plot_ratio(res, s: Settings, bi: int, path) -> str:

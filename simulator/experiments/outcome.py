@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..outputs import atomic_text, atomic_write
@@ -78,6 +79,7 @@ class Part:
     figures: tuple[Figure, ...] = ()
     findings: tuple[str, ...] = ()  # Markdown paragraphs: what the model predicts and how sure it is
     settings: tuple[str, ...] = ()  # Markdown bullet lines: models, drafter, acceptance, generator settings
+    values: dict = field(default_factory=dict, compare=False)  # the named numbers the study's templates read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,12 +162,78 @@ def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
     return written
 
 
+# -- prose templates (docs/MODEL.md §6.2) ------------------------------------------------------------------------
+# {name} or {name:spec}: a value (dotted name: attribute, key or index) formatted by the spec; {cond?A|B}: A if cond
+# holds, else B; {cond?A|B|C}: by the sign of cond (> 0, < 0, = 0); cond is a name or "name OP operand" (OP one of
+# < > <= >= == !=, or ~TOL; operand: a number, a name or a 'quoted' string: the sign of name with |name| <= TOL counted as 0); {name*ITEM|SEP}: ITEM filled for each
+# element of the list (a mapping's keys become names, any other element is "it"), joined by SEP (default ", ").
+# Branches and items are templates themselves.
+OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+       "<": lambda a, b: a < b, ">": lambda a, b: a > b, "~": lambda a, b: (a > b) - (a < -b)}
+FIELD = re.compile(r"([\w.]+)\s*(?:(<=|>=|==|!=|<|>|~)\s*('[^']*'|[\w.+-]+))?\s*([?*:]?)")
+
+
+def _split(body: str, sep: str = "|") -> list[str]:
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        depth += (ch == "{") - (ch == "}")
+        if ch == sep and depth == 0:
+            out.append(body[start:i])
+            start = i + 1
+    return [*out, body[start:]]
+
+
+def lookup(ns, name: str):
+    v = ns
+    for part in name.split("."):
+        v = v[int(part)] if part.lstrip("-").isdigit() else v[part] if isinstance(v, dict) else getattr(v, part)
+    return v
+
+
+def _operand(ns, x: str):
+    if x.startswith("'"):
+        return x[1:-1]
+    try:
+        return float(x)
+    except ValueError:
+        return lookup(ns, x)
+
+
+def fill(template: str, ns: dict) -> str:
+    """``template`` with its fields filled from ``ns`` (KeyError/AttributeError: a name ``ns`` lacks)."""
+    out, i = [], 0
+    while (j := template.find("{", i)) >= 0:
+        depth, k = 0, j
+        for k in range(j, len(template)):
+            depth += (template[k] == "{") - (template[k] == "}")
+            if depth == 0:
+                break
+        out.append(template[i:j])
+        out.append(_field(template[j + 1:k], ns))
+        i = k + 1
+    return "".join(out) + template[i:]
+
+
+def _field(body: str, ns: dict) -> str:
+    m = FIELD.match(body)
+    name, op, rhs, kind = m.groups()
+    rest = body[m.end():]
+    v = lookup(ns, name)
+    if op:
+        v = OPS[op](v, _operand(ns, rhs))
+    if kind == "?":
+        branches = _split(rest)
+        pick = (0 if v else 1) if len(branches) == 2 else (0 if v > 0 else 1 if v < 0 else 2)
+        return fill(branches[pick], ns)
+    if kind == "*":
+        item, sep = (_split(rest) + [", "])[:2]
+        return sep.join(fill(item, {**ns, **x} if isinstance(x, dict) else {**ns, "it": x}) for x in v)
+    return format(v, rest)
+
+
 def trend(a: float, b: float, up: str, down: str, same: str, tol: float = 0.0) -> str:
-    """The word for how ``b`` compares with ``a`` (``up`` if larger by more than ``tol``, ``down`` if smaller,
-    else ``same``): prose says the opposite when the numbers say the opposite."""
     return up if b - a > tol else down if a - b > tol else same
 
 
 def fmt_pct(x: float, digits: int = 1) -> str:
     return f"{100 * x:.{digits}f}%"
-

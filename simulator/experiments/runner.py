@@ -14,7 +14,7 @@ from pathlib import Path
 from ..outputs import atomic_text
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
-from .outcome import Outcome, Part, figure_file, render
+from .outcome import Outcome, Part, figure_file, fill, render
 from .registry import ANALYSES
 from .schema import Study, read_study
 
@@ -51,26 +51,48 @@ def run_experiment(exp: str | Study, ctx: RunContext | None = None) -> Outcome:
     ctx = ctx or RunContext()
     priced = price_grid(study, ctx, study.variants)
     parts = []
-    for name, settings in study.analyses.items():
+    for name in study.analyses:
         ctx.say(f"{study.name}: analysis {name}")
-        parts.append(annotate(ANALYSES[name].run(study, priced, ctx, settings), study, name))
+        parts.append(run_analysis(study, name, priced, ctx))
     return Outcome(name=study.name, title=study.title, kind="+".join(study.analyses), description=study.description,
                    question=study.question, **{f.name: tuple(x for p in parts for x in getattr(p, f.name))
-                                               for f in fields(Part)})
+                                               for f in fields(Part) if f.name != "values"})
 
 
-def annotate(part: Part, study: Study, name: str) -> Part:
-    """The analysis's declared notes (schema.Notes) added to its part: caveats after its findings, table notes
-    under the named tables (a name the analysis does not produce is a ConfigError)."""
+def run_analysis(study: Study, name: str, priced=None, ctx: RunContext | None = None, settings=None) -> Part:
+    """One analysis of ``study`` (``settings``: its own unless given) with its declared prose filled in."""
+    settings = study.analyses[name] if settings is None else settings
+    return annotate(ANALYSES[name].run(study, priced, ctx or RunContext(), settings), study, name, settings)
+
+
+def annotate(part: Part, study: Study, name: str, settings=None) -> Part:
+    """The analysis's declared prose (schema.Notes) filled from its numbers (``part.values``, the study as
+    ``study`` and the settings as ``s``) and added to its part; a template naming a number the analysis does not
+    compute, or a table it does not produce, is a ConfigError."""
     notes = study.notes.get(name)
     if notes is None:
         return part
-    tn = dict(notes.table_notes or {})
+    r, path = Reader(study.where), f"analyses.{name}"
+    ns = {"study": study, "s": study.analyses[name] if settings is None else settings, **part.values,
+          "grid": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(study.grid).items()}}
+
+    def text(key: str, i, template: str) -> str:
+        try:
+            return fill(template, ns).strip()
+        except (KeyError, AttributeError, IndexError, TypeError, ValueError) as exc:
+            raise r.fail(f"{path}.{key}[{i!r}]", f"cannot be filled ({type(exc).__name__}: {exc})"[:200],
+                         "name a number the analysis computes (docs/MODEL.md §6.4)") from None
+
+    tn = {k: text("table_notes", k, v) for k, v in (notes.table_notes or {}).items()}
     if unknown := sorted(set(tn) - {t.name for t in part.tables}):
-        raise Reader(study.where).fail(f"analyses.{name}.table_notes", f"names {unknown}, not a table of {name}",
-                                       "use one of " + ", ".join(t.name for t in part.tables))
+        raise r.fail(f"{path}.table_notes", f"names {unknown}, not a table of {name}",
+                     "use one of " + ", ".join(t.name for t in part.tables))
+    keys = tuple((text("key_numbers", k, k), text("key_numbers", k, v)) for k, v in (notes.key_numbers or {}).items())
     return replace(part, tables=tuple(replace(t, note=tn.get(t.name, t.note)) for t in part.tables),
-                   findings=part.findings + notes.caveats)
+                   key_numbers=part.key_numbers + tuple(k for k in keys if k[1]),
+                   settings=part.settings + tuple(x for i, t in enumerate(notes.settings) if (x := text("settings", i, t))),
+                   findings=part.findings + tuple(x for i, t in enumerate(notes.findings)
+                                                  if (x := text("findings", i, t))))
 
 
 def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:
