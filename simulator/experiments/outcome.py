@@ -227,6 +227,7 @@ def _field(body: str, ns: dict) -> str:
         return fill(branches[pick], ns)
     if kind == "*":
         item, sep = (_split(rest) + [", "])[:2]
+        sep = sep.replace("\\n", "\n")
         return sep.join(fill(item, {**ns, **x} if isinstance(x, dict) else {**ns, "it": x}) for x in v)
     return format(v, rest)
 
