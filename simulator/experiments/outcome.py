@@ -167,7 +167,7 @@ def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
 # holds, else B; {cond?A|B|C}: by the sign of cond (> 0, < 0, = 0); cond is a name or "name OP operand" (OP one of
 # < > <= >= == !=, or ~TOL; operand: a number, a name or a 'quoted' string: the sign of name with |name| <= TOL counted as 0); {name*ITEM|SEP}: ITEM filled for each
 # element of the list (a mapping's keys become names, any other element is "it"), joined by SEP (default ", ").
-# Branches and items are templates themselves.
+# Branches and items are templates themselves; \\| is a literal | inside them.
 OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b, "~": lambda a, b: (a > b) - (a < -b)}
 FIELD = re.compile(r"([\w.]+)\s*(?:(<=|>=|==|!=|<|>|~)\s*('[^']*'|[\w.+-]+))?\s*([?*:]?)")
@@ -177,7 +177,7 @@ def _split(body: str, sep: str = "|") -> list[str]:
     out, depth, start = [], 0, 0
     for i, ch in enumerate(body):
         depth += (ch == "{") - (ch == "}")
-        if ch == sep and depth == 0:
+        if ch == sep and depth == 0 and body[i - 1:i] != "\\":
             out.append(body[start:i])
             start = i + 1
     return [*out, body[start:]]
@@ -208,10 +208,9 @@ def fill(template: str, ns: dict) -> str:
             depth += (template[k] == "{") - (template[k] == "}")
             if depth == 0:
                 break
-        out.append(template[i:j])
-        out.append(_field(template[j + 1:k], ns))
+        out += [template[i:j].replace("\\|", "|"), _field(template[j + 1:k], ns)]
         i = k + 1
-    return "".join(out) + template[i:]
+    return "".join(out) + template[i:].replace("\\|", "|")
 
 
 def _field(body: str, ns: dict) -> str:
