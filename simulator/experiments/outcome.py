@@ -170,7 +170,7 @@ def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
 # Branches and items are templates themselves; \\| is a literal | inside them.
 OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b, "~": lambda a, b: (a > b) - (a < -b)}
-FIELD = re.compile(r"([\w.]+)\s*(?:(<=|>=|==|!=|<|>|~)\s*('[^']*'|[\w.+-]+))?\s*([?*:]?)")
+FIELD = re.compile(r"([\w.-]+)\s*(?:(<=|>=|==|!=|<|>|~)\s*('[^']*'|[\w.+-]+))?\s*([?*:]?)")
 
 
 def _split(body: str, sep: str = "|") -> list[str]:

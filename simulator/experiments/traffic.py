@@ -12,7 +12,7 @@ import numpy as np
 from ..overlap import PREDICTORS, evaluate_trace
 from ..render import figures as plots
 from .grid import lift, measured_trace
-from .outcome import Figure, Part, Table, trend
+from .outcome import Figure, Part, Table
 from .schema import on_grid, positive, variant_name
 
 
@@ -89,33 +89,13 @@ def run(study, priced, ctx, p: Settings) -> Part:
                                                                                     strict=True))) for d in diff)
     keys += tuple((f"IPF mean |error| on {k} (pairs / pooled)", f"{v['pairs']:.1%} / {v['pooled']:.1%}")
                   for k, v in mae.items())
-    settings = tuple(f"**{n}**: synth_trace(persistence={t.persistence:g}, context={t.context:g}, skew={t.skew:g}), "
-                     f"{t.experts} experts, top-{t.top_k}, hidden {t.hidden}, {t.sequences} sequences × {t.tokens} "
-                     f"tokens, seed {t.seed}" for n, t, _, _, _ in meas)
-    settings += (f"cost: {model} on {c0.hardware.display_name}, {c0.deployment.label}, refined, the measured lags and "
-                 f"popularity skew of each type; drafter {study.speculation.drafter}, default acceptance "
-                 f"{study.speculation.acceptance.label}; batch {list(g.batch)}, draft length {list(g.draft_len)}, "
-                 f"context {g.context}",
-                 f"IPF check: windows of n = {list(p.n_tokens)} tokens, batch {list(p.eval_batch)}, {p.samples} "
-                 "samples per point")
-    return Part(keys, (stats_t, sp_t, diff_t, acc_t), figs, findings(meas, diff, mae, ref_lags), settings)
-
-
-def findings(meas, diff, mae, ref_lags) -> tuple[str, ...]:
     (na, _, oa, _, _), (nb, _, ob, _, _) = meas[0], meas[1]
-    s1 = (f"The {nb} traffic's adjacent tokens share {ob[0]:.0%} of their experts against {oa[0]:.0%} for {na} "
-          f"(published reference {ref_lags[0]:.0%}): {trend(oa[0], ob[0], 'more', 'less', 'as much')} overlap. "
-          + " ".join(f"{d[0]}, {d[1]}: " + ", ".join(f"ΔS = {v:+.2f}" for v in d[2:]) + "." for d in diff))
     route, both = (abs(diff[0][2]), abs(diff[1][2])) if len(diff) > 1 else (abs(diff[0][2]), 0.0)
-    s2 = (f"At the smallest batch the routing effect ({route:.2f}) is "
-          f"{trend(both - route, route, 'larger', 'smaller', 'as large')} than the acceptance effect "
-          f"({abs(both - route):.2f}): more overlap only removes expert reads from the verify pass, while acceptance "
-          "scales every round's accepted tokens.") if len(diff) > 1 else ""
-    s3 = ("How sure: the traces are synthetic; the generator settings are choices that represent each type "
-          "(documented above), not measurements of agent traffic. The pair-marginal max-ent predictor matches the "
-          "traces' unique-expert counts with mean |error| "
-          + ", ".join(f"{k} {v['pairs']:.1%} (pooled statistics {v['pooled']:.1%})" for k, v in mae.items()) + ".")
-    return tuple(x for x in (s1, s2, s3) if x)
+    return Part(keys, (stats_t, sp_t, diff_t, acc_t), figs, values=dict(
+        a={"n": na, "o1": oa[0]}, b={"n": nb, "o1": ob[0]}, ref0=ref_lags[0], odiff=ob[0] - oa[0], many=len(diff) > 1,
+        diff=[{"name": d[0], "label": d[1], "vals": d[2:]} for d in diff], route=route, acc_eff=abs(both - route),
+        rcmp=route - (both - route), mae=[{"k": k, **v} for k, v in mae.items()], model=model, c0=c0,
+        meas=[{"n": n, "t": t} for n, t, _, _, _ in meas]))
 
 
 def _plot_lags(meas, ref_name, ref_lags, path) -> str:
