@@ -230,10 +230,3 @@ def _field(body: str, ns: dict) -> str:
         return sep.join(fill(item, {**ns, **x} if isinstance(x, dict) else {**ns, "it": x}) for x in v)
     return format(v, rest)
 
-
-def trend(a: float, b: float, up: str, down: str, same: str, tol: float = 0.0) -> str:
-    return up if b - a > tol else down if a - b > tol else same
-
-
-def fmt_pct(x: float, digits: int = 1) -> str:
-    return f"{100 * x:.{digits}f}%"

@@ -98,9 +98,6 @@ def run(study, priced, ctx, p: Settings) -> Part:
                    lambda path: _plot_overlap(points, flips, study, p, path)),
             Figure("curves", "Refined speedup vs batch at selected overlaps (Cohere-shaped profile)",
                    lambda path: _plot_curves(points, study, p, path)))
-    keys = tuple((f"flip: {m} ({prof})", f"o(1) ≈ {o:.3f} (peak B={a} → B={b})") for m, prof, o, a, b in flips)
-    pop = exps[0].spec.overlap.popularity
-    keys += tuple((f"{m}: independent baseline (popularity {pop})", f"{bases[m][0]:.4f}") for m in bases)
     i1, i_n = (g.batch.index(b) for b in (p.report_batches[0], p.report_batches[-1]))
     curves = [dict(m=m, prof=prof, o0=pts[0].lag1, on=pts[-1].lag1, a0=pts[0].speedup[i1], an=pts[-1].speedup[i1],
                    b0=pts[0].speedup[i_n], bn=pts[-1].speedup[i_n], second=_second_peak(pts, np.asarray(g.batch)),
@@ -108,8 +105,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
                    peaks=sorted({x.peak_batch for x in pts}))
               for m in bases for prof in dict.fromkeys(x.profile for x in points)
               if (pts := [x for x in points if x.model == m and x.profile == prof])]
-    return Part(keys, (table, flip_t), figs, values=dict(
-        curves=curves, o=exps[0].spec.overlap, half=p.resolution / 2, lags=sorted(exps[0].spec.overlap.lag1),
+    return Part(tables=(table, flip_t), figures=figs, values=dict(
+        curves=curves, flips=[dict(zip(("m", "prof", "o", "a", "b"), f, strict=True)) for f in flips], o=exps[0].spec.overlap, half=p.resolution / 2, lags=sorted(exps[0].spec.overlap.lag1),
         bases=[{"m": m, "b": b, "label": dd.dep.label, "hw": dd.hw.display_name} for m, (b, dd) in bases.items()]))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..outputs import atomic_text
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
-from .outcome import Outcome, Part, figure_file, fill, render
+from .outcome import Outcome, Part, figure_file, fill, lookup, render
 from .registry import ANALYSES
 from .schema import Study, read_study
 
@@ -65,34 +65,42 @@ def run_analysis(study: Study, name: str, priced=None, ctx: RunContext | None = 
     return annotate(ANALYSES[name].run(study, priced, ctx or RunContext(), settings), study, name, settings)
 
 
-def annotate(part: Part, study: Study, name: str, settings=None) -> Part:
-    """The analysis's declared prose (schema.Notes) filled from its numbers (``part.values``, the study as
-    ``study`` and the settings as ``s``) and added to its part; a template naming a number the analysis does not
-    compute, or a table it does not produce, is a ConfigError."""
-    notes = study.notes.get(name)
-    if notes is None:
-        return part
-    r, path = Reader(study.where), f"analyses.{name}"
-    ns = {"study": study, "s": study.analyses[name] if settings is None else settings, **part.values,
+def prose(study: Study, name: str, values: dict, key: str, settings=None) -> list[tuple[str, str]]:
+    """The ``key`` templates (findings, settings, key_numbers, table_notes) of analysis ``name`` filled from
+    ``values`` (plus the study as ``study``, its grid's lists as ``grid`` and the settings as ``s``), as (name,
+    text) pairs; a key number ``each LIST: LABEL`` gives a row per element of LIST. A template naming a number
+    the analysis does not compute is a one-line ConfigError."""
+    notes, path = study.notes.get(name), f"analyses.{name}.{key}"
+    ns = {"study": study, "s": study.analyses[name] if settings is None else settings, **values,
           "grid": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(study.grid).items()}}
-
-    def text(key: str, i, template: str) -> str:
+    items = getattr(notes, key) or {}
+    out = []
+    for i, (k, t) in enumerate(items.items() if isinstance(items, dict) else enumerate(items)):
+        each, _, label = str(k).partition(": ") if str(k).startswith("each ") else ("", "", k)
         try:
-            return fill(template, ns).strip()
+            for x in lookup(ns, each[5:]) if each else (None,):
+                sub = ns if x is None else {**ns, **x} if isinstance(x, dict) else {**ns, "it": x}
+                out.append((fill(label, sub).strip() if key == "key_numbers" else k, fill(t, sub).strip()))
         except (KeyError, AttributeError, IndexError, TypeError, ValueError) as exc:
-            raise r.fail(f"{path}.{key}[{i!r}]", f"cannot be filled ({type(exc).__name__}: {exc})"[:200],
-                         "name a number the analysis computes (docs/MODEL.md §6.4)") from None
+            raise Reader(study.where).fail(f"{path}[{i}]", f"cannot be filled ({type(exc).__name__}: {exc})"[:200],
+                                           "name a number the analysis computes (docs/MODEL.md §6.4)") from None
+    return [(k, v) for k, v in out if v]
 
-    tn = {k: text("table_notes", k, v) for k, v in (notes.table_notes or {}).items()}
+
+def annotate(part: Part, study: Study, name: str, settings=None) -> Part:
+    """The analysis's declared prose (schema.Notes) filled from its numbers (``part.values``) and added to its part;
+    a table note for a table the analysis does not produce is a ConfigError."""
+    if study.notes.get(name) is None:
+        return part
+    text = {k: prose(study, name, part.values, k, settings) for k in ("findings", "settings", "key_numbers")}
+    tn = dict(prose(study, name, part.values, "table_notes", settings))
     if unknown := sorted(set(tn) - {t.name for t in part.tables}):
-        raise r.fail(f"{path}.table_notes", f"names {unknown}, not a table of {name}",
-                     "use one of " + ", ".join(t.name for t in part.tables))
-    keys = tuple((text("key_numbers", k, k), text("key_numbers", k, v)) for k, v in (notes.key_numbers or {}).items())
+        raise Reader(study.where).fail(f"analyses.{name}.table_notes", f"names {unknown}, not a table of {name}",
+                                       "use one of " + ", ".join(t.name for t in part.tables))
     return replace(part, tables=tuple(replace(t, note=tn.get(t.name, t.note)) for t in part.tables),
-                   key_numbers=part.key_numbers + tuple(k for k in keys if k[1]),
-                   settings=part.settings + tuple(x for i, t in enumerate(notes.settings) if (x := text("settings", i, t))),
-                   findings=part.findings + tuple(x for i, t in enumerate(notes.findings)
-                                                  if (x := text("findings", i, t))))
+                   key_numbers=part.key_numbers + tuple(text["key_numbers"]),
+                   settings=part.settings + tuple(v for _, v in text["settings"]),
+                   findings=part.findings + tuple(v for _, v in text["findings"]))
 
 
 def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:

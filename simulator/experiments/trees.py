@@ -59,13 +59,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
     cols = ("nodes", "measured", "independent", "lag 1 only", "hot share ×") + tuple(f"f={f:g}" for f in floors)
     table = Table("tree_unions", f"Unique experts per tree ({e} experts, top-{k}, B = 1)", cols, tuple(rows),
                   ("{:d}", "{:g}", "{:.1f}", "{:.1f}", "{:g}") + ("{:.1f}",) * len(floors))
-    keys = []
-    for t, parents in trees:
-        n = len(parents)
-        vals = [v for key, v in pred.items() if key[0] != "lag1" and key[1] == n]
-        keys.append((f"{n}-node tree: measured / lag 1 only / with working set",
-                     f"{t.measured:g} / {pred[('lag1', n)]:.1f} / {min(vals):.1f}–{max(vals):.1f}"))
-    return Part(tuple(keys), (table,), values=values(s, trees, pred, floors, central) | {"central": central, "ref": ref.name})
+    return Part(tables=(table,), values=values(s, trees, pred, floors, central) | {"central": central, "ref": ref.name})
 
 
 def values(s, trees, pred, floors, central: float) -> dict:
@@ -91,7 +85,9 @@ def values(s, trees, pred, floors, central: float) -> dict:
     return dict(
         sizes=sizes, f0=floors[0], fn=floors[-1], nf=len(floors), n0=n0, nn=nn, want=want, fits=fits,
         fit=fits[0] if fits else 0.0, near=near, near_lo=min(span[near]), near_hi=max(span[near]),
-        trees=[{"n": n, "lag1": pred[("lag1", n)], "m": meas[n]} for n in sizes], floors=floors,
+        trees=[{"n": n, "lag1": pred[("lag1", n)], "m": meas[n], "wlo": min(w := [v for key, v in pred.items()
+                                                                                 if key[0] != "lag1" and key[1] == n]),
+                "whi": max(w)} for n in sizes], floors=floors,
         over=all(pred[("lag1", n)] > meas[n] for n in sizes), many_shares=len(s.hot_shares) > 1,
         shares=[dict(sh=sh, per_n=[per_n(sh, n) for n in sizes], glo=min(span[sh]), ghi=max(span[sh]))
                 for sh in s.hot_shares],

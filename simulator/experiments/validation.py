@@ -174,7 +174,7 @@ def _trace_value(c: Check, t: TraceSpec) -> tuple[float, str]:
 
 
 def run(study, priced, ctx, p: Settings) -> Part:
-    tables, figs, keys, calib, out_cal, ns = [], [], [], {}, {}, {}
+    tables, figs, calib, out_cal, ns = [], [], {}, {}, {}
     if p.per_op:
         v = validate_ops(p.hardware, ctx.data)
         rows = v.table()
@@ -196,17 +196,15 @@ def run(study, priced, ctx, p: Settings) -> Part:
     tables.append(Table("published", "Against published numbers (docs/SOURCES.md)",
                         ("check", "claim", "source", "case", "predicted", "published", "within", "error", "note"),
                         tuple(pub_rows), ("", "", "", "", "{:.3g}", "", "", "{:+.1%}", "")))
-    keys = [(f"{op} MAPE, calibration rows", f"{x:.1%}") for op, x in calib.items()]
-    keys += [(f"{op} MAPE, {st}", f"{x:.1%}") for (op, st), x in out_cal.items()]
     by_check: dict[str, list] = {}
     for r in pub_rows:
         by_check.setdefault(r[0], []).append(r)
     peaks = [r for r in by_check.get("moesd-peak-batch", []) if r[4] is not None]
     mid = [r for cid, rs in by_check.items() if cid.startswith("strong-draft-batch-") and cid != "strong-draft-batch-1"
            for r in rs if r[6] is False]
-    return Part(tuple(keys), tuple(tables), tuple(figs), values=ns | dict(
+    return Part(tables=tuple(tables), figures=tuple(figs), values=ns | dict(
         per_op=p.per_op, calib=[{"op": op, "v": x} for op, x in calib.items()], npub=len(pub_rows),
-        out_cal=[{"op": op, "st": st.split(" (")[0], "v": x} for (op, st), x in out_cal.items()],
+        out_cal=[{"op": op, "st": st.split(" (")[0], "set": st, "v": x} for (op, st), x in out_cal.items()],
         n_in=sum(1 for r in pub_rows if r[6]), nmid=len(mid), mid=bool(mid),
         checks=[{"cid": cid, "n": len(rs), "k": len(rs) - len(out), "expect": rs[0][5],
                  "out": [{"label": _short(r[3]), "v": r[4]} for r in out]}

@@ -182,9 +182,7 @@ def run(exp, priced, ctx, p: Settings) -> Part:
             Figure("attribution", f"One-change-at-a-time attribution for {a.model} (refined S at B={b0})",
                    lambda path: _plot_attr(attr, exp, path)))
     ns = values(grid_rows, attr, exp, p)
-    keys = tuple((f"{c['hw']} {c['d']} vs {a.base} {a.dtype}: refined S(B=1) up / advantage up",
-                  f"{c['up']} / {c['au']} of {c['n']} targets (mean ΔS {c['mean']:+.2f})") for c in ns["comps"])
-    return Part(keys, (grid_t, skip_t, attr_t), figs, values=ns)
+    return Part(tables=(grid_t, skip_t, attr_t), figures=figs, values=ns)
 
 
 def values(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings) -> dict:
