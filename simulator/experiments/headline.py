@@ -18,6 +18,7 @@ from ..sweep.explain import explain_scenario
 from .outcome import Figure, Part, Table, tidy_table
 from .schema import fraction, on_grid, positive, variant_name
 
+
 @dataclass(frozen=True)
 class Published:
     draft_len: int = on_grid("draft_len")

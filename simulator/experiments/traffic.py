@@ -84,15 +84,20 @@ def run(study, priced, ctx, p: Settings) -> Part:
                    "each type's independent baseline (dotted)", lambda path: _plot_lags(meas, p.reference, ref_lags,
                                                                                          path)),
             Figure("speedup", "Refined speedup vs batch per variant", lambda path: _plot_speedup(runs, g, path)))
+    return Part(tables=(stats_t, sp_t, diff_t, acc_t), figures=figs,
+                values=values(meas, diff, mae, ref_lags, p.report_batches) | {"model": model, "c0": c0})
+
+
+def values(meas, diff, mae, ref_lags, batches) -> dict:
+    """The named numbers of the traffic prose (experiments/agent-traffic.yaml)."""
     (na, _, oa, _, _), (nb, _, ob, _, _) = meas[0], meas[1]
     route, both = (abs(diff[0][2]), abs(diff[1][2])) if len(diff) > 1 else (abs(diff[0][2]), 0.0)
-    return Part(tables=(stats_t, sp_t, diff_t, acc_t), figures=figs, values=dict(
-        a={"n": na, "o1": oa[0]}, b={"n": nb, "o1": ob[0]}, ref0=ref_lags[0], odiff=ob[0] - oa[0], many=len(diff) > 1,
-        diff=[{"name": d[0], "label": d[1], "vals": d[2:], "at": [{"b": x, "v": v} for x, v in
-                                                                   zip(p.report_batches, d[2:], strict=True)]}
-              for d in diff], route=route, acc_eff=abs(both - route),
-        rcmp=route - (both - route), mae=[{"k": k, **v} for k, v in mae.items()], model=model, c0=c0,
-        meas=[{"n": n, "t": t, "o1": o[0], "ind": ind} for n, t, o, ind, _ in meas]))
+    return dict(a={"n": na, "o1": oa[0]}, b={"n": nb, "o1": ob[0]}, ref0=ref_lags[0], odiff=ob[0] - oa[0],
+                many=len(diff) > 1, route=route, acc_eff=abs(both - route), rcmp=route - (both - route),
+                diff=[{"name": d[0], "label": d[1], "vals": d[2:],
+                       "at": [{"b": x, "v": v} for x, v in zip(batches, d[2:], strict=True)]} for d in diff],
+                mae=[{"k": k, **v} for k, v in mae.items()],
+                meas=[{"n": n, "t": t, "o1": o[0], "ind": ind} for n, t, o, ind, _ in meas])
 
 
 def _plot_lags(meas, ref_name, ref_lags, path) -> str:

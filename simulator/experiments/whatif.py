@@ -5,8 +5,8 @@ fixed-cost scale, and 4-bit experts, each priced through the sweep's one pricing
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 
@@ -67,50 +67,19 @@ def variants(base, target, p: Attribution) -> list[tuple[str, str, object, str |
     return out
 
 
-class Metrics(NamedTuple):
-    s_low: float  # best speedup at the smallest batch
-    peak_batch: int
-    advantage: float  # S(B min) − max S over B ≥ compare_from
-    ratio: float  # T_decode/T_verify at ratio_draft_len, smallest batch
-    s16: float | None
+Metrics = namedtuple("Metrics", "s_low peak_batch advantage ratio s16")  # advantage: S(B min) − max S(B ≥ from)
+GridRow = namedtuple("GridRow", "model gpu format deployment prior_s s peak advantage ratio prior_ratio s16 note")
+AttrRow = namedtuple("AttrRow", "group label format s advantage ratio ds dadvantage dratio peak prior_s note")
 
 
 def metrics(res, p: Settings) -> Metrics:
+    """Best speedup at the smallest batch, its peak batch, the advantage, T_decode/T_verify at ratio_draft_len and
+    the smallest batch, S(B=16)."""
     _, s = res.best()
     b = res.batch
     j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
     return Metrics(float(s[0]), int(b[int(np.argmax(s))]), float(s[0] - s[b >= p.compare_from].max()),
                    float(1 / res.verify_decode_ratio[j, 0]), float(s[b == 16][0]) if 16 in b else None)
-
-
-class GridRow(NamedTuple):
-    model: str
-    gpu: str
-    format: str | None
-    deployment: str
-    prior_s: float | None
-    s: float | None
-    peak: int | None
-    advantage: float | None
-    ratio: float | None
-    prior_ratio: float | None
-    s16: float | None
-    note: str
-
-
-class AttrRow(NamedTuple):
-    group: str
-    label: str
-    format: str
-    s: float | None
-    advantage: float | None
-    ratio: float | None
-    ds: float | None
-    dadvantage: float | None
-    dratio: float | None
-    peak: int | None
-    prior_s: float | None
-    note: str
 
 
 def _grid_rows(study, priced, p: Settings):

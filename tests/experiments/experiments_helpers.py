@@ -28,8 +28,17 @@ SMALL = {
     "description": "A study written for the tests: two models, batch [1, 4], draft length [1, 3].",
     "grid": {"model": ["qwen3-30b-a3b", "mixtral-8x7b"], "batch": [1, 4], "draft_len": [1, 3], "context": 512},
     "speculation": {"drafter": "eagle", "acceptance": {"alpha": 0.7}},
-    "analyses": {"curve_shapes": {"tolerance": 0.01, "low_batch_max": 2, "ratio_draft_len": 3}},
+    "analyses": {"curve_shapes": {"tolerance": 0.01, "low_batch_max": 2, "ratio_draft_len": 3,
+                                  "findings": ["Of {n} deployable targets, {prior_good} have an interior prior peak."]}},
 }
+
+
+def prose(name: str, analysis: str, values: dict, settings=None) -> str:
+    """The findings templates of bundled study ``name``'s ``analysis`` filled from ``values``, joined."""
+    from simulator.experiments import load_experiment
+    from simulator.experiments.runner import prose as fill
+
+    return " ".join(t for _, t in fill(load_experiment(name), analysis, values, "findings", settings))
 
 
 def small_study(**grid) -> dict:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from experiments_helpers import bundled_outcomes, small_study, table, write_yaml
+from experiments_helpers import bundled_outcomes, prose, small_study, table, write_yaml
 
 from simulator.cli import main
 from simulator.cost.deployment import Deployment, preset
@@ -98,7 +98,7 @@ def test_headline_findings_are_filled_from_the_numbers():
     assert ("lies inside that range" in text) == inside and ("lies outside that range" in text) == (not inside)
 
 
-def _headline_findings(prior: float, refined: float, bracket: dict, routing: float):
+def _headline_findings(prior: float, refined: float, bracket: dict, routing: float, place=None, study=0.89):
     steps = [SimpleNamespace(name=n, decode_verify_ratio=v) for n, v in
              (("prior", prior), ("+ routing=overlap", prior + routing), ("+ l2=on", prior + routing + 0.01))]
     brk = Table("breakdown", "", ("op class",) + ("x",) * 6,
@@ -109,8 +109,8 @@ def _headline_findings(prior: float, refined: float, bracket: dict, routing: flo
     shap = (attribute("decode_verify_ratio", names, game), attribute("speedup", names, game))
     readings = (("prior", prior, 1.4), ("prior-no-fixed", prior - 0.05, 1.2), ("prior-kernel-floors", 0.77, 2.0))
     attr = SimpleNamespace(steps=steps, shapley=shap, prior_range=readings)
-    return " ".join(headline.findings({"prior": prior, "refined": refined}, {"prior": 0.52, "refined": 0.89}, 3,
-                                      attr, brk, bracket, 1.0, 2.0))
+    return prose("paper-headline", "headline", headline.values(
+        {"prior": prior, "refined": refined}, {"prior": 0.52, "refined": study}, 3, attr, brk, bracket, 1.0, 2.0, place))
 
 
 def test_headline_prose_flips_with_the_numbers():
@@ -136,12 +136,14 @@ def test_traffic_prose_flips_with_the_numbers():
         meas = [("prose", None, (oa,), 0.06, None), ("code", None, (ob,), 0.06, None)]
         diff = [("code − prose", "routing only", route, 0.0), ("code − prose", "with acceptance", both, 0.0)]
         mae = {"prose": {"pairs": 0.01, "pooled": 0.02}}
-        return " ".join(traffic.findings(meas, diff, mae, (0.38,)))
+        return prose("agent-traffic", "traffic", traffic.values(meas, diff, mae, (0.38,), (1, 16)))
 
     assert "share 50% of their experts against 30% for prose" in text(0.3, 0.5, 0.1, 0.5)
     assert "more overlap" in text(0.3, 0.5, 0.1, 0.5) and "less overlap" in text(0.5, 0.3, 0.1, 0.5)
     assert "routing effect (0.10) is smaller than the acceptance effect (0.40)" in text(0.3, 0.5, 0.1, 0.5)
     assert "routing effect (0.40) is larger than the acceptance effect (0.10)" in text(0.3, 0.5, 0.4, 0.5)
+    assert "as much overlap" in text(0.4, 0.4, 0.1, 0.5) and "mean |error| prose 1.0% (pooled statistics 2.0%)" in \
+        text(0.3, 0.5, 0.1, 0.5)
 
 
 # -- curve shapes, overlap sweep, what-if, traffic, validation (bundled runs) --------------------------------------
