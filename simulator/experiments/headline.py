@@ -15,7 +15,8 @@ from ..pricing import price_pass
 from ..render import figures as plots
 from ..sweep import plot_waterfall
 from ..sweep.explain import explain_scenario
-from .outcome import Figure, Part, Table, tidy_table
+from ..sweep.table import tidy_columns
+from .outcome import Figure, Part, Table, table
 from .schema import fraction, on_grid, positive, variant_name
 
 
@@ -46,74 +47,57 @@ def run(study, priced, ctx, s: Settings) -> Part:
     m = priced.models()[0]
     res = {md: priced.find(m, md).case for md in ("prior", "refined")}
     ref = res["refined"]
-    model, hw, dep = ref.model, ref.hardware, ref.deployment
+    model, hw, dep, o = ref.model, ref.hardware, ref.deployment, model_overlap(ref.model)
     gam, b0 = s.study.draft_len, s.batch
     bi = int(np.flatnonzero(ref.result.batch == b0)[0])
-    ratios = tidy_table("ratios", "T_decode / T_verify by draft length (batch grid of the file)", res.values(), (
-        ("mode", "mode", ""), ("batch", "batch", "{:d}"), ("draft length", "draft_len", "{:d}"),
-        ("AL", "accept_length", "{:.2f}"), ("T_decode us", "t_decode_us", "{:.0f}"),
-        ("T_verify us", "t_verify_us", "{:.0f}"), ("T_verify/T_decode", "verify_decode_ratio", "{:.3f}"),
-        ("T_decode/T_verify", lambda c: 1 / c["verify_decode_ratio"], "{:.3f}"),
-        ("experts decode", "unique_experts_decode", "{:.1f}"), ("experts verify", "unique_experts_verify", "{:.1f}"),
-        ("experts decode (rank)", "unique_experts_decode_rank", "{:.2f}"),
-        ("experts verify (rank)", "unique_experts_verify_rank", "{:.2f}"), ("speedup", "speedup", "{:.2f}")))
+    cols = tidy_columns(list(res.values()))
+    ratios = table("ratios", "T_decode / T_verify by draft length (batch grid of the file)", "mode; batch|d; draft "
+                   "length|d; AL|.2f; T_decode us|.0f; T_verify us|.0f; T_verify/T_decode|.3f; T_decode/T_verify|.3f; "
+                   "experts decode|.1f; experts verify|.1f; experts decode (rank)|.2f; experts verify (rank)|.2f; "
+                   "speedup|.2f", zip(*[cols[c].tolist() if c else (1 / cols["verify_decode_ratio"]).tolist() for c in (
+                       "mode", "batch", "draft_len", "accept_length", "t_decode_us", "t_verify_us",
+                       "verify_decode_ratio", "", "unique_experts_decode", "unique_experts_verify",
+                       "unique_experts_decode_rank", "unique_experts_verify_rank", "speedup")], strict=True))
     pred = {md: c.decode_verify(gam, bi) for md, c in res.items()}
     pub = {"prior": s.study.prior, "refined": s.study.refined}
-    comp = Table("study_comparison", f"Against the study (batch {b0}, draft length {gam})",
-                 ("mode", "predicted T_decode/T_verify", "study", "error (pred - study)", "relative error"),
-                 tuple((md, pred[md], pub[md], pred[md] - pub[md], pred[md] / pub[md] - 1) for md in pub),
-                 ("", "{:.3f}", "{:.2f}", "{:+.3f}", "{:+.1%}"))
+    comp = table("study_comparison", f"Against the study (batch {b0}, draft length {gam})", "mode; predicted "
+                 "T_decode/T_verify|.3f; study|.2f; error (pred - study)|+.3f; relative error|+.1%",
+                 ((md, pred[md], pub[md], pred[md] - pub[md], pred[md] / pub[md] - 1) for md in pub))
     attr = explain_scenario(ref.scenario, batch=b0, draft_len=s.explain_draft_len)
-    walk_rows, prev = [], None
-    for st in attr.steps:
-        walk_rows.append((st.name, st.t_decode_us, st.t_verify_us, st.decode_verify_ratio,
-                          None if prev is None else st.decode_verify_ratio - prev.decode_verify_ratio, st.speedup,
-                          None if prev is None else st.speedup - prev.speedup))
-        prev = st
-    walk = Table("walk", f"Prior → refined, one mechanism at a time (batch {b0}, draft length {s.explain_draft_len})",
-                 ("step", "T_decode us", "T_verify us", "T_decode/T_verify", "change", "speedup", "change in speedup"),
-                 tuple(walk_rows), ("", "{:.0f}", "{:.0f}", "{:.3f}", "{:+.3f}", "{:.2f}", "{:+.2f}"))
-    shap, readings = _shapley_tables(attr, pub["prior"])
+    walk = table("walk", f"Prior → refined, one mechanism at a time (batch {b0}, draft length {s.explain_draft_len})",
+                 "step; T_decode us|.0f; T_verify us|.0f; T_decode/T_verify|.3f; change|+.3f; speedup|.2f; change in "
+                 "speedup|+.2f", ((st.name, st.t_decode_us, st.t_verify_us, st.decode_verify_ratio,
+                                   q and st.decode_verify_ratio - q.decode_verify_ratio, st.speedup,
+                                   q and st.speedup - q.speedup) for q, st in zip((None, *attr.steps), attr.steps)))
+    ratio, speed = attr.shapley
+    shap = table("shapley", f"Shapley attribution (order-independent) of the prior → refined change, batch "
+                 f"{attr.batch}, draft length {attr.draft_len}", "mechanism; T_decode/T_verify: Shapley|+.3f; ratio: "
+                 "first|+.3f; ratio: last|+.3f; speedup: Shapley|+.3f; speedup: first|+.3f; speedup: last|+.3f",
+                 [(p, ratio.contributions[p], ratio.first[p], ratio.last[p], speed.contributions[p], speed.first[p],
+                   speed.last[p]) for p in ratio.contributions] + [("total", ratio.total, None, None, speed.total,
+                                                                     None, None)])
+    readings = table("prior_readings", "The prior under each reading of MoESD's fitted terms (docs/MODEL.md §3.6)",
+                     "reading; T_decode/T_verify|.3f; error (pred - study)|+.3f; speedup|.2f",
+                     ((r, q, q - pub["prior"], sp) for r, q, sp in attr.prior_range))
     brk = _breakdown(ref.scenario, b0, gam)
     bracket = {e.lag1: priced.find(m, "refined", e.name).case.decode_verify(gam, bi)
                for e in priced.variants if e.spec.name == s.bracket}
-    br_t = Table("overlap_bracket", "Refined T_decode/T_verify across the study's measured overlap range",
-                 ("lag-1 overlap o(1)", "refined T_decode/T_verify"), tuple(bracket.items()), ("{:.3f}", "{:.3f}"))
+    br_t = table("overlap_bracket", "Refined T_decode/T_verify across the study's measured overlap range",
+                 "lag-1 overlap o(1)|.3f; refined T_decode/T_verify|.3f", bracket.items())
     place = _placements(priced, m, ref, s, gam, bi)
-    pl_t = Table("placement", f"Refined T_decode/T_verify by expert placement (batch {b0}, draft length {gam})",
-                 ("placement", "busiest-rank experts decode", "busiest-rank experts verify",
-                  "refined T_decode/T_verify"),
-                 tuple((k, *v) for k, v in place.items()), ("", "{:.2f}", "{:.2f}", "{:.3f}"))
+    pl_t = table("placement", f"Refined T_decode/T_verify by expert placement (batch {b0}, draft length {gam})",
+                 "placement; busiest-rank experts decode|.2f; busiest-rank experts verify|.2f; refined "
+                 "T_decode/T_verify|.3f", ((k, *v) for k, v in place.items()))
     figs = (Figure("waterfall", f"explain waterfall: {model.display_name} on {hw.display_name}, batch {b0}, draft "
                    f"length {s.explain_draft_len}", lambda path: plot_waterfall(attr, path)),
             Figure("ratio", "T_decode / T_verify vs draft length, prior and refined, with the study's values",
                    lambda path: _plot_ratio(res, s, bi, path)))
-    acc = study.grid.all_targets[0].acceptance or study.speculation.acceptance
     ud, uv = float(ref.result.unique_decode_rank[bi]), float(ref.result.unique_verify_rank[ref.at_gamma(gam), bi])
-    tables = (comp, readings, walk, shap, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ())
-    ns = values(pred, pub, gam, attr, brk, bracket, ud, uv, place, s.why or {})
-    ns.update(model=model, hw=hw, dep=dep, ref=ref, acc=acc, lags=model_overlap(model).lags, nlags=len(model_overlap(model).lags),
-              popularity=model_overlap(model).popularity,
-              sp={md: res[md].result.speedup[res[md].at_gamma(gam), bi] for md in res})
-    return Part(tables=tables, figures=figs, values=ns)
-
-
-def _shapley_tables(attr, study_prior: float) -> tuple[Table, Table]:
-    """The order-independent attribution beside the walk, and the prior under each of its readings."""
-    ratio, speed = attr.shapley
-    shap = Table("shapley", f"Shapley attribution (order-independent) of the prior → refined change, batch "
-                 f"{attr.batch}, draft length {attr.draft_len}",
-                 ("mechanism", "T_decode/T_verify: Shapley", "ratio: first", "ratio: last", "speedup: Shapley",
-                  "speedup: first", "speedup: last"),
-                 tuple((p, ratio.contributions[p], ratio.first[p], ratio.last[p], speed.contributions[p],
-                        speed.first[p], speed.last[p]) for p in ratio.contributions)
-                 + (("total", ratio.total, None, None, speed.total, None, None),),
-                 ("", *["{:+.3f}"] * 6))
-    readings = Table("prior_readings", "The prior under each reading of MoESD's fitted terms (docs/MODEL.md §3.6)",
-                     ("reading", "T_decode/T_verify", "error (pred - study)", "speedup"),
-                     tuple((r, q, q - study_prior, sp) for r, q, sp in attr.prior_range),
-                     ("", "{:.3f}", "{:+.3f}", "{:.2f}"))
-    return shap, readings
+    return Part(tables=(comp, readings, walk, shap, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ()),
+                figures=figs, values=values(pred, pub, gam, attr, brk, bracket, ud, uv, place, s.why) | dict(
+                    model=model, hw=hw, dep=dep, ref=ref, lags=o.lags, nlags=len(o.lags), popularity=o.popularity,
+                    acc=study.grid.all_targets[0].acceptance or study.speculation.acceptance,
+                    sp={md: c.result.speedup[c.at_gamma(gam), bi] for md, c in res.items()}))
 
 
 def _placements(priced, m: str, ref, s: Settings, gam: int, bi: int) -> dict[str, tuple[float, float, float]]:
@@ -126,29 +110,22 @@ def _placements(priced, m: str, ref, s: Settings, gam: int, bi: int) -> dict[str
     def label(dep) -> str:
         return dep.placement + (f" +{dep.redundant_experts} replicas" if dep.redundant_experts else "")
 
-    out = {f"{label(ref.deployment)} (file)": row(ref)}
-    for e in priced.variants:
-        if e.spec.name in s.placements:
-            c = priced.find(m, "refined", e.name).case
-            out[label(c.deployment)] = row(c)
-    return out
+    cases = [priced.find(m, "refined", e.name).case for e in priced.variants if e.spec.name in s.placements]
+    return {f"{label(ref.deployment)} (file)": row(ref)} | {label(c.deployment): row(c) for c in cases}
 
 
 def _breakdown(sc, batch: int, gamma: int) -> Table:
-    rows, res = [], {}
+    res = {}
     for md in ("prior", "refined"):
         s = sc.edit(mode=md, mechanisms=PRESETS[md])
         dec, ver = (price_pass(s, [batch], n, check_fit=False) for n in (1, gamma + 1))
         res[md] = {c: (float(dec.breakdown[c][0]) * 1e6, float(ver.breakdown[c][0]) * 1e6) for c in CLASSES}
         res[md]["total"] = (float(dec.time[0]) * 1e6, float(ver.time[0]) * 1e6)
-    for c in (*CLASSES, "total"):
-        pr, rf = res["prior"][c], res["refined"][c]
-        if max(pr + rf) > 0:
-            rows.append((c, pr[0], pr[1], pr[1] - pr[0], rf[0], rf[1], rf[1] - rf[0]))
-    return Table("breakdown", f"Where the verify pass costs more than a decode step (batch {batch}, {gamma + 1} "
-                 "tokens per request), µs on the critical path",
-                 ("op class", "prior decode", "prior verify", "prior extra", "refined decode", "refined verify",
-                  "refined extra"), tuple(rows), ("", *["{:.0f}"] * 6))
+    return table("breakdown", f"Where the verify pass costs more than a decode step (batch {batch}, {gamma + 1} "
+                 "tokens per request), µs on the critical path", "op class; prior decode|.0f; prior verify|.0f; prior "
+                 "extra|.0f; refined decode|.0f; refined verify|.0f; refined extra|.0f",
+                 ((c, pr[0], pr[1], pr[1] - pr[0], rf[0], rf[1], rf[1] - rf[0]) for c in (*CLASSES, "total")
+                  if max((pr := res["prior"][c]) + (rf := res["refined"][c])) > 0))
 
 
 def values(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, ud: float, uv: float,

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..outputs import atomic_text, atomic_write
-from ..sweep.table import tidy_columns
 
 CSV_FLOAT = "{:.6g}"
 
@@ -52,13 +51,12 @@ class Table:
         return "\n".join([head, rule, *body])
 
 
-def tidy_table(name: str, title: str, cases, spec, **kw) -> Table:
-    """A :class:`Table` over the sweep's tidy table of ``cases`` (:func:`simulator.sweep.tidy_columns`, one row per
-    case × batch × draft length): ``spec`` lists (header, tidy column or function of the columns, format)."""
-    cols = tidy_columns(list(cases))
-    data = [(cols[c] if isinstance(c, str) else c(cols)).tolist() for _, c, _ in spec]
-    return Table(name, title, tuple(h for h, _, _ in spec), tuple(zip(*data, strict=True)),
-                 tuple(f for _, _, f in spec), **kw)
+def table(name: str, title: str, columns: str, rows, **kw) -> Table:
+    """A :class:`Table` whose ``columns`` are written "header|format; header|format; ..." (format: a format spec such
+    as ``.3f`` or ``+.1%``, used in Markdown only; none for text or the default)."""
+    cols = [c.strip().partition("|") for c in columns.split(";")]
+    return Table(name, title, tuple(h for h, _, _ in cols), tuple(tuple(r) for r in rows),
+                 tuple("{:" + f + "}" if f else "" for _, _, f in cols), **kw)
 
 
 @dataclass(frozen=True)
