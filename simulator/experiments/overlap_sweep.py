@@ -12,7 +12,7 @@ import numpy as np
 from ..render import figures as plots
 from ..validation import Interval, Param
 from .grid import baseline, build_variant, deploy_target, price_target
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, table
 from .schema import on_grid, param_field, variant_name
 
 
@@ -86,13 +86,11 @@ def run(study, priced, ctx, p: Settings) -> Part:
     bi = [int(np.flatnonzero(np.asarray(g.batch) == b)[0]) for b in p.report_batches]
     rows = tuple((x.model, x.profile, x.lag1, *(float(x.speedup[i]) for i in bi), x.peak_batch, x.ratio,
                   ", ".join(f"{v:.3f}" for v in x.lags)) for x in points)
-    table = Table("sensitivity", "Refined speedup (best draft length) vs lag-1 overlap",
-                  ("model", "profile", "o(1)", *(f"S(B={b})" for b in p.report_batches), "peak batch",
-                   f"T_decode/T_verify (B={g.batch[0]}, γ={p.ratio_draft_len})", "lags o(1..D)"),
-                  rows, ("", "", "{:.3f}", *["{:.2f}"] * len(bi), "{:d}", "{:.3f}", ""))
-    flip_t = Table("flips", "Where the curve shape flips (peak moves to the smallest batch)",
-                   ("model", "profile", "o(1) at flip", "peak batch below", "peak batch above"), tuple(flips),
-                   ("", "", "{:.3f}", "{:d}", "{:d}"))
+    sens = table("sensitivity", "Refined speedup (best draft length) vs lag-1 overlap", "model; profile; o(1)|.3f; "
+                 + "".join(f"S(B={b})|.2f; " for b in p.report_batches) + "peak batch|d; T_decode/T_verify "
+                 f"(B={g.batch[0]}, γ={p.ratio_draft_len})|.3f; lags o(1..D)", rows)
+    flip_t = table("flips", "Where the curve shape flips (peak moves to the smallest batch)", "model; profile; o(1) "
+                   "at flip|.3f; peak batch below|d; peak batch above|d", flips)
     figs = (Figure("speedup_vs_overlap", "Refined speedup at the report batches vs lag-1 overlap; grey band: the "
                    "study's measured range; hatched: independent-routing baselines; dashed: flip points",
                    lambda path: _plot_overlap(points, flips, study, p, path)),
@@ -105,7 +103,7 @@ def run(study, priced, ctx, p: Settings) -> Part:
                    peaks=sorted({x.peak_batch for x in pts}))
               for m in bases for prof in dict.fromkeys(x.profile for x in points)
               if (pts := [x for x in points if x.model == m and x.profile == prof])]
-    return Part(tables=(table, flip_t), figures=figs, values=dict(
+    return Part(tables=(sens, flip_t), figures=figs, values=dict(
         curves=curves, flips=[dict(zip(("m", "prof", "o", "a", "b"), f, strict=True)) for f in flips], o=exps[0].spec.overlap, half=p.resolution / 2, lags=sorted(exps[0].spec.overlap.lag1),
         bases=[{"m": m, "b": b, "label": dd.dep.label, "hw": dd.hw.display_name} for m, (b, dd) in bases.items()]))
 

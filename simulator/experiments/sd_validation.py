@@ -24,7 +24,7 @@ from ..sweep import Variant
 from ..sweep.runner import deploy, in_mode
 from ..sweep.shapley import players
 from ..validation import Interval, Param, param_field
-from .outcome import Part, Table
+from .outcome import Part, table
 from .schema import choice, loadable, positive
 
 STRUCTURES = ("chain", "tree-chain-verify", "tree-as-chain")
@@ -84,12 +84,10 @@ def run(study, priced, ctx, s: Settings) -> Part:
                      f"{c.drafter} γ={c.draft_len} AL {c.accept_length:g}", c.batch, c.measured, p["refined"],
                      p["refined"] / c.measured - 1, p["prior"], p["prior"] / c.measured - 1,
                      min(p[r] for r in PRIOR_READINGS), max(p[r] for r in PRIOR_READINGS), c.source))
-    table = Table("sd_validation", "Predicted vs measured speedup of speculative decoding, per public case",
-                  ("case", "structure", "target", "drafter", "batch", "measured", "refined", "refined error",
-                   "prior", "prior error", "prior min", "prior max", "source"), tuple(rows),
-                  ("", "", "", "", "{:d}", "{:.2f}", "{:.2f}", "{:+.0%}", "{:.2f}", "{:+.0%}", "{:.2f}", "{:.2f}",
-                   ""))
-    return Part(tables=(table,), values=values(s.cases, pred))
+    t = table("sd_validation", "Predicted vs measured speedup of speculative decoding, per public case", "case; "
+              "structure; target; drafter; batch|d; measured|.2f; refined|.2f; refined error|+.0%; prior|.2f; prior "
+              "error|+.0%; prior min|.2f; prior max|.2f; source", rows)
+    return Part(tables=(t,), values=values(s.cases, pred))
 
 
 def values(cases, pred) -> dict:

@@ -16,7 +16,7 @@ from ..render import figures as plots
 from ..specs.derived import param_counts
 from ..validation import Interval, Param
 from .grid import lift
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, Table, table
 from .schema import on_grid, param_field, positive, variant_name
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
@@ -172,11 +172,9 @@ def _shape_table(rows: list[Row], skipped, p: Settings) -> Table:
                      as_moesd(sp, p), low_batch(sr, p.low_batch_max), _reason(x, p)))
     for name, why in skipped:
         data.append((name, "", None, "not deployable", None, None, "", None, "", None, "", None, None, why))
-    return Table("shapes", "Curve shapes (speedup at the best draft length per batch)",
-                 ("model", "E/k", "params (B)", "deployment", "S(B=1) prior", "S(B=1) refined", "prior shape",
-                  "prior peak B", "refined shape", "refined peak B", "transferred overlap", "prior as MoESD",
-                  "refined low-batch", "reason"),
-                 tuple(data), ("", "", "{:.0f}", "", "{:.2f}", "{:.2f}", "", "{:d}", "", "{:d}"))
+    return table("shapes", "Curve shapes (speedup at the best draft length per batch)", "model; E/k; params (B)|.0f; "
+                 "deployment; S(B=1) prior|.2f; S(B=1) refined|.2f; prior shape; prior peak B|d; refined shape; "
+                 "refined peak B|d; transferred overlap; prior as MoESD; refined low-batch; reason", data)
 
 
 def _short(s: Shape) -> str:
@@ -191,8 +189,8 @@ def _curve_table(rows: list[Row]) -> Table:
             for i, b in enumerate(res.batch):
                 data.append((x.model.name, v, int(b), int(gam[i]), float(spd[i]),
                              float(res.t_decode[i] * 1e6)))
-    return Table("curves", "Speedup vs batch", ("model", "variant", "batch", "best draft length", "speedup",
-                                                "T_decode us"), tuple(data), in_summary=False)
+    return table("curves", "Speedup vs batch", "model; variant; batch; best draft length; speedup; T_decode us", data,
+                 in_summary=False)
 
 
 def values(rows: list[Row], skipped, p: Settings) -> dict:

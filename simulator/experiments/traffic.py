@@ -12,7 +12,7 @@ import numpy as np
 from ..overlap import PREDICTORS, evaluate_trace
 from ..render import figures as plots
 from .grid import lift, measured_trace
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, table
 from .schema import on_grid, positive, variant_name
 
 
@@ -42,18 +42,15 @@ def run(study, priced, ctx, p: Settings) -> Part:
         meas.append((name, t, tuple(float(o) for o in st.overlaps), float(st.skew), rep))
     max_lag = max(len(m[2]) for m in meas)
     ref_lags = specs[p.reference].overlap.lags
-    stats_t = Table("statistics", "Measured routing statistics of each traffic type",
-                    ("type", "persistence", "context", "skew (target)", "independent overlap",
-                     *(f"o({d})" for d in range(1, max_lag + 1)), "lag-1 correlation λ(1)"),
-                    tuple((n, t.persistence, t.context, t.skew, ind, *o, float(lift(o[0], ind)))
-                          for n, t, o, ind, _ in meas)
-                    + ((p.reference, None, None, None, None, *ref_lags[:max_lag], None),),
-                    ("", "{:.2f}", "{:.2f}", "{:.3f}", "{:.3f}", *["{:.3f}"] * max_lag, "{:.3f}"))
+    stats_t = table("statistics", "Measured routing statistics of each traffic type", "type; persistence|.2f; "
+                    "context|.2f; skew (target)|.3f; independent overlap|.3f; " + "".join(
+                        f"o({d})|.3f; " for d in range(1, max_lag + 1)) + "lag-1 correlation λ(1)|.3f",
+                    [(n, t.persistence, t.context, t.skew, ind, *o, float(lift(o[0], ind))) for n, t, o, ind, _ in meas]
+                    + [(p.reference, None, None, None, None, *ref_lags[:max_lag], None)])
     acc_rows = [(n, row.n_tokens, row.batch, row.empirical, *(row.rel_error(k) for k in PREDICTORS))
                 for n, _, _, _, rep in meas for row in rep.rows]
-    acc_t = Table("ipf_accuracy", "Unique experts: empirical (trace) vs predictions, relative error",
-                  ("type", "tokens n", "batch", "empirical", *PREDICTORS), tuple(acc_rows),
-                  ("", "{:d}", "{:d}", "{:.2f}", *["{:+.1%}"] * len(PREDICTORS)))
+    acc_t = table("ipf_accuracy", "Unique experts: empirical (trace) vs predictions, relative error", "type; tokens "
+                  "n|d; batch|d; empirical|.2f" + "".join(f"; {k}|+.1%" for k in PREDICTORS), acc_rows)
     names = (*p.types, *p.with_acceptance, p.reference)
     runs = {n: priced.find(model, "refined", n).case for n in names}
     bi = [g.batch.index(b) for b in p.report_batches]
@@ -64,11 +61,10 @@ def run(study, priced, ctx, p: Settings) -> Part:
                         c.decode_verify(p.ratio_draft_len, 0),
                         float(c.result.unique_verify[c.at_gamma(p.ratio_draft_len), 0])))
     c0 = runs[p.types[0]]
-    sp_t = Table("speedup", f"{model} on {c0.hardware.display_name} ({c0.deployment.label}), refined, per variant",
-                 ("variant", *(f"S(B={b})" for b in p.report_batches), "peak B",
-                  f"T_dec/T_ver (B={g.batch[0]}, γ={p.ratio_draft_len})",
-                  f"experts per layer, verify (B={g.batch[0]}, γ={p.ratio_draft_len})"), tuple(sp_rows),
-                 ("", *["{:.2f}"] * len(bi), "{:d}", "{:.3f}", "{:.1f}"))
+    at = f"(B={g.batch[0]}, γ={p.ratio_draft_len})"
+    sp_t = table("speedup", f"{model} on {c0.hardware.display_name} ({c0.deployment.label}), refined, per variant",
+                 "variant; " + "".join(f"S(B={b})|.2f; " for b in p.report_batches) + f"peak B|d; T_dec/T_ver {at}|.3f; "
+                 f"experts per layer, verify {at}|.1f", sp_rows)
     a, b = p.types[0], p.types[1]
     diff = []
     for (va, vb), label in (((a, b), "routing only (same acceptance)"),
@@ -76,9 +72,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
         if va and vb:
             sa, sb = runs[va].best()[1], runs[vb].best()[1]
             diff.append((f"{b} − {a}", label, *(float(sb[i] - sa[i]) for i in bi)))
-    diff_t = Table("difference", f"Speedup difference, {b} minus {a}",
-                   ("comparison", "variant", *(f"ΔS(B={x})" for x in p.report_batches)), tuple(diff),
-                   ("", "", *["{:+.3f}"] * len(bi)))
+    diff_t = table("difference", f"Speedup difference, {b} minus {a}", "comparison; variant" + "".join(
+        f"; ΔS(B={x})|+.3f" for x in p.report_batches), diff)
     mae = {n: rep.mean_abs_error() for n, _, _, _, rep in meas}
     figs = (Figure("lags", "Lag overlaps o(d) of each traffic type (solid), the published reference (black) and "
                    "each type's independent baseline (dotted)", lambda path: _plot_lags(meas, p.reference, ref_lags,

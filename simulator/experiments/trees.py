@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..overlap import OverlapStats, Persistent, full_tree, predict_tree
 from ..specs.catalog import load_routing_profile
-from .outcome import Part, Table
+from .outcome import Part, table
 from .schema import fraction, positive
 
 
@@ -56,10 +56,9 @@ def run(study, priced, ctx, s: Settings) -> Part:
                 pred[(share, n, f)] = _union(stats, parents, Persistent(f, share * pure_h[f]))
             rows.append((n, t.measured, float(base.independent), pred[("lag1", n)], share,
                          *(pred[(share, n, f)] for f in floors)))
-    cols = ("nodes", "measured", "independent", "lag 1 only", "hot share ×") + tuple(f"f={f:g}" for f in floors)
-    table = Table("tree_unions", f"Unique experts per tree ({e} experts, top-{k}, B = 1)", cols, tuple(rows),
-                  ("{:d}", "{:g}", "{:.1f}", "{:.1f}", "{:g}") + ("{:.1f}",) * len(floors))
-    return Part(tables=(table,), values=values(s, trees, pred, floors, central) | {"central": central, "ref": ref.name})
+    t = table("tree_unions", f"Unique experts per tree ({e} experts, top-{k}, B = 1)", "nodes|d; measured|g; "
+              "independent|.1f; lag 1 only|.1f; hot share ×|g" + "".join(f"; f={f:g}|.1f" for f in floors), rows)
+    return Part(tables=(t,), values=values(s, trees, pred, floors, central) | {"central": central, "ref": ref.name})
 
 
 def values(s, trees, pred, floors, central: float) -> dict:

@@ -16,7 +16,7 @@ from ..overlap import evaluate_trace
 from ..render import figures as plots
 from ..specs.catalog import load_model, measured_dir
 from .grid import TraceSpec, deploy_target, measured_trace, price_target
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, table
 from .schema import Target, choice, loadable
 
 METRICS = ("peak_batch", "speedup", "peak_speedup", "decode_verify_ratio", "ipf_error")
@@ -178,9 +178,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
     if p.per_op:
         v = validate_ops(p.hardware, ctx.data)
         rows = v.table()
-        tables.append(Table("per_op", f"Per-op error against the measured tables ({v.hardware})", ERROR_COLUMNS,
-                            tuple(tuple(r) for r in rows), ("", "", "", "{:d}", "{:.1%}", "{:.1%}", "{:.0%}",
-                                                           "{:+.1%}")))
+        tables.append(table("per_op", f"Per-op error against the measured tables ({v.hardware})", "; ".join(
+            f"{c}|{f}" for c, f in zip(ERROR_COLUMNS, ("", "", "", "d", ".1%", ".1%", ".0%", "+.1%"), strict=True)), rows))
         figs.append(Figure("scatter", f"Predicted vs measured per-op latency on {v.hardware}, by row set",
                            lambda path: plot_scatter(v.samples, path)))
         calib = {r[0]: r[4] for r in rows if r[1] == "all formats" and r[2] == CALIB}
@@ -193,9 +192,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
         for val, label, err in vals:
             ok, e = _within(val, c) if val is not None else (None, None)
             pub_rows.append((c.id, c.claim, c.source, label, val, _expect_text(c), ok, e, err or c.note))
-    tables.append(Table("published", "Against published numbers (docs/SOURCES.md)",
-                        ("check", "claim", "source", "case", "predicted", "published", "within", "error", "note"),
-                        tuple(pub_rows), ("", "", "", "", "{:.3g}", "", "", "{:+.1%}", "")))
+    tables.append(table("published", "Against published numbers (docs/SOURCES.md)", "check; claim; source; case; "
+                        "predicted|.3g; published; within; error|+.1%; note", pub_rows))
     by_check: dict[str, list] = {}
     for r in pub_rows:
         by_check.setdefault(r[0], []).append(r)

@@ -37,7 +37,7 @@ from ..cost.measured import (
 )
 from ..specs.catalog import load_hardware, measured_dir
 from ..specs.whatif import derivation, derive_kernels, grounding
-from .outcome import Part, Table
+from .outcome import Part, table
 from .schema import loadable
 
 W4A8 = ("w4a8_mxfp4_mxfp8", "mxfp4 W4A8 (nvfp4 kernel)")
@@ -101,15 +101,13 @@ def run(study, priced, ctx, p: Settings) -> Part:
                              f"{e.mape:.1%}"))
         rules = [d for d in derivation(hw, base) if d.rule != "bytes"]
         notes.append(f"{label}: " + ", ".join(f"{d.cls} {d.variant} from {d.source} ({d.rule})" for d in rules))
-    table = Table("whatif_ops", "GPU-out per-op error of the what-if rule (calibration row set of each target)",
-                  ("pair", "grounding", "op", "format", "n", "MAPE derived", "median APE", "bias",
-                   "MAPE calibrated"), tuple(rows),
-                  ("", "", "", "", "{:d}", "{:.1%}", "{:.1%}", "{:+.1%}", "{:.1%}"))
+    t = table("whatif_ops", "GPU-out per-op error of the what-if rule (calibration row set of each target)", "pair; "
+              "grounding; op; format; n|d; MAPE derived|.1%; median APE|.1%; bias|+.1%; MAPE calibrated|.1%", rows)
     by_pair: dict[str, list[float]] = {}
     for r in rows:
         if r[3] != ALL_FORMATS:
             by_pair.setdefault(r[0], []).append(r[7])
-    return Part(tuple(keys), (table,), values=dict(
+    return Part(tuple(keys), (t,), values=dict(
         notes=notes, pooled=[{"pair": k, "ops": [{"op": op, "v": v} for op, v in ops.items()]}
                              for k, ops in pooled.items()],
         worst=sorted((r for r in rows if r[3] != ALL_FORMATS), key=lambda r: -r[5])[:4],
