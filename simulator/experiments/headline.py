@@ -68,7 +68,8 @@ def run(study, priced, ctx, s: Settings) -> Part:
                  "step; T_decode us|.0f; T_verify us|.0f; T_decode/T_verify|.3f; change|+.3f; speedup|.2f; change in "
                  "speedup|+.2f", ((st.name, st.t_decode_us, st.t_verify_us, st.decode_verify_ratio,
                                    q and st.decode_verify_ratio - q.decode_verify_ratio, st.speedup,
-                                   q and st.speedup - q.speedup) for q, st in zip((None, *attr.steps), attr.steps)))
+                                   q and st.speedup - q.speedup)
+                                  for q, st in zip((None, *attr.steps), attr.steps, strict=False)))
     ratio, speed = attr.shapley
     shap = table("shapley", f"Shapley attribution (order-independent) of the prior → refined change, batch "
                  f"{attr.batch}, draft length {attr.draft_len}", "mechanism; T_decode/T_verify: Shapley|+.3f; ratio: "

@@ -161,11 +161,12 @@ def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
 
 
 # -- prose templates (docs/MODEL.md §6.2) ------------------------------------------------------------------------
-# {name} or {name:spec}: a value (dotted name: attribute, key or index) formatted by the spec; {cond?A|B}: A if cond
-# holds, else B; {cond?A|B|C}: by the sign of cond (> 0, < 0, = 0); cond is a name or "name OP operand" (OP one of
-# < > <= >= == !=, or ~TOL; operand: a number, a name or a 'quoted' string: the sign of name with |name| <= TOL counted as 0); {name*ITEM|SEP}: ITEM filled for each
-# element of the list (a mapping's keys become names, any other element is "it"), joined by SEP (default ", ").
-# Branches and items are templates themselves; \\| is a literal | inside them.
+# {name} or {name:spec}: a value (a dotted name reads an attribute, key or index) formatted by the spec;
+# {cond?A|B}: A if cond holds, else B; {cond?A|B|C}: by the sign of cond (> 0, < 0, = 0). cond: a name, or
+# "name OP operand" with OP one of < > <= >= == != (operand: a number, a name or a 'quoted' string) or ~TOL (the
+# sign of name, |name| <= TOL counted as 0). {name*ITEM|SEP}: ITEM filled for each element of the list (a mapping's
+# keys become names, any other element is "it"), joined by SEP (default ", "; \n in SEP is a line break).
+# Branches and items are templates themselves; \| is a literal | inside them.
 OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b, "~": lambda a, b: (a > b) - (a < -b)}
 FIELD = re.compile(r"([\w.-]+)\s*(?:(<=|>=|==|!=|<|>|~)\s*('[^']*'|[\w.+-]+))?\s*([?*:]?)")

@@ -104,7 +104,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
               for m in bases for prof in dict.fromkeys(x.profile for x in points)
               if (pts := [x for x in points if x.model == m and x.profile == prof])]
     return Part(tables=(sens, flip_t), figures=figs, values=dict(
-        curves=curves, flips=[dict(zip(("m", "prof", "o", "a", "b"), f, strict=True)) for f in flips], o=exps[0].spec.overlap, half=p.resolution / 2, lags=sorted(exps[0].spec.overlap.lag1),
+        curves=curves, flips=[dict(zip(("m", "prof", "o", "a", "b"), f, strict=True)) for f in flips],
+        o=exps[0].spec.overlap, half=p.resolution / 2, lags=sorted(exps[0].spec.overlap.lag1),
         bases=[{"m": m, "b": b, "label": dd.dep.label, "hw": dd.hw.display_name} for m, (b, dd) in bases.items()]))
 
 

@@ -206,7 +206,8 @@ def values(rows: list[Row], skipped, p: Settings) -> dict:
                prior_bad=[x.model.name for x in rows if not as_moesd(x.shapes["prior"], p)],
                ref_fine=sum(low_batch(x.shapes["refined"], p.low_batch_max) for x in fine),
                ref_bad=[x.model.name for x in fine if not low_batch(x.shapes["refined"], p.low_batch_max)],
-               ndips=len(dips), nstats=sum(x.model.overlap is not None for x in rows), with_stats=[x.model.name for x in rows if x.model.overlap is not None],
+               ndips=len(dips), nstats=sum(x.model.overlap is not None for x in rows),
+               with_stats=[x.model.name for x in rows if x.model.overlap is not None],
                skipped=[{"m": a, "why": b} for a, b in skipped], hws=sorted({x.hw.display_name for x in rows}),
                shipped=[{"m": x.model.name, "o": model_overlap(x.model).lags[0]} for x in rows
                         if x.model.overlap is not None], notes=[{"m": x.model.name, "note": x.note} for x in rows

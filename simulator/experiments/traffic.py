@@ -63,7 +63,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
     c0 = runs[p.types[0]]
     at = f"(B={g.batch[0]}, γ={p.ratio_draft_len})"
     sp_t = table("speedup", f"{model} on {c0.hardware.display_name} ({c0.deployment.label}), refined, per variant",
-                 "variant; " + "".join(f"S(B={b})|.2f; " for b in p.report_batches) + f"peak B|d; T_dec/T_ver {at}|.3f; "
+                 "variant; " + "".join(f"S(B={b})|.2f; " for b in p.report_batches)
+                 + f"peak B|d; T_dec/T_ver {at}|.3f; "
                  f"experts per layer, verify {at}|.1f", sp_rows)
     a, b = p.types[0], p.types[1]
     diff = []

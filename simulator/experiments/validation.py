@@ -179,7 +179,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
         v = validate_ops(p.hardware, ctx.data)
         rows = v.table()
         tables.append(table("per_op", f"Per-op error against the measured tables ({v.hardware})", "; ".join(
-            f"{c}|{f}" for c, f in zip(ERROR_COLUMNS, ("", "", "", "d", ".1%", ".1%", ".0%", "+.1%"), strict=True)), rows))
+            f"{c}|{f}" for c, f in zip(ERROR_COLUMNS, ("", "", "", "d", ".1%", ".1%", ".0%", "+.1%"), strict=True)),
+            rows))
         figs.append(Figure("scatter", f"Predicted vs measured per-op latency on {v.hardware}, by row set",
                            lambda path: plot_scatter(v.samples, path)))
         calib = {r[0]: r[4] for r in rows if r[1] == "all formats" and r[2] == CALIB}

@@ -185,7 +185,8 @@ def values(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings) -> d
         a=a, comps=comps, full=full, four=four, top=top, top_change=change(top) if top else "",
         four_more=bool(four and full and four.ds > full.ds), base=attr[0],
         hyp=next((x for x in ran if x.group == "hypothetical" and x.label.startswith(a.target)), None),
-        one=[{"c": change(x), "ds": x.ds} for x in one], l2=(l2 := next((x.ds for x in one if change(x).startswith("L2")), 0.0)),
+        one=[{"c": change(x), "ds": x.ds} for x in one],
+        l2=(l2 := next((x.ds for x in one if change(x).startswith("L2")), 0.0)),
         l2_abs=abs(l2),
         reverted=[{"c": x.label.split(" with ")[-1].replace(a.base + " ", ""), "ds": x.ds} for x in ran
                   if x.group == "one reverted"], hyps=[x._asdict() for x in ran if x.group == "hypothetical"],

@@ -29,7 +29,7 @@ SMALL = {
     "grid": {"model": ["qwen3-30b-a3b", "mixtral-8x7b"], "batch": [1, 4], "draft_len": [1, 3], "context": 512},
     "speculation": {"drafter": "eagle", "acceptance": {"alpha": 0.7}},
     "analyses": {"curve_shapes": {"tolerance": 0.01, "low_batch_max": 2, "ratio_draft_len": 3,
-                                  "findings": ["Of {n} deployable targets, {prior_good} have an interior prior peak."]}},
+                                  "findings": ["Of {n} deployable targets, {prior_good} have an interior peak."]}},
 }
 
 

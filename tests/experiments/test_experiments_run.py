@@ -109,8 +109,8 @@ def _headline_findings(prior: float, refined: float, bracket: dict, routing: flo
     shap = (attribute("decode_verify_ratio", names, game), attribute("speedup", names, game))
     readings = (("prior", prior, 1.4), ("prior-no-fixed", prior - 0.05, 1.2), ("prior-kernel-floors", 0.77, 2.0))
     attr = SimpleNamespace(steps=steps, shapley=shap, prior_range=readings)
-    return prose("paper-headline", "headline", headline.values(
-        {"prior": prior, "refined": refined}, {"prior": 0.52, "refined": study}, 3, attr, brk, bracket, 1.0, 2.0, place))
+    pred, pub = {"prior": prior, "refined": refined}, {"prior": 0.52, "refined": study}
+    return prose("paper-headline", "headline", headline.values(pred, pub, 3, attr, brk, bracket, 1.0, 2.0, place))
 
 
 def test_headline_prose_flips_with_the_numbers():
