@@ -16,7 +16,7 @@ from ..render import figures as plots
 from ..specs.derived import param_counts
 from ..validation import Interval, Param
 from .grid import lift
-from .outcome import Figure, Part, Table, table
+from .outcome import Figure, Part, Table, fill, table
 from .schema import on_grid, param_field, positive, variant_name
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
@@ -78,6 +78,7 @@ class Settings:
     low_batch_max: int = positive()
     ratio_draft_len: int = on_grid("draft_len", 3)
     transfer: str = variant_name("")  # the grid variant giving models without routing statistics a transferred profile
+    reason: str = "{v}: {s.label} at B={s.peak_batch}"  # template of the shapes table's reason column (per departure)
 
 
 @dataclass(frozen=True)
@@ -123,39 +124,22 @@ def run(study, priced, ctx, p: Settings) -> Part:
 
 
 def _reason(x: Row, p: Settings) -> str:
-    """Why a curve departs from the expectation, from the model's own numbers at the smallest batch."""
-    m, dep = x.model, x.dep
-    per_rank = m.ffn.experts / dep.ep
+    """Why a curve departs from the expectation (``p.reason`` filled from the model's own numbers at the smallest
+    batch); "as expected" when it does not."""
     out = []
-    for v, want, test in (("prior", "an interior peak above the low-batch range", lambda s: as_moesd(s, p)),
-                          ("refined", "a low-batch peak", lambda s: low_batch(s, p.low_batch_max))):
-        s: Shape = x.shapes[v]
-        if test(s):
+    for v, ok in (("prior", as_moesd(x.shapes["prior"], p)), ("refined", low_batch(x.shapes["refined"],
+                                                                                      p.low_batch_max))):
+        res, j = x.results[v], 0
+        if ok:
             continue
-        res = x.results[v]
-        j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0]) if p.ratio_draft_len in res.gammas else 0
-        ud, uv = float(res.unique_decode_rank[0]), float(res.unique_verify_rank[j, 0])
-        vd = float(res.verify_decode_ratio[j, 0])
-        why = (f"{v}: {s.label} at B={s.peak_batch}, not {want}; at B={int(x.batch[0])} the busiest EP rank reads "
-               f"{ud:.1f} experts in decode and {uv:.1f} in a verify of {p.ratio_draft_len + 1} tokens, "
-               f"T_verify/T_decode {vd:.2f}, MoE {x.moe_share[v]:.0%} of the decode step")
-        if per_rank <= 2:
-            why += (f"; coarse MoE: {per_rank:g} expert(s) per EP rank, so a verify pass cannot touch many more "
-                    "experts per rank than a decode step; the routing mechanism behind both expectations is weak "
-                    "and the shape is set by the other costs (attention, shared/dense layers, collectives, drafting)")
-        elif v == "refined" and m.overlap is None:
-            tr = x.shapes[TRANSFER]
-            why += ("; no routing statistics for this model, so refined routes tokens independently"
-                    + ("; with the transferred overlap it becomes a low-batch peak" if low_batch(tr, p.low_batch_max)
-                       else f"; with the transferred overlap still {tr.label} at B={tr.peak_batch}"))
-            if x.moe_share[v] > 0.5:
-                why += " (expert reads dominate the step, so fixed costs amortise little of verification's extra reads)"
-        elif s.label == RISING:
-            why += ("; the prior's per-expert floor keeps every step expensive until the ranks' experts are all "
-                    "touched, and nothing becomes compute-bound within the grid")
-        elif s.label == LOW and v == "prior":
-            why += "; the prior's per-expert floor makes decode expensive enough that verify is relatively cheap"
-        out.append(why)
+        if p.ratio_draft_len in res.gammas:
+            j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
+        out.append(fill(p.reason, dict(
+            v=v, s=x.shapes[v], b0=int(x.batch[0]), ud=float(res.unique_decode_rank[0]), share=x.moe_share[v],
+            uv=float(res.unique_verify_rank[j, 0]), vd=float(res.verify_decode_ratio[j, 0]), p=p,
+            per_rank=x.model.ffn.experts / x.dep.ep, bare=v == "refined" and x.model.overlap is None,
+            low_prior=v == "prior" and x.shapes[v].label == LOW, tokens=p.ratio_draft_len + 1, tr=x.shapes[TRANSFER],
+            tr_low=low_batch(x.shapes[TRANSFER], p.low_batch_max))))
     return "; ".join(out) if out else "as expected"
 
 
