@@ -9,11 +9,6 @@ from ..pricing import resolved_line
 from ..render.textable import WIDTH, Col, render
 from ..specdec import best_gamma, pays_up_to
 
-SUMMARY_KEYS = ("model", "hardware", "grounding", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode",
-                "reference", "batch_min", "batch_max",
-                "speedup_min_batch", "best_gamma_min_batch", "peak_speedup", "peak_batch", "peak_gamma",
-                "pays_from", "pays_up_to", "pays_at_max")
-
 
 def summarize(result) -> list[dict]:
     """One dict per (model, hardware, deployment, mode); speedups are at the best γ of the grid per batch."""
