@@ -207,13 +207,16 @@ def fill(template: str, ns: dict) -> str:
             depth += (template[k] == "{") - (template[k] == "}")
             if depth == 0:
                 break
+        if depth:
+            raise ValueError(f"the field at {template[j:j + 30]!r} is not closed")
         out += [template[i:j].replace("\\|", "|"), _field(template[j + 1:k], ns)]
         i = k + 1
     return "".join(out) + template[i:].replace("\\|", "|")
 
 
 def _field(body: str, ns: dict) -> str:
-    m = FIELD.match(body)
+    if not (m := FIELD.match(body)):
+        raise ValueError(f"{{{body}}} does not start with a name")
     name, op, rhs, kind = m.groups()
     rest = body[m.end():]
     v = lookup(ns, name)

@@ -285,6 +285,12 @@ def read_notes(r: Reader, obj: Any, path: str) -> Notes:
     for key in ("key_numbers", "table_notes"):
         for k in getattr(n, key) or {}:
             r.string(getattr(n, key), k, f"{path}.{key}")
+    for key in ("findings", "settings", "key_numbers", "table_notes"):
+        items = getattr(n, key) or ()
+        for k, t in items.items() if isinstance(items, dict) else enumerate(items):
+            if any(str(s).count("{") != str(s).count("}") for s in (k, t)):
+                raise r.fail(f"{path}.{key}[{k!r}]", "has a '{' without its '}' (or the reverse)",
+                             "close every {field} of the template (docs/MODEL.md §6.2)")
     return n
 
 

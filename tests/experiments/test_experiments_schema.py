@@ -190,6 +190,9 @@ def test_declared_prose_is_data(tmp_path):
     doc["analyses"]["curve_shapes"]["findings"] = "not a list"
     with pytest.raises(ConfigError, match="analyses.curve_shapes.findings"):
         load_experiment(str(write_yaml(tmp_path, doc)))
+    doc["analyses"]["curve_shapes"]["findings"] = ["{n unclosed"]
+    with pytest.raises(ConfigError, match=r"analyses.curve_shapes.findings\[0\].*without its"):
+        load_experiment(str(write_yaml(tmp_path, doc)))
     doc["analyses"]["curve_shapes"].update(findings=["{no_such_number}"])
     with pytest.raises(ConfigError, match=r"analyses.curve_shapes.findings\[0\].*no_such_number"):
         run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
