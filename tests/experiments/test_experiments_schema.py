@@ -184,6 +184,10 @@ def test_declared_prose_is_data(tmp_path):
         settings=["tolerance {s.tolerance:.0%}, batch {grid.batch}"], table_notes={"shapes": "A note on {n}."})
     o = run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
     assert o.findings == ("1 target: fine.", "How sure: a caveat.")
+    bare = small_study(model=["qwen3-30b-a3b"], batch=[1], draft_len=[3])
+    del bare["analyses"]["curve_shapes"]["findings"]
+    plain = run_experiment(load_experiment(str(write_yaml(tmp_path, bare, "bare.yaml"))))  # no prose declared
+    assert plain.findings == () and [t.rows for t in plain.tables] == [t.rows for t in o.tables]
     assert o.key_numbers == (("targets", "1"), ("statistics of qwen3-30b-a3b", "shipped"))
     assert o.settings == ("tolerance 1%, batch [1]",)
     assert next(t for t in o.tables if t.name == "shapes").note == "A note on 1."
