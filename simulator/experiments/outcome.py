@@ -145,15 +145,18 @@ def figure_file(o: Outcome, f: Figure) -> str:
     return f"{o.name}-{f.name}.png"
 
 
+def draw_figures(o: Outcome, folder: Path) -> list[Path]:
+    """Every figure of ``o`` drawn into ``folder`` as ``NAME-FIGURE.png``."""
+    paths = [folder / figure_file(o, f) for f in o.figures]
+    for f, p in zip(o.figures, paths, strict=True):
+        f.draw(p)
+    return paths
+
+
 def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
     """CSV per table, PNG per figure and ``summary.md`` into ``out``; returns the written paths."""
     out.mkdir(parents=True, exist_ok=True)
-    written = [write_csv(t, out / f"{t.name}.csv") for t in o.tables]
-    if figures:
-        for f in o.figures:
-            p = out / figure_file(o, f)
-            f.draw(p)
-            written.append(p)
+    written = [write_csv(t, out / f"{t.name}.csv") for t in o.tables] + (draw_figures(o, out) if figures else [])
     summary = out / "summary.md"
     atomic_text(summary, render(o, ".", csv_dir=".") + "\n")
     written.append(summary)

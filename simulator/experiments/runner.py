@@ -14,7 +14,7 @@ from pathlib import Path
 from ..outputs import atomic_text
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
-from .outcome import Outcome, Part, figure_file, fill, lookup, render
+from .outcome import Outcome, Part, draw_figures, fill, lookup, render
 from .registry import ANALYSES
 from .schema import Study, read_study
 
@@ -163,11 +163,6 @@ def write_report(outcomes: list[Outcome], path: str | Path) -> list[Path]:
     """Write the report and its figures; returns the written paths."""
     outcomes = report_order(outcomes)
     path = Path(path)
-    written = []
-    for o in outcomes:
-        for f in o.figures:
-            p = path.parent / FIGURE_DIR / figure_file(o, f)
-            f.draw(p)
-            written.append(p)
+    written = [p for o in outcomes for p in draw_figures(o, path.parent / FIGURE_DIR)]
     atomic_text(path, report_markdown(outcomes), param="report")
     return [path, *written]
