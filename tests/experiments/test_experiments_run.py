@@ -4,21 +4,18 @@ numbers agree with an independent computation or with another table; findings pr
 from __future__ import annotations
 
 import csv
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from experiments_helpers import bundled_outcomes, prose, small_study, table, write_yaml
+from experiments_helpers import bundled_outcomes, headline_findings, prose, small_study, table, write_yaml
 
 from simulator.cli import main
 from simulator.cost.deployment import Deployment, preset
 from simulator.cost.step import step_time
-from simulator.experiments import headline, traffic
-from simulator.experiments.outcome import Table
+from simulator.experiments import traffic
 from simulator.experiments.shapes import INTERIOR, LOW, RISING, classify
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep import run_sweep
-from simulator.sweep.shapley import attribute
 
 
 def _csv(path) -> list[dict]:
@@ -98,30 +95,15 @@ def test_headline_findings_are_filled_from_the_numbers():
     assert ("lies inside that range" in text) == inside and ("lies outside that range" in text) == (not inside)
 
 
-def _headline_findings(prior: float, refined: float, bracket: dict, routing: float, place=None, study=0.89):
-    steps = [SimpleNamespace(name=n, decode_verify_ratio=v) for n, v in
-             (("prior", prior), ("+ routing=overlap", prior + routing), ("+ l2=on", prior + routing + 0.01))]
-    brk = Table("breakdown", "", ("op class",) + ("x",) * 6,
-                (("moe", 0, 0, 0, 1.0, 2.0, 1.0), ("total", 0, 0, 0, 1.0, 2.0, 1.0)))
-    names = ("routing", "l2")
-    game = {frozenset(): prior, frozenset({"routing"}): prior + routing, frozenset({"l2"}): prior + 0.02,
-            frozenset(names): prior + routing + 0.01}
-    shap = (attribute("decode_verify_ratio", names, game), attribute("speedup", names, game))
-    readings = (("prior", prior, 1.4), ("prior-no-fixed", prior - 0.05, 1.2), ("prior-kernel-floors", 0.77, 2.0))
-    attr = SimpleNamespace(steps=steps, shapley=shap, prior_range=readings)
-    pred, pub = {"prior": prior, "refined": refined}, {"prior": 0.52, "refined": study}
-    return prose("paper-headline", "headline", headline.values(pred, pub, 3, attr, brk, bracket, 1.0, 2.0, place))
-
-
 def test_headline_prose_flips_with_the_numbers():
-    inside = _headline_findings(0.55, 0.85, {0.2: 0.84, 0.45: 0.95}, 0.2)
+    inside = headline_findings(0.55, 0.85, {0.2: 0.84, 0.45: 0.95}, 0.2)
     assert "lies inside that range" in inside and "outside" not in inside
-    above = _headline_findings(0.55, 0.85, {0.2: 0.80, 0.45: 0.85}, 0.2)
+    above = headline_findings(0.55, 0.85, {0.2: 0.80, 0.45: 0.85}, 0.2)
     assert "lies outside that range (above it)" in above and "inside" not in above
-    below = _headline_findings(0.55, 0.85, {0.2: 0.92, 0.45: 0.95}, 0.2)
+    below = headline_findings(0.55, 0.85, {0.2: 0.92, 0.45: 0.95}, 0.2)
     assert "lies outside that range (below it)" in below
     assert "+0.030, above the study" in inside and "-0.040, below the study" in inside
-    low = _headline_findings(0.49, 0.93, {0.2: 0.84, 0.45: 0.95}, -0.2)
+    low = headline_findings(0.49, 0.93, {0.2: 0.84, 0.45: 0.95}, -0.2)
     assert "-0.030, below the study" in low and "+0.040, above the study" in low
     assert "which raises the ratio" in inside and "which lowers the ratio" in low
     # the prior's range over its readings and the Shapley values come from the numbers

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from experiments_helpers import bundled_yaml, table, write_yaml
-from test_experiments_run import _headline_findings
+from experiments_helpers import bundled_yaml, headline_findings, table, write_yaml
 
 from simulator.experiments import run_experiment
 
@@ -28,7 +27,7 @@ def test_placement_rows_order_the_busiest_rank(headline):
 
 def _placement_text(place: dict, study: float) -> str:
     """The headline prose with the study's refined ratio at ``study`` (its other numbers fixed)."""
-    text = _headline_findings(0.55, 0.85, {}, 0.2, place, study)
+    text = headline_findings(0.55, 0.85, {}, 0.2, place, study)
     return text[text.find("Expert placement"):] if "Expert placement" in text else ""
 
 
