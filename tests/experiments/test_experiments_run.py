@@ -149,6 +149,12 @@ def test_curve_shapes_follow_the_curves_table():
             s = classify([b for b, _ in pts], [v for _, v in pts], 0.01)
             assert r[f"{mode} shape"] == s.description and r[f"{mode} peak B"] == s.peak_batch
         assert r["refined low-batch"] == (r["refined peak B"] <= 2 or r["refined shape"].startswith(LOW))
+        # the reason (the study file's template) names the rule the numbers select
+        e, k = (int(x) for x in r["E/k"].split("+")[0].split("/"))
+        ep = int(r["deployment"].split(" ep")[1].split()[0])
+        coarse = e / ep <= 2
+        assert ("coarse MoE" in r["reason"]) == (coarse and r["reason"] != "as expected"), r["model"]
+        assert (r["reason"] == "as expected") == (r["prior as MoESD"] and r["refined low-batch"]), r["model"]
 
 
 def test_overlap_flips_lie_where_the_peak_batch_changes():

@@ -218,6 +218,8 @@ def test_templates_follow_the_numbers():
     flipped = fill(t, ns | {"x": -0.5, "big": False, "k": "b", "items": [], "xs": ()})
     assert flipped == "-50.0% is below zero, small, y wins (not a); ; ; mean |e| "
     assert fill("{x~0.01?above|below|at}", {"x": 0.005}) == "at"
+    for x, want in ((1, "le ge eq eq nlt"), (2, "gt ge ne ne nlt"), (0, "le lt ne ne lt")):
+        assert fill("{x<=1?le|gt} {x>=1?ge|lt} {x==1?eq|ne} {x!=1?ne|eq} {x<1?lt|nlt}", {"x": x}) == want
     assert fill("{a.0.n} {a.-1.n}", {"a": [{"n": 1}, {"n": 2}]}) == "1 2"
     with pytest.raises(KeyError):
         fill("{missing}", {})

@@ -81,6 +81,8 @@ def test_errors_and_verdicts_follow_the_numbers():
     text = " ".join(run(_settings(**losing)).findings)
     assert "SD loses in 1 of" in text
     assert (f"predicts {1 if pred[name] < 1 else 0} of these losses") in text
+    said = "a loss" if pred[name] < 1 else "a gain"
+    assert f"{name} (measured 0.50×, refined {pred[name]:.2f}×: {said})" in text
 
 
 def test_bad_case_is_one_line(tmp_path):
