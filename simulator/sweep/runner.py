@@ -19,7 +19,7 @@ from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import InfeasibleError, SimulatorError
 from ..overlap.feasible import check_model_statistics, check_overlap_flags
-from ..specdec import DEFAULT_ACCEPTANCE, Acceptance, Drafter, StepCache, parse_drafter, speculative
+from ..specdec import Acceptance, Drafter, StepCache, acceptance_for, parse_drafter, speculative
 from ..specdec.rounds import DRAFT_LENS
 from ..specdec.tree import speculative_tree
 from ..specs.catalog import bundled_files, load_hardware, load_model
@@ -63,14 +63,11 @@ def default_targets() -> list[ModelSpec]:
     return [m for m in specs if m.role == "target" and m.ffn.is_moe]
 
 
-def resolve_acceptance(acceptance) -> Acceptance:
-    if acceptance is None:
-        return DEFAULT_ACCEPTANCE
-    if isinstance(acceptance, Acceptance):
-        return acceptance
-    if isinstance(acceptance, (int, float)):
-        return Acceptance.from_alpha(float(acceptance))
-    return Acceptance.from_positions(acceptance)
+def resolve_acceptance(acceptance, drafter: str | Drafter = DEFAULT_DRAFTER, model: ModelSpec | None = None
+                       ) -> Acceptance:
+    """``acceptance`` as an Acceptance; None: the default of the drafter's family for the target's kind
+    (:func:`simulator.specdec.acceptance.default_acceptance`; MoE when no model is given; refused for ngram)."""
+    return acceptance_for(acceptance, parse_drafter(drafter).kind, model is None or model.ffn.is_moe)
 
 
 def overlap_input(model: ModelSpec, lags=None, popularity: str | None = None) -> OverlapInput | None:
@@ -100,8 +97,8 @@ def price(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas,
     resolved; ``variant.hardware(hw)`` and ``variant.deployment(dep)`` are applied here."""
     v = variant or Variant()
     mech: Mechanisms = v.mechanisms_for(preset(mode))
-    acc = v.acceptance or resolve_acceptance(acceptance)
     dr = parse_drafter(v.drafter or drafter)
+    acc = v.acceptance or resolve_acceptance(acceptance, dr, model)
     dep = v.deployment(dep)
     hw2 = v.hardware(hw.for_engine(dep.engine))  # the engine's kernels, then the variant's edits of them
     res = speculative(model, hw2, dep, np.asarray(batch, float), np.asarray(gammas), acc, dr, context, mech,
@@ -116,8 +113,8 @@ def price_tree(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, pa
     a one-row case whose draft length is the tree's drafted nodes and whose variant names the tree shape."""
     v = variant or Variant()
     mech: Mechanisms = v.mechanisms_for(preset(mode))
-    acc = v.acceptance or resolve_acceptance(acceptance)
     dr = parse_drafter(v.drafter or drafter)
+    acc = v.acceptance or resolve_acceptance(acceptance, dr, model)
     dep = v.deployment(dep)
     hw2 = v.hardware(hw.for_engine(dep.engine))
     tr = speculative_tree(model, hw2, dep, np.asarray(batch, float), parents, acc, dr, context, mech, v.overlap,
@@ -164,8 +161,10 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     modes = list(dict.fromkeys(modes))
     for m in modes:
         preset(m)
-    acc = resolve_acceptance(acceptance)
     drafter = parse_drafter(drafter)
+    acc = None if acceptance is None else resolve_acceptance(acceptance)
+    if acc is None:
+        resolve_acceptance(None, drafter)  # refuses a drafter without a default (ngram) before pricing
     hws = resolve_hardware(hardware)
     targets = resolve_models(models)
     targets = targets if targets is not None else default_targets()
@@ -208,7 +207,7 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     if not cases:
         first = skipped[0][2] if skipped else "nothing to run"
         raise InfeasibleError(f"no model/hardware combination could run: {first}")
-    return SweepResult(tidy_columns(cases), cases, drafter, acc, int(context), skipped, notes,
+    return SweepResult(tidy_columns(cases), cases, drafter, acc or cases[0].acceptance, int(context), skipped, notes,
                        time.perf_counter() - t0)
 
 
