@@ -247,11 +247,12 @@ PUBLISHED: dict[tuple[str, bool | None], tuple[Published, tuple[Published, ...]]
         Published("vLLM issue #26191 Llama-3.1-8B EAGLE-3", al=3.53, at=7))),
     ("mtp", None): (_MTP8, (
         _MTP8,
-        Published("vLLM PR #48892 multi-layer MTP, GSM8K, one request", (0.7617, 0.6158, 0.5125, 0.4243, 0.3640,
-                                                                          0.3094, 0.2722, 0.2365)),
+        Published("vLLM PR #48892 MTP log (8 modules, GSM8K, maintainer comment)",
+                  (0.7617, 0.6158, 0.5125, 0.4243, 0.3640, 0.3094, 0.2722, 0.2365)),
         Published("DeepSeek-V3 technical report, 2nd-token acceptance (low end)", (0.85,)),
         Published("DeepSeek-V3 technical report, 2nd-token acceptance (high end)", (0.90,)),
-        Published("vLLM PR #12755 DeepSeek-R1 MTP k = 1", (0.81,)),
+        Published("vLLM PR #12755 DeepSeek-R1 MTP k = 1 (low end)", (0.81,)),
+        Published("vLLM PR #12755 DeepSeek-R1 MTP k = 1 (high end)", (0.82,)),
         Published("nebius DeepSeek-V3-0324 MTP card, 7 steps", al=3.20, at=7))),
 }
 # Drafter kind -> family. n-gram lookup has none (its acceptance is how often the text repeats itself: stated per

@@ -111,3 +111,12 @@ def test_study_with_ngram_needs_an_acceptance(tmp_path, capsys):
     del doc["speculation"]["acceptance"]
     doc["speculation"]["drafter"] = "eagle"
     assert load_experiment(str(write_yaml(tmp_path, doc, "d.yaml"))).speculation.acceptance.build() is None
+
+
+def test_every_public_log_is_cited():
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs/sources/published.md").read_text().split())
+    for central, every in PUBLISHED.values():
+        for p in every:
+            assert f"**{p.key}**" in text, p.key
