@@ -119,7 +119,8 @@ def check_layout(fmt: str | None, dep: Deployment) -> None:
     if fmt == "vllm" and dep.dp > 1:
         raise ParameterError(f"the vllm format needs a layout without data parallelism: vLLM disables dynamic "
                              f"speculative decoding under data parallelism, and this deployment ({dep.label}) has "
-                             f"dp = {dep.dp}; give tp = gpus (--tp {dep.gpus}) or use the json format",
+                             f"dp = {dep.dp}; give a layout with tp = gpus (e.g. --gpus {dep.tp} --tp {dep.tp}) or use "
+                             f"the json format",
                              owner="vllm_config", param="format")
 
 
@@ -263,9 +264,12 @@ def cost_note(cost: dict | None) -> str:
     def say(ranges):
         return "; ".join(f"{name} {lo}-{hi}" for lo, hi, name in ranges)
     (b0, t0), (b1, t1) = DYNAMIC_COST_K0
+    names = {n for *_, n in cost["fastest"] + cost["fastest_at_high_cost"]}
+    hint = (f"; the table never pays for its cost: serve num_speculative_tokens = {cost['static_k']} without it"
+            if "dynamic schedule" not in names and "no SD" not in names else "")
     return (f"schedule cost (vLLM #49548: a dynamic-SD schedule costs TPOT even at K = 0, +{t0:.1%} at concurrency "
             f"{b0}, +{t1:.1%} at {b1}; up to +{DYNAMIC_COST_PIECEWISE:.1%} single-stream): fastest per batch "
-            f"{say(cost['fastest'])} (at the high end of the cost: {say(cost['fastest_at_high_cost'])})")
+            f"{say(cost['fastest'])} (at the high end of the cost: {say(cost['fastest_at_high_cost'])}){hint}")
 
 
 def schedule_json(s: Schedule) -> dict:

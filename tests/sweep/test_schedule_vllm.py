@@ -122,7 +122,9 @@ def test_vllm_format_prices_vllms_kernels_unless_an_engine_is_named(tmp_path, ca
             "--out", str(tmp_path / "o.json")]
     for extra, engine in (([], "vllm"), (["--engine", "sglang"], "sglang")):
         assert main(base + ["--format", "vllm", *extra]) == 0
-        assert f"engine {engine}," in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert f"engine {engine}," in out
+        assert ("schedule cost (vLLM #49548" in out) == (engine == "vllm")  # said where public data give it
     assert main(base + ["--format", "json"]) == 0
     assert json.loads((tmp_path / "o.json").read_text())["engine"] == "trtllm"  # json: the deployment's default
 
