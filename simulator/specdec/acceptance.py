@@ -13,6 +13,10 @@ With one per-token acceptance a_j = α this is the geometric sum (Leviathan et a
 
 Engines report the mean acceptance length AL measured at one draft length γ_ref; :func:`alpha_from_accept_length`
 inverts the sum for α (AL is strictly increasing in α on [0, 1], from 1 to γ_ref + 1).
+
+When no acceptance is stated, :func:`default_acceptance` (the one home of that rule) gives the engine-logged vector of
+the drafter's family on the target's kind (MoE or dense) and the band every public log of that family spans
+(:data:`PUBLISHED`); the n-gram drafter has none and is refused.
 """
 
 from __future__ import annotations
