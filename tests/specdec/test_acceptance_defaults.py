@@ -117,6 +117,6 @@ def test_every_public_log_is_cited():
     from pathlib import Path
 
     text = " ".join((Path(__file__).resolve().parents[2] / "docs/sources/published.md").read_text().split())
-    for central, every in PUBLISHED.values():
+    for _central, every in PUBLISHED.values():
         for p in every:
             assert f"**{p.key}**" in text, p.key
