@@ -5,10 +5,13 @@ kernels unless another engine is named, refused under data parallelism, and the 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from simulator.cli import main
@@ -167,3 +170,16 @@ def test_schedule_cost_says_what_it_does(sched):
     other = build_schedule(load_model("qwen3-30b-a3b"), load_hardware("h100-sxm"), Layout(gpus=1), batch=[1, 2],
                            draft_len=[1], acceptance=0.6)
     assert other.deployment.engine == "trtllm" and schedule_cost(other) is None  # no public data off vLLM
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(0, 8), min_size=1, max_size=300).filter(lambda k: max(k) > 0))
+def test_any_k_per_batch_writes_a_file_vllm_reads_back(sched, ks):
+    """Whatever K per batch the pricing gives (K = 0 included), the file passes vLLM's declared type and rules and
+    vLLM's lookup returns exactly those K."""
+    k = np.asarray(ks)
+    b = np.arange(1, k.size + 1)
+    ctx = replace(sched.primary, batch=b, k=k, speedup=np.ones(k.size), best_chain_speedup=np.ones(k.size))
+    cfg = VllmSpeculativeConfig.model_validate_json(render(replace(sched, contexts=(ctx,)), "vllm"))
+    vllm_rules(cfg)
+    assert vllm_lookup(cfg.num_speculative_tokens_per_batch_size, k.size, cfg.num_speculative_tokens) == ks
