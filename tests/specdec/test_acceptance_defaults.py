@@ -58,17 +58,14 @@ def test_ngram_has_no_default():
     assert "--accept-length" in str(e.value) and "--acceptance" in str(e.value)
 
 
-def test_pricing_uses_the_targets_kind(tmp_path):
-    from simulator.specs.catalog import load_hardware, load_model
-    from simulator.sweep.deploy import Layout
-    from simulator.sweep.runner import deploy, price
+def test_pricing_uses_the_targets_kind():
+    from simulator.pricing import price, resolve
 
-    hw = load_hardware("h100-sxm")
     for name, key in (("qwen3-30b-a3b", "#42764"), ("llama-3.1-8b", "#24344")):
-        m = load_model(name)
-        dep, ok, _ = deploy(m, hw, Layout(gpus=1), [1], 3, 1024)
-        assert key in price(m, hw, dep, [1], [3]).acceptance.label
-        assert "#48892" in price(m, hw, dep, [1], [3], drafter="mtp").acceptance.label
+        assert key in price(resolve(name, gpus=1), [1], [3]).acceptance.label
+        assert "#48892" in price(resolve(name, gpus=1, drafter="mtp"), [1], [3]).acceptance.label
+    with pytest.raises(ParameterError, match="ngram"):
+        price(resolve("qwen3-30b-a3b", gpus=1, drafter="ngram"), [1], [3])
 
 
 @pytest.mark.parametrize("cmd", [["sweep", "--batch", "1"], ["explain", "--batch", "1"],

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from simulator.cli import main
 from simulator.errors import ParameterError
 from simulator.specs.catalog import load_hardware, load_model
-from simulator.sweep.deploy import Layout
 from simulator.sweep.runner import run_sweep
 from simulator.sweep.schedule import (
     DYNAMIC_COST_K0,
@@ -81,7 +80,7 @@ def vllm_lookup(table, max_batch: int, num_spec: int) -> list[int]:
 @pytest.fixture(scope="module")
 def sched():
     m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
-    return build_schedule(m, hw, Layout(gpus=1), batch=BATCH, draft_len=DRAFT, acceptance=ALPHA, fmt="vllm")
+    return build_schedule(m, hw, gpus=1, batch=BATCH, draft_len=DRAFT, acceptance=ALPHA, fmt="vllm")
 
 
 def test_file_is_vllms_declared_type_and_passes_its_rules(sched):
@@ -135,8 +134,8 @@ def test_vllm_format_prices_vllms_kernels_unless_an_engine_is_named(tmp_path, ca
 def test_refused_under_data_parallelism(tmp_path):
     m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
     with pytest.raises(ParameterError, match="data parallelism"):
-        build_schedule(m, hw, Layout(gpus=2, tp=1), batch=[1], draft_len=[1], fmt="vllm")
-    s = build_schedule(m, hw, Layout(gpus=2, tp=1), batch=[1, 2], draft_len=[1], fmt="json")
+        build_schedule(m, hw, gpus=2, tp=1, batch=[1], draft_len=[1], fmt="vllm")
+    s = build_schedule(m, hw, gpus=2, tp=1, batch=[1, 2], draft_len=[1], fmt="json")
     assert s.deployment.dp == 2
     with pytest.raises(ParameterError, match="data parallelism"):
         vllm_config(s)
@@ -167,7 +166,7 @@ def test_schedule_cost_says_what_it_does(sched):
             assert fastest[int(b)] != "dynamic schedule"
     assert {n for *_, n in cost["fastest"]} <= {"dynamic schedule", f"static K={cost['static_k']}", "no SD"}
     assert json.loads(render(sched, "json"))["contexts"][0]["schedule_cost"]["static_k"] == cost["static_k"]
-    other = build_schedule(load_model("qwen3-30b-a3b"), load_hardware("h100-sxm"), Layout(gpus=1), batch=[1, 2],
+    other = build_schedule(load_model("qwen3-30b-a3b"), load_hardware("h100-sxm"), gpus=1, batch=[1, 2],
                            draft_len=[1], acceptance=0.6)
     assert other.deployment.engine == "trtllm" and schedule_cost(other) is None  # no public data off vLLM
 
