@@ -182,3 +182,15 @@ def test_a_profile_states_round_bands_per_engine():
     obj["engines"]["sglang"]["kernels"]["round"]["round_host"]["low"]["value"] = 6
     with pytest.raises(SimulatorError, match="round.round_host"):
         read_hardware(obj, "x.yaml")
+
+
+def test_an_acceptance_carrying_its_band_plugs_in():
+    """A default acceptance with a public range (a ``band`` of (low, high) acceptances) widens the band without
+    an explicit argument; an explicit band wins."""
+    from types import SimpleNamespace
+
+    from simulator.specdec.rounds import acceptance_band_of
+
+    lo, hi = Acceptance.from_accept_length(1.9, 3), Acceptance.from_accept_length(2.9, 3)
+    assert acceptance_band_of(SimpleNamespace(band=(lo, hi))) == (lo, hi)
+    assert acceptance_band_of(ACC) == () and acceptance_band_of(ACC, (hi, hi)) == (hi, hi)
