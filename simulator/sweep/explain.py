@@ -142,7 +142,8 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
 
     def step(label: str, mech: Mechanisms) -> WalkStep:
         forced_mech = forced.mechanisms_for(mech)
-        changed = [f"{k}={v}" for k, v in mechanisms if getattr(mech, k) != v]
+        own = label[2:].split("=")[0] if label.startswith("+ ") else None  # the field this walk step switches
+        changed = [f"{k}={v}" for k, v in mechanisms if k == own and getattr(mech, k) != v]
         if label and changed:  # the walk's step is overridden by a forced setting: the label says so
             label = "+ " + ",".join(changed) + " (forced)"
         mech = forced_mech

@@ -194,3 +194,20 @@ def test_an_acceptance_carrying_its_band_plugs_in():
     lo, hi = Acceptance.from_accept_length(1.9, 3), Acceptance.from_accept_length(2.9, 3)
     assert acceptance_band_of(SimpleNamespace(band=(lo, hi))) == (lo, hi)
     assert acceptance_band_of(ACC) == () and acceptance_band_of(ACC, (hi, hi)) == (hi, hi)
+
+
+def test_explain_prices_the_mode_flags():
+    """--sd-overlap on explain: every step priced in that mode (the walk's labels stay the walk's), and hiding the
+    SGLang v1 round's host work raises the refined speedup."""
+    import json
+
+    runs = {}
+    for mode in ("on", "off"):
+        rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json",
+                           "--sd-overlap", mode])
+        assert rc == 0
+        runs[mode] = json.loads(out)["steps"]
+    assert [s["name"] for s in runs["on"]] == [s["name"] for s in runs["off"]]
+    assert not any("forced" in s["name"] for s in runs["on"])
+    assert all(s["mechanisms"]["sd_overlap"] == "on" for s in runs["on"])
+    assert runs["on"][-1]["speedup"] > runs["off"][-1]["speedup"]
