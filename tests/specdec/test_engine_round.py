@@ -211,3 +211,14 @@ def test_explain_prices_the_mode_flags():
     assert not any("forced" in s["name"] for s in runs["on"])
     assert all(s["mechanisms"]["sd_overlap"] == "on" for s in runs["on"])
     assert runs["on"][-1]["speedup"] > runs["off"][-1]["speedup"]
+
+
+def test_explain_names_the_mode_and_band():
+    import json
+
+    rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json"])
+    assert rc == 0
+    d = json.loads(out)
+    e = d["engine"]
+    assert (e["sd_overlap"], e["decode_overlap"]) == ("off", "on")
+    assert e["speedup_low"] <= d["steps"][-1]["speedup"] <= e["speedup_high"] and e["speedup_low"] < e["speedup_high"]
