@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from simulator.cli import main
 from simulator.cost.deployment import PRESETS, Deployment
 from simulator.specdec import Acceptance, StepCache, speculative
-from simulator.specdec.engine_round import ENGINE_MODES, LEVELS, ROUND_PARAMS, Band, exposed, overlap_modes
+from simulator.specdec.engine_round import (
+    ENGINE_MODES,
+    LEVELS,
+    ROUND_PARAMS,
+    Band,
+    engine_mode,
+    exposed,
+    overlap_modes,
+)
 from simulator.specdec.tree import chain_parents, speculative_tree
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.specs.kernels import ENGINES
@@ -42,6 +50,7 @@ def test_engine_defaults_are_the_documented_modes():
     assert overlap_modes(refined, "trtllm") == ("on", "on")
     assert overlap_modes(refined.with_(sd_overlap="on", decode_overlap="off"), "sglang") == ("on", "off")
     assert ENGINE_MODES["vllm"][0].sd_overlap == "off"  # before v0.14
+    assert engine_mode("vllm", "< 0.14").decode_overlap == "off" and engine_mode("vllm").sd_overlap == "on"
     for engine in ENGINES:  # every engine has a mode and sourced bands
         assert engine in ENGINE_MODES and engine in ROUND_PARAMS
         for name, band in vars(ROUND_PARAMS[engine]).items():
