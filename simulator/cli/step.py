@@ -38,10 +38,19 @@ def add_deployment_flags(p: argparse.ArgumentParser) -> None:
                         "normal / low-latency modes, docs/MODEL.md §3.9)")
 
 
+def engine_name(text: str) -> str:
+    """Engine names are case-insensitive and may be written with a hyphen (TRTLLM, TRT-LLM, SGLang, vLLM)."""
+    return text.strip().lower().replace("-", "")
+
+
+engine_name.__name__ = "engine"
+
+
 def add_engine_flag(p: argparse.ArgumentParser) -> None:
     eng = default_of(Deployment, "engine")
-    p.add_argument("--engine", default=eng, help=f"serving engine whose measured kernel parameters are used: "
-                                                 f"{', '.join(choices_of(Deployment, 'engine'))} (default {eng})")
+    p.add_argument("--engine", default=eng, type=engine_name,
+                   help=f"serving engine whose measured kernel parameters are used: "
+                        f"{', '.join(choices_of(Deployment, 'engine'))} (default {eng}; case-insensitive)")
 
 
 def add_placement_flags(p: argparse.ArgumentParser) -> None:

@@ -70,7 +70,7 @@ ERROR_COLUMNS = ("op", "format", "row set", "n", "MAPE", "median APE", "within Â
 def read_csv(path: Path) -> list[dict]:
     """All rows of one measured table as dicts of strings."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # with or without a byte-order mark
             return list(csv.DictReader(fh))
     except FileNotFoundError:
         raise ConfigError(str(path), "", "does not exist",
@@ -364,15 +364,17 @@ class OpValidation:
         return tuple(rows)
 
 
-def validate_ops(hw: HardwareProfile | str = "h100-sxm", data: Path | None = None) -> OpValidation:
+def validate_ops(hw: HardwareProfile | str = "h100-sxm", data: Path | None = None,
+                 tables: Mapping[str, list[dict]] | None = None) -> OpValidation:
     """Price every usable row of the measured tables in ``data`` (default: the bundled H100 SXM folder) on the
-    profile ``hw`` (a profile or a bundled name/path) and pair each prediction with its measurement."""
+    profile ``hw`` (a profile or a bundled name/path) and pair each prediction with its measurement. ``tables``:
+    the folder's tables already read (and checked: simulator.validate.ops)."""
     from ..specs.catalog import load_hardware, measured_dir
 
     if isinstance(hw, str):
         hw = load_hardware(hw)
     folder = Path(data) if data is not None else measured_dir("h100-sxm")
-    t = read_tables(folder)
+    t = tables if tables is not None else read_tables(folder)
     coll, coll_x = _collectives(t["collectives"], hw)
     samples = _moe(t["moe"], hw) + _gemm(t["gemm"], hw) + _attention(t["decode_attention"], hw) + coll
     order = {s: i for i, s in enumerate(SETS)}

@@ -158,3 +158,38 @@ def experiment_path(name_or_path: str):
         raise ConfigError("", "", f"unknown experiment {name_or_path!r}",
                           f"{hint}run `python -m simulator list experiments` or pass a path")
     return files[name_or_path]
+
+
+def _key(text: str) -> str:
+    return text.strip().lower()
+
+
+@functools.cache
+def _name_index(kind: str) -> dict[str, tuple[str, str]]:
+    """``{name in lower case: (bundled name, checkpoint format or '')}``: every bundled entry's name, display name,
+    ``aliases`` and (models) ``hf_id`` checkpoints. The first bundled entry claiming a name keeps it."""
+    out: dict[str, tuple[str, str]] = {}
+    specs = list_models() if kind == "models" else list_hardware()
+    for s in specs:
+        for n in (s.name, s.display_name, *s.aliases):
+            out.setdefault(_key(n), (s.name, ""))
+    for s in specs:
+        for hub, fmt in getattr(s, "hf_id", {}).items():
+            out.setdefault(_key(hub), (s.name, fmt))
+    return out
+
+
+def find_in_catalog(kind: str, text: str) -> tuple[str, str] | None:
+    """A model (``kind`` "models") or GPU ("hardware") named as users and measurement files name them: a bundled
+    name, a display name, an alias, a model hub id (``mistralai/Mixtral-8x7B-Instruct-v0.1``; case-insensitive)
+    or the path of a YAML file. Returns (what :func:`load_model` / :func:`load_hardware` take, the named
+    checkpoint's weight format or ''), or None when nothing matches."""
+    text = text.strip()
+    if not text:
+        return None
+    hit = _name_index(kind).get(_key(text))
+    if hit is not None:
+        return hit
+    if text.endswith((".yaml", ".yml")) and Path(text).is_file():
+        return text, ""
+    return None

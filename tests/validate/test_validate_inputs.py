@@ -1,0 +1,185 @@
+"""Issue 20: `validate tpot` / `validate ops` never answer nonsense and never refuse valid input. Each case is a
+file derived from a bundled one; bad input exits 2 with one line naming the column or field, the value and the
+fix, valid input gets the right answer (the same as the canonical file)."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simulator.cli import main
+from simulator.validate import validate_tpot
+from simulator.validate.mapping import find_gpu, find_model
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+TINY = HERE / "tiny_silicon.csv"
+
+
+def _rows() -> tuple[list[str], list[list[str]]]:
+    with TINY.open(newline="", encoding="utf-8") as f:
+        r = list(csv.reader(f))
+    return r[0], r[1:]
+
+
+def _write(path: Path, header, rows, bom: bool = False) -> str:
+    with path.open("w", newline="", encoding="utf-8-sig" if bom else "utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return str(path)
+
+
+def _one_line(capsys, argv) -> str:
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _priced(v) -> dict:
+    return {r.id: r.predicted_tpot_ms for r in v.rows if r.predicted_tpot_ms is not None}
+
+
+def test_bom_csv_is_read_like_the_plain_one(tmp_path):
+    h, rows = _rows()
+    v = validate_tpot(_write(tmp_path / "bom.csv", h, rows, bom=True))
+    assert _priced(v) == _priced(validate_tpot(TINY)) and len(_priced(v)) == 4
+
+
+@pytest.mark.parametrize("scale,unit", [(1e-3, "seconds"), (1e3, "microseconds")])
+def test_tpot_in_seconds_or_microseconds_is_refused_with_the_unit(tmp_path, capsys, scale, unit):
+    h, rows = _rows()
+    i = h.index("silicon_tpot_ms")
+    for r in rows:
+        r[i] = repr(float(r[i]) * scale)
+    line = _one_line(capsys, ["validate", "tpot", _write(tmp_path / "s.csv", h, rows)])
+    assert "silicon_tpot_ms" in line and unit in line and "milliseconds" in line
+
+
+def test_one_row_off_by_1000x_is_refused_alone(tmp_path):
+    h, rows = _rows()
+    i = h.index("silicon_tpot_ms")
+    rows[0][i] = "0.02"  # agg_qwen_h100 measured 20 ms, written in seconds
+    r = {x.id: x for x in validate_tpot(_write(tmp_path / "one.csv", h, rows)).rows}
+    assert r["agg_qwen_h100"].status == "refused" and "seconds" in r["agg_qwen_h100"].reason
+    assert r["agg_qwen_h100_b64"].status == "ok"
+
+
+def test_header_only_and_empty_files_are_one_line(tmp_path, capsys):
+    h, _ = _rows()
+    line = _one_line(capsys, ["validate", "tpot", _write(tmp_path / "h.csv", h, [])])
+    assert "no data rows" in line
+    (tmp_path / "e.csv").write_text("")
+    assert "is empty" in _one_line(capsys, ["validate", "tpot", str(tmp_path / "e.csv")])
+
+
+def test_duplicate_ids_are_priced_once(tmp_path):
+    h, rows = _rows()
+    v = validate_tpot(_write(tmp_path / "d.csv", h, rows + [rows[0]]))
+    dup = v.rows[-1]
+    assert dup.status == "refused" and "duplicate id 'agg_qwen_h100'" in dup.reason
+    assert sum(r.id == "agg_qwen_h100" and r.predicted_tpot_ms is not None for r in v.rows) == 1
+
+
+def test_short_row_is_refused_with_its_field_count(tmp_path):
+    h, rows = _rows()
+    v = validate_tpot(_write(tmp_path / "short.csv", h, rows + [rows[0][:5]]))
+    r = v.rows[-1]
+    assert r.status == "refused" and "has 5 fields but the header has" in r.reason
+    assert "unmapped: system ''" not in str(v.summary()["not_priced"])
+
+
+@pytest.mark.parametrize("model,system", [
+    ("qwen3-235b-a22b", "h100-sxm"),  # catalog names
+    ("models/qwen3-235b-a22b.yaml", "H100_SXM"),  # a YAML path; an alias in another case
+    ("Qwen3-235B-A22B", "NVIDIA H100 SXM5 80GB"),  # display names
+])
+def test_models_and_gpus_by_catalog_name_path_or_alias(tmp_path, monkeypatch, model, system):
+    monkeypatch.chdir(ROOT)
+    h, rows = _rows()
+    mi, si = h.index("model_path"), h.index("system")
+    rows[0][mi], rows[0][si] = model, system
+    rows[0][h.index("moe_quant_mode")] = rows[0][h.index("gemm_quant_mode")] = "fp8_block"
+    r = {x.id: x for x in validate_tpot(_write(tmp_path / "n.csv", h, rows)).rows}["agg_qwen_h100"]
+    ref = {x.id: x for x in validate_tpot(TINY).rows}["agg_qwen_h100"]
+    assert r.status == "ok" and r.predicted_tpot_ms == pytest.approx(ref.predicted_tpot_ms, rel=1e-12)
+
+
+def test_hub_ids_resolve_through_model_yaml_hf_id():
+    assert find_model("mistralai/Mixtral-8x7B-Instruct-v0.1") == ("mixtral-8x7b", "bf16")
+    assert find_model("qwen/qwen3-235b-a22b-fp8") == ("qwen3-235b-a22b", "fp8_block")
+    assert find_gpu("h100-sxm") == "h100-sxm" and find_gpu("b200_sxm") == "b200"
+    assert find_model("acme/Unknown-1B") is None
+
+
+def test_mapping_file_maps_the_rest(tmp_path, capsys):
+    h, rows = _rows()
+    f = _write(tmp_path / "m.csv", h, rows)
+    (tmp_path / "map.yaml").write_text("models:\n  acme/Unknown-1B: qwen3-30b-a3b\n")
+    assert main(["validate", "tpot", f, "--mapping", str(tmp_path / "map.yaml"), "--rows"]) == 0
+    out = capsys.readouterr().out
+    assert "unmapped_model\tunmapped" not in out and out.startswith("id\tstatus\tpredicted ms")
+    (tmp_path / "bad.yaml").write_text("models:\n  acme/Unknown-1B: qwen9\n")
+    line = _one_line(capsys, ["validate", "tpot", f, "--mapping", str(tmp_path / "bad.yaml")])
+    assert "models.acme/Unknown-1B" in line and "qwen9" in line
+
+
+def test_report_path_is_checked_before_pricing(capsys, monkeypatch):
+    import simulator.validate as v
+
+    def never(*a, **k):
+        raise AssertionError("priced before the report path was checked")
+
+    monkeypatch.setattr(v, "validate_tpot", never)
+    assert "--report" in _one_line(capsys, ["validate", "tpot", str(TINY), "--report", "/proc/x.md"])
+
+
+# --- validate ops ------------------------------------------------------------------------------------------------
+def _ops(tmp_path, gpu="h100-sxm") -> Path:
+    d = tmp_path / "ops"
+    shutil.copytree(ROOT / "measured" / gpu, d)
+    return d
+
+
+def _edit(path: Path, fn) -> None:
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    rows = fn(rows)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+
+
+def test_ops_missing_latency_column_and_file_dir(tmp_path, capsys):
+    d = _ops(tmp_path)
+    _edit(d / "moe.csv", lambda rows: [r[:rows[0].index("latency_us")] for r in rows])
+    line = _one_line(capsys, ["validate", "ops", str(d)])
+    assert "moe.csv" in line and "latency_us" in line
+    line = _one_line(capsys, ["validate", "ops", str(ROOT / "README.md")])
+    assert "DIR" in line and "not a folder" in line
+
+
+def test_ops_negated_latencies_refused(tmp_path, capsys):
+    d = _ops(tmp_path)
+    _edit(d / "gemm.csv", lambda rows: [rows[0]] + [[*r[:-2], "-" + r[-2], r[-1]] for r in rows[1:]])
+    line = _one_line(capsys, ["validate", "ops", str(d)])
+    assert "gemm.csv" in line and "latency_us" in line and "positive" in line
+
+
+def test_ops_latency_in_ms_refused_with_the_unit(tmp_path, capsys):
+    d = _ops(tmp_path)
+    _edit(d / "gemm.csv", lambda rows: [rows[0]] + [[*r[:-2], repr(float(r[-2]) / 1000), r[-1]] for r in rows[1:]])
+    line = _one_line(capsys, ["validate", "ops", str(d)])
+    assert "latency_us" in line and "milliseconds" in line
+
+
+def test_ops_reads_the_gpu_from_the_data(tmp_path, capsys):
+    assert main(["validate", "ops", str(ROOT / "measured/gb200"), "--json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out)["hardware"] == "gb200"
+    line = _one_line(capsys, ["validate", "ops", str(ROOT / "measured/gb200"), "--hardware", "h100-sxm"])
+    assert "gb200" in line and "--hardware" in line
