@@ -117,6 +117,13 @@ CASES = [
     ("accept-length-10", [*EXPLAIN, "--accept-length", "10@3"], "acceptance length 10.0"),
     ("accept-length-gamma-0", [*EXPLAIN, "--accept-length", "2@0"], "--accept-length"),
     ("target-typo", ["explain", "--model", "qwen3-235b-a22x"], "qwen3-235b-a22b"),
+    # issue 20: tracebacks and late failures
+    ("explain-tree-parents-binary", [*EXPLAIN, "--tree-parents", "/bin/ls"], "--tree-parents"),
+    ("experiment-run-tp3", ["experiment", "{tp3}", "--quiet", "--out", "{tmp}/tp3"], "'tp'"),
+    ("experiment-all-out-proc", ["experiment", "--all", "--quiet", "--out", "/proc/x"], "--out"),
+    ("validate-report-proc", ["validate", "tpot", "tests/validate/tiny_silicon.csv", "--report", "/proc/x.md"],
+     "--report"),
+    ("validate-ops-file", ["validate", "ops", "{tmp}/afile"], "DIR"),
 ]
 INTERNALS = ("np.float64", "np.int64(", "the 'alpha' parameter of Acceptance", "alpha_from_accept_length",
              "range [1, 0]", "allow_pickle", "Traceback", "raise max_iter")
@@ -178,6 +185,8 @@ def test_failure_while_writing_leaves_no_file(tmp_path):
 
 
 def test_run_folder_manifest_and_force(tmp_path, capsys):
+    """Issue 20's output policy: a previous run's own files (its manifest lists them) are replaced without --force;
+    a file no run recorded is never overwritten without --force, and files beside the run are left alone."""
     out = tmp_path / "run"
     SWEEP = [a.format(tmp=tmp_path) for a in globals()["SWEEP"]]
     assert main([*SWEEP, "--no-plots", "--out", str(out)]) == 0
@@ -185,16 +194,46 @@ def test_run_folder_manifest_and_force(tmp_path, capsys):
     assert manifest["command"] == "sweep" and manifest["files"] == ["sweep.csv"]
     assert manifest["arguments"]["batch"] == [1, 4] and "version" in manifest
     assert main([*SWEEP, "--no-plots", "--out", str(out)]) == 0  # the same run again: replaced in place
-    capsys.readouterr()
-    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out)]) == 2  # a different run
-    assert "--force" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sweep.csv"]
-    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out), "--force"]) == 0
+    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out)]) == 0  # a different run: replaces it
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sweep.json"]  # never mixed
+    assert {(p.name, p.stat().st_mode & 0o777) for p in out.iterdir()} == {("manifest.json", 0o644),
+                                                                        ("sweep.json", 0o644)}
+    capsys.readouterr()
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("x")
-    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "mine")]) == 2  # files no run recorded
-    assert "notes.txt" in capsys.readouterr().err
+    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "mine")]) == 0  # beside files no run recorded
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["manifest.json", "notes.txt", "sweep.csv"]
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "sweep.csv").write_text("someone else's\n")
+    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "theirs")]) == 2  # would overwrite it
+    err = capsys.readouterr().err
+    assert "sweep.csv" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in (tmp_path / "theirs").iterdir()) == ["sweep.csv"]
+    assert (tmp_path / "theirs" / "sweep.csv").read_text() == "someone else's\n"
+    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "theirs"), "--force"]) == 0
+
+
+def test_output_files_are_0644(tmp_path, monkeypatch):
+    import os
+
+    from simulator.outputs import atomic_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_text(tmp_path / "a.md", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_study_then_default_sweep_share_results(tmp_path, monkeypatch, capsys):
+    """A study's run folder inside results/ is this tool's: the default sweep into results/ writes beside it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results" / "paper-headline").mkdir(parents=True)
+    (tmp_path / "results" / "paper-headline" / "manifest.json").write_text('{"command": "experiment", "files": []}')
+    SWEEP = [a.format(tmp=tmp_path) for a in globals()["SWEEP"]][:-2]
+    assert main([*SWEEP, "--no-plots"]) == 0
+    assert (tmp_path / "results" / "sweep.csv").is_file()
 
 
 def test_explain_plot_writes_exactly_the_path_given(tmp_path, capsys):

@@ -156,13 +156,17 @@ def tree_choice(args) -> tuple[tuple[int, ...], str, str] | None:
     if args.tree is not None:
         return full_tree(args.tree), ",".join(str(b) for b in args.tree), "--tree"
     if args.tree_parents is not None:
-        return read_parents(args.tree_parents), args.tree_parents, "--tree-parents"
+        try:
+            parents = read_parents(args.tree_parents)
+        except ParameterError as exc:
+            raise ParameterError(f"--tree-parents: {exc}") from None
+        return parents, args.tree_parents, "--tree-parents"
     return None
 
 
 def add_force_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--force", action="store_true", help="write into a folder that holds a different run's "
-                        "files (that run's recorded files are replaced; see manifest.json)")
+    parser.add_argument("--force", action="store_true", help="overwrite files in the output folder that no run of "
+                        "this tool recorded (a previous run's files, listed in its manifest.json, are always replaced)")
 
 
 def run_folder(args, out, **extra):
