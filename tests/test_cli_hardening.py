@@ -124,6 +124,12 @@ CASES = [
     ("validate-report-proc", ["validate", "tpot", "tests/validate/tiny_silicon.csv", "--report", "/proc/x.md"],
      "--report"),
     ("validate-ops-file", ["validate", "ops", "{tmp}/afile"], "DIR"),
+    # issue 20: physically meaningless combinations, refused with the reason
+    ("dense-placement", ["explain", "--model", "llama-3.1-8b", "--placement", "balanced"], "--placement"),
+    ("dense-redundant", ["explain", "--model", "llama-3.1-8b", "--redundant-experts", "8"], "--redundant-experts"),
+    ("deepep-pure-tp", [*STEP, "--tp", "8", "--all-to-all", "deepep_low_latency"], "--all-to-all"),
+    ("gb200-129", ["step", "--model", "deepseek-r1", "--hardware", "gb200", "--gpus", "129", "--batch", "1",
+                   "--tokens", "1"], "--gpus"),
 ]
 INTERNALS = ("np.float64", "np.int64(", "the 'alpha' parameter of Acceptance", "alpha_from_accept_length",
              "range [1, 0]", "allow_pickle", "Traceback", "raise max_iter")
@@ -242,3 +248,39 @@ def test_explain_plot_writes_exactly_the_path_given(tmp_path, capsys):
     out = capsys.readouterr().out
     assert path.is_file() and re.search(rf"wrote {re.escape(str(path))}$", out.strip())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.svg"]
+
+
+def test_engine_on_a_vendor_it_does_not_run_on(capsys):
+    """TRT-LLM kernels on an AMD GPU: refused for a profile of its own, a note for a what-if on NVIDIA kernels."""
+    from simulator.cost.deployment import Deployment, engine_note, validate
+    from simulator.errors import InfeasibleError
+    from simulator.specs import load_hardware, load_model
+
+    m, hw = load_model("qwen3-30b-a3b"), load_hardware("mi300x")
+    with pytest.raises(InfeasibleError, match="'engine' = 'trtllm'.*does not run on amd"):
+        validate(m, hw.with_changes(what_if=False), Deployment(tp=2, ep=2, engine="trtllm"))
+    validate(m, hw.with_changes(what_if=False), Deployment(tp=2, ep=2, engine="vllm"))
+    assert engine_note(hw, "vllm") == "" and "what-if" in engine_note(hw, "trtllm")
+    assert main(["step", "--model", "qwen3-30b-a3b", "--hardware", "mi300x", "--batch", "1", "--tokens", "1",
+                 "--engine", "TRTLLM"]) == 0  # engine names are case-insensitive
+    assert "note: trtllm does not run on amd GPUs" in capsys.readouterr().out
+
+
+def test_gb200_128_gpus_are_two_partly_used_racks(capsys):
+    """128 GB200 GPUs = 2 NVL72 racks of 64: priced as two domains of 64 GPUs each."""
+    import numpy as np
+
+    from simulator.cost.deployment import Mechanisms
+    from simulator.cost.engine import collective_seconds
+    from simulator.specs import load_hardware
+
+    hw = load_hardware("gb200")
+    racks64 = hw.with_changes(domain_size=64)
+    for kind in ("all_reduce", "all_to_all"):
+        a = collective_seconds(kind, np.array([1e4, 1e7]), 128, hw, Mechanisms())
+        b = collective_seconds(kind, np.array([1e4, 1e7]), 128, racks64, Mechanisms())
+        assert np.allclose(a, b) and not np.allclose(a, collective_seconds(kind, np.array([1e4, 1e7]), 72, hw,
+                                                                         Mechanisms()))
+    assert main(["step", "--model", "deepseek-r1", "--hardware", "gb200", "--gpus", "128", "--dp", "128", "--ep",
+                 "128", "--batch", "1", "--tokens", "1"]) == 0
+    assert "dp128 ep128" in capsys.readouterr().out

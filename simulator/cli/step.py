@@ -164,9 +164,12 @@ def run(args) -> int:
     if args.json:
         print_json(records)
         return 0
+    from ..cost.deployment import engine_note
     from ..sweep.deploy import resolved_line
 
     print(resolved_line(dep, args.context))
+    if note := engine_note(hw, dep.engine):
+        print(note)
     title = (f"{model.display_name} on {dep.gpus}x {hw.name}, s={args.tokens}; mechanisms {mech.routing}/"
              f"{mech.kernel_curves}/{mech.fixed_costs}/{mech.l2}")
     cols = (Col("batch"), Col("time us"), Col("bound"), Col("U/rank"), Col("breakdown (us)", "<", wrap=True))
