@@ -31,7 +31,7 @@ from ..specdec.tree import speculative_tree
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Options, Param
-from .deploy import Layout
+from .deploy import Layout, fitting_batches
 from .runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, deploy, grid_values, price, resolve_acceptance
 from .variants import Variant
 
@@ -110,11 +110,13 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, layout: Layout, *, bat
     dep, ok, why = deploy(model, hw, layout, every, n_max - 1, max(contexts), variant)
     if not ok:
         raise InfeasibleError(f"{model.name} on {hw.name}: no batch fits ({why})")
-    notes = [f"batches above {ok[-1]:g} do not fit at context {max(contexts)} ({why})"] if len(ok) < len(every) else []
-    dense = np.arange(1, int(ok[-1]) + 1)
     cache = StepCache()
-    out = []
-    for ctx in contexts:
+    out, notes = [], []
+    for ctx in contexts:  # each context's own batches 1..B_max(context): a long context never cuts a short one
+        fit, why_c = (ok, why) if ctx == max(contexts) else fitting_batches(model, hw, dep, every, n_max, int(ctx))
+        if len(fit) < len(every):
+            notes.append(f"context {ctx}: batches above {fit[-1]:g} do not fit ({why_c})")
+        dense = np.arange(1, int(fit[-1]) + 1)
         case = price(model, hw, dep, dense, np.concatenate([[0], gam]), mode=mode, variant=variant, acceptance=acc,
                      drafter=dr, context=int(ctx), cache=cache)
         r = case.result
@@ -133,7 +135,7 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, layout: Layout, *, bat
             j = np.argmax(spd, axis=0)
             tree_best = [(res[i].label, float(spd[i, c])) for c, i in enumerate(j)]
         out.append(ContextSchedule(int(ctx), dense, k, np.where(k > 0, best, 1.0), best, tok_user, plain, tree_best))
-    shown = np.asarray([b for b in grid if b <= dense[-1]], dtype=int)
+    shown = np.asarray([b for b in grid if b <= max(c.batch[-1] for c in out)], dtype=int)
     return Schedule(model, hw, dep, dr.label, acc.label, shown, tuple(out), tuple(notes))
 
 
@@ -142,7 +144,7 @@ def throughput_rows(s: Schedule, context: ContextSchedule | None = None) -> list
     c = context or s.primary
     gpus = s.deployment.gpus
     rows = []
-    for b in s.grid:
+    for b in s.grid[s.grid <= c.batch[-1]]:  # the context's batches that fit
         i = int(b) - 1
         rows.append({"batch": int(b), "k": int(c.k[i]), "speedup": float(c.speedup[i]),
                      "tokens_per_s_user_sd": float(c.tokens_user[i]),
