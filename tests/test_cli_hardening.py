@@ -284,3 +284,63 @@ def test_gb200_128_gpus_are_two_partly_used_racks(capsys):
     assert main(["step", "--model", "deepseek-r1", "--hardware", "gb200", "--gpus", "128", "--dp", "128", "--ep",
                  "128", "--batch", "1", "--tokens", "1"]) == 0
     assert "dp128 ep128" in capsys.readouterr().out
+
+
+def _parsers():
+    import argparse
+
+    from simulator.cli import build_parser
+
+    def walk(p, path):
+        yield " ".join(path), p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sp in a.choices.items():
+                    yield from walk(sp, [*path, name])
+
+    return list(walk(build_parser(), []))
+
+
+def test_every_help_fits_100_columns(monkeypatch):
+    """Issue 20: every command's --help at COLUMNS=100 (descriptions, examples and usage wrap; nothing clipped)."""
+    monkeypatch.setenv("COLUMNS", "100")
+    parsers = _parsers()
+    assert len(parsers) > 15
+    for path, p in parsers:
+        text = p.format_help()
+        long = [line for line in text.splitlines() if len(line) > 100]
+        assert not long, (path, long[0])
+    words = " ".join(p.format_help() for _, p in parsers).split()
+    assert "python -m simulator explain --model qwen3-235b-a22b --batch 16" in " ".join(words)  # examples intact
+
+
+TOUR = [
+    ["sweep", "--model", "qwen3-30b-a3b", "--batch", "1,4", "--draft-len", "1,2", "--tree", "2,2,2", "--no-plots",
+     "--quiet", "--out", "{tmp}/sw"],
+    ["overlap", "predict", "--experts", "128", "--top-k", "8", "--tree", "2,2,2"],
+    ["validate", "tpot", "tests/validate/tiny_silicon.csv", "--rows"],
+    ["validate", "ops", "measured/h100-sxm"],
+    ["explain", "--model", "qwen3-30b-a3b", "--tree", "2,2"],
+    ["op", "allreduce", "--hardware", "h100-sxm", "--bytes", "1000000", "--gpus", "8"],
+]
+
+
+@pytest.mark.parametrize("argv", TOUR, ids=[" ".join(a[:2]) for a in TOUR])
+def test_tour_output_fits_100_columns(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() and max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_experiment_key_numbers_wrap_long_keys(capsys):
+    from types import SimpleNamespace
+
+    from simulator.cli.experiment import _print_keys
+
+    keys = (("short", "1.0"), ("a key " * 20, "0.525 / 0.468 / 0.768"))
+    _print_keys(SimpleNamespace(key_numbers=keys))
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 100 and len(lines) == 4  # the long key wraps onto two lines, then its value
+    assert lines[-1].strip() == "0.525 / 0.468 / 0.768" and lines[0].split() == ["short", "1.0"]

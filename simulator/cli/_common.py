@@ -71,12 +71,36 @@ def _int(text: str) -> int:
 _int.__name__ = "int"
 
 
+class WrappingFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help whose description and epilog keep their line breaks (examples stay one per line) but wrap every line
+    longer than the terminal ($COLUMNS, at most 100 columns), continuing at the line's indent."""
+
+    def __init__(self, prog, **kw):
+        import shutil
+
+        kw.setdefault("width", min(100, shutil.get_terminal_size((100, 24)).columns))
+        super().__init__(prog, **kw)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            lead = indent + " " * (len(line) - len(line.lstrip()))
+            hang = "  " if "python -m" in line else ""  # a long example command continues indented
+            out.append(textwrap.fill(line.strip(), width, initial_indent=lead, subsequent_indent=lead + hang,
+                                     break_on_hyphens=False) if line.strip() else "")
+        return "\n".join(out)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are a single line on stderr with exit status 2. Every ``type=int`` argument
     is bounded (:data:`INT_LIMIT`), and an empty value (``--model ''``, e.g. from an unset shell variable) is an
-    error, never the default."""
+    error, never the default. Help fits the terminal, at most 100 columns (:class:`WrappingFormatter`)."""
 
     def __init__(self, *a, **kw):
+        if kw.get("formatter_class") in (None, argparse.HelpFormatter, argparse.RawDescriptionHelpFormatter):
+            kw["formatter_class"] = WrappingFormatter
         super().__init__(*a, **kw)
         self.register("type", int, _int)
 

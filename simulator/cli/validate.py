@@ -74,13 +74,17 @@ def cmd_tpot(args: argparse.Namespace) -> int:
         return 0
     s = v.summary()
     if args.rows:
-        print("\t".join(("id", "status", "predicted ms", "measured ms", "error", "reason")))
+        import textwrap
+
+        print("id  status  predicted ms  measured ms  error (predicted / measured - 1)  [reason]")
         for r in v.rows:
             pred = "-" if r.predicted_tpot_ms is None else f"{r.predicted_tpot_ms:.2f}"
-            print(f"{r.id}\t{r.status}\t{pred}\t{r.measured_tpot_ms}\t{_pct(r.error)}\t{r.reason}")
+            text = f"{r.id}  {r.status}  {pred}  {r.measured_tpot_ms}  {_pct(r.error)}" + (
+                f"  {r.reason}" if r.reason else "")
+            print(textwrap.fill(text, 100, subsequent_indent="    ", break_on_hyphens=False))
     print("rows: " + ", ".join(f"{k} {n}" for k, n in s["counts"].items()))
-    for key, what in (("moe_rows_of_catalog_gpus", "MoE rows of catalog GPUs, batch stated"),
-                      ("moe_batch_inferred", "MoE rows, batch inferred (apart)")):
+    for key, what in (("moe_rows_of_catalog_gpus", "MoE rows, batch stated"),
+                      ("moe_batch_inferred", "MoE rows, batch inferred")):
         m = s[key]
         print(f"{what}: {m['ok']}/{m['rows']} priced ({_pct(m['coverage'])}), median |error| "
               f"{_pct(m['median_abs_error'])}, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}")

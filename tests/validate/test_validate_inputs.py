@@ -122,7 +122,7 @@ def test_mapping_file_maps_the_rest(tmp_path, capsys):
     (tmp_path / "map.yaml").write_text("models:\n  acme/Unknown-1B: qwen3-30b-a3b\n")
     assert main(["validate", "tpot", f, "--mapping", str(tmp_path / "map.yaml"), "--rows"]) == 0
     out = capsys.readouterr().out
-    assert "unmapped_model\tunmapped" not in out and out.startswith("id\tstatus\tpredicted ms")
+    assert "unmapped_model  unmapped" not in out and out.startswith("id  status  predicted ms")
     (tmp_path / "bad.yaml").write_text("models:\n  acme/Unknown-1B: qwen9\n")
     line = _one_line(capsys, ["validate", "tpot", f, "--mapping", str(tmp_path / "bad.yaml")])
     assert "models.acme/Unknown-1B" in line and "qwen9" in line
