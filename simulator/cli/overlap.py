@@ -73,8 +73,9 @@ def register(subparsers) -> None:
                     help="uniform (default), zipf:S, skew:X or a file of E weights")
     pp.add_argument("--pooling", default=POOLING_RULES[0], choices=POOLING_RULES,
                     help="rule from pooled overlaps to per-expert pair probabilities (default lift)")
-    pp.add_argument("--method", default="auto", choices=METHODS, metavar="METHOD", help="fit method: auto (default), ipf (exact "
-                    "maximum entropy by IPF on the junction tree), ipf_table (the same by IPF over the 2^N table), "
+    pp.add_argument("--method", default="auto", choices=METHODS, metavar="METHOD",
+                    help="fit method: auto (default), ipf (exact maximum entropy by IPF on the junction tree), "
+                    "ipf_table (the same by IPF over the 2^N table), "
                     "markov (lag 1), junction (stationary chain), independent, uniform")
     pp.add_argument("--ranks", type=int, default=None, metavar="R", help="expert-parallel ranks: report the "
                     "busiest rank's expected unique experts")
