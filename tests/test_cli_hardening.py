@@ -344,3 +344,17 @@ def test_experiment_key_numbers_wrap_long_keys(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) <= 100 and len(lines) == 4  # the long key wraps onto two lines, then its value
     assert lines[-1].strip() == "0.525 / 0.468 / 0.768" and lines[0].split() == ["short", "1.0"]
+
+
+def test_tree_labelled_as_typed_and_waterfall_titled_with_the_tree(capsys, monkeypatch, tmp_path):
+    import importlib
+
+    ex = importlib.import_module("simulator.sweep.explain")  # the module (the package exports the function)
+    seen = {}
+    monkeypatch.setattr(ex, "save", lambda fig, path: seen.setdefault("title", fig._suptitle.get_text()) and path)
+    assert main([*EXPLAIN, "--tree", "2,2,2", "--plot", str(tmp_path / "w.png")]) == 0
+    out = capsys.readouterr().out
+    assert "draft tree 2,2,2 (15 nodes)" in " ".join(out.split()) and "2/4/8" not in out
+    title = " ".join(seen["title"].split())
+    assert "draft tree 2,2,2 (15 nodes)" in title and "draft length 14" not in title
+    assert "units: T_dec, T_ver, T_round in µs" in out

@@ -154,7 +154,7 @@ def run_sweep(models=None, hardware=None, *, dtype: str | None = None, kv_dtype:
     parameters of that serving engine (docs/MODEL.md §3.7; default: the deployment's, trtllm). ``progress``
     receives a line per priced case, at most every :data:`~.progress.EVERY_S` seconds: points priced of the total
     and the time left. ``trees`` (parent lists) add one case per tree, mode and variant (:func:`price_tree`;
-    the variant column names the tree, e.g. "tree 2/4/8 (15 nodes)")."""
+    the variant column names the tree, e.g. "tree 2,2,2 (15 nodes)")."""
     t0 = time.perf_counter()
     b = grid_values(batch, "batch")
     g = grid_values(draft_len, "draft_len")

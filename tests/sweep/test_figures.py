@@ -164,3 +164,19 @@ def test_ratio_figure_draws_tree_cases_beside_chains(tmp_path):
     assert any(3 not in c.result.gammas for c in res.cases)
     files = plot_ratio(res, tmp_path / "ratio.png")
     assert files and all((tmp_path / f).exists() or __import__("pathlib").Path(f).exists() for f in files)
+
+
+def test_long_figure_titles_wrap_to_the_width_never_clip():
+    """Issue 20: a one-panel figure's long title wraps (each line within the canvas) and the head grows."""
+    from simulator.sweep.panels import TITLE_CHAR_EM, Panel, draw_grid, panel_grid, y_range
+
+    words = "acceptance default: vLLM PR #24344 rates 0.77,0.45,0.24 + geometric tail, context 1024 tokens"
+    args = {"xlabel": "batch", "ylabel": "speedup", "batch": [1, 4, 16], "yr": y_range([1.0, 2.0])}
+    panels = [Panel("m", [("refined", [1, 4, 16], [1.5, 1.6, 1.7], {"color": "C0"})])]
+    short = draw_grid(panel_grid([("m", "h")]), panels, title="Speedup vs batch", **args)
+    long = draw_grid(panel_grid([("m", "h")]), panels, title="Speedup vs batch\n" + words * 2, **args)
+    title = next(t for t in long.texts if t[2].startswith("Speedup vs batch"))[2]
+    lines = title.split("\n")
+    assert len(lines) >= 3 and " ".join(lines).split() == ("Speedup vs batch\n" + words * 2).split()
+    assert max(len(x) for x in lines) * 10.5 * TITLE_CHAR_EM / 72 <= long.width
+    assert long.height > short.height and long.width == short.width
