@@ -162,9 +162,9 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
               yr: tuple[float, float, list[float]], refs: Sequence[tuple[str, float, dict]] = ()):
     """A Figure with every panel of ``grid`` on one canvas (see the module docstring); ``refs`` are horizontal
     reference lines drawn in every panel [(label, y, style)]."""
-    from .raster import Scene
-
     import textwrap
+
+    from .raster import Scene
 
     W = max(LEFT + RIGHT + grid.ncols * PANEL_W + (grid.ncols - 1) * GAP_W, 6.0)
     # the title wraps to the figure's width (never clipped); lines beyond two make the head taller
