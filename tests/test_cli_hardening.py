@@ -358,3 +358,16 @@ def test_tree_labelled_as_typed_and_waterfall_titled_with_the_tree(capsys, monke
     title = " ".join(seen["title"].split())
     assert "draft tree 2,2,2 (15 nodes)" in title and "draft length 14" not in title
     assert "units: T_dec, T_ver, T_round in µs" in out
+
+
+def test_op_allreduce_prints_its_roofline(capsys):
+    """README: every op next to its pure roofline; the all-reduce's is the ring's 2(n-1)/n wire bytes over the
+    scale-up link bandwidth, with no latency."""
+    from simulator.specs import load_hardware
+
+    assert main(["op", "allreduce", "--hardware", "h100-sxm", "--bytes", "1000000,100000000", "--gpus", "8"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    bw = load_hardware("h100-sxm").link_bandwidth
+    for r in rows:
+        assert r["roofline_us"] == pytest.approx(2 * 7 / 8 * r["message_bytes"] / bw * 1e6, rel=1e-9)
+        assert r["roofline_us"] < r["time_us"]
