@@ -189,16 +189,30 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
             tp, dp, ep, moe_tp, redundant, batch = _wide_ep(model, tp, batch)
     else:
         ep, moe_tp = 1, None
-    try:
-        dep = Deployment(dtype=dtype, kv_dtype=kv_dtype(row.get("precision") or ""), tp=tp, dp=dp, ep=ep,
-                         moe_tp=moe_tp, engine=engine, redundant_experts=redundant)
-        validate(model, hw, dep)
-        hw_e = hw.for_engine(engine)
-    except SimulatorError as exc:
-        raise Refused("refused", str(exc)) from None
+    dep, hw_e = _deploy(name, gpu, model, hw, (dtype, kv_dtype(row.get("precision") or ""), tp, dp, ep, moe_tp,
+                                                engine, redundant))
     plan = _Plan(name, gpu, dep, batch, stated, int_col(row, "isl"), max(1, int_col(row, "osl")), mode,
                  float_col(row, "silicon_tpot_ms"))
     return plan, model, hw_e
+
+
+def _deploy(name: str, gpu: str, model, hw, layout: tuple) -> tuple[Deployment, object]:
+    """The checked deployment of one layout (dtype, kv dtype, tp, dp, ep, moe_tp, engine, redundant experts) and
+    the engine's profile, built once per distinct layout (rows share a few hundred)."""
+    key = ("deploy", name, gpu, layout)
+    if key not in _CACHE:
+        dtype, kv, tp, dp, ep, moe_tp, engine, redundant = layout
+        try:
+            dep = Deployment(dtype=dtype, kv_dtype=kv, tp=tp, dp=dp, ep=ep, moe_tp=moe_tp, engine=engine,
+                             redundant_experts=redundant)
+            validate(model, hw, dep)
+            _CACHE[key] = (dep, hw.for_engine(engine))
+        except SimulatorError as exc:
+            _CACHE[key] = Refused("refused", str(exc))
+    hit = _CACHE[key]
+    if isinstance(hit, Refused):
+        raise Refused(hit.status, hit.reason)
+    return hit
 
 
 def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int]:
@@ -218,36 +232,28 @@ def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int
 
 def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[float, float] | SimulatorError]:
     """{row: (decode ms, agg prefill share ms) or the error} for every plan. One ``step_time`` call per deployment
-    and decode context prices all its batches; one prefill per deployment and input length."""
-    decode_groups: dict[tuple, list[int]] = defaultdict(list)
+    prices all its rows' decode steps (each at its own batch and context), one more all its agg rows' prefills."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
     for i, (p, _, _) in plans.items():
-        decode_groups[(p.model, p.gpu, p.dep, p.isl + p.osl // 2)].append(i)
-    prefill: dict[tuple, float | SimulatorError] = {}
+        groups[(p.model, p.gpu, p.dep)].append(i)
     out: dict[int, tuple[float, float] | SimulatorError] = {}
-    for (name, gpu, dep, context), idx in decode_groups.items():
+    for (_, _, dep), idx in groups.items():
         _, model, hw = plans[idx[0]]
-        batches = np.array([plans[i][0].batch for i in idx], dtype=float)
+        ps = [plans[i][0] for i in idx]
+        batches = np.array([p.batch for p in ps], dtype=float)
         try:
-            decode = step_time(model, hw, dep, batches * dep.dp, 1, context=context, check_fit=False).time * 1e3
+            decode = step_time(model, hw, dep, batches * dep.dp, 1, context=[p.isl + p.osl // 2 for p in ps],
+                               check_fit=False).time * 1e3
+            agg = [j for j, p in enumerate(ps) if p.mode == "agg" and p.isl > 0]
+            share = np.zeros(len(ps))
+            if agg:  # each prefill: one isl-token pass per DP rank (dp requests of isl tokens), no cache
+                t_pf = step_time(model, hw, dep, [dep.dp] * len(agg), [ps[j].isl for j in agg], context=0,
+                                 check_fit=False).time * 1e3
+                share[agg] = batches[agg] / np.array([ps[j].osl for j in agg], dtype=float) * t_pf
         except SimulatorError as exc:
             out.update({i: exc for i in idx})
             continue
-        for j, i in enumerate(idx):
-            p = plans[i][0]
-            share = 0.0
-            if p.mode == "agg" and p.isl > 0:
-                key = (name, gpu, dep, p.isl)
-                if key not in prefill:
-                    try:
-                        prefill[key] = step_time(model, hw, dep, [dep.dp], p.isl, context=0,
-                                                 check_fit=False).time[0] * 1e3
-                    except SimulatorError as exc:
-                        prefill[key] = exc
-                if isinstance(prefill[key], SimulatorError):
-                    out[i] = prefill[key]
-                    continue
-                share = p.batch / p.osl * prefill[key]
-            out[i] = (float(decode[j]), float(share))
+        out.update({i: (float(decode[j]), float(share[j])) for j, i in enumerate(idx)})
     return out
 
 

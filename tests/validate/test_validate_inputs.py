@@ -183,3 +183,32 @@ def test_ops_reads_the_gpu_from_the_data(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["hardware"] == "gb200"
     line = _one_line(capsys, ["validate", "ops", str(ROOT / "measured/gb200"), "--hardware", "h100-sxm"])
     assert "gb200" in line and "--hardware" in line
+
+
+def test_batch_inferred_rows_read_workers_and_refuse_speculative_rows(tmp_path):
+    """Issue 18 item 5: a disagg row without decode_batch_size is priced from silicon_concurrency over the stated
+    decode workers (1 when empty), reported as batch-inferred; a row stating draft tokens is refused."""
+    h, rows = _rows()
+    i = [r[0] for r in rows].index("disagg_r1_h200")
+    two = list(rows[i])
+    two[0] = "two_workers"
+    two[h.index("decode_num_workers")] = "2"
+    spec = list(rows[i])
+    spec[0] = "speculative"
+    h2 = [*h, "decode_speculative_num_draft_tokens"]
+    body = [[*r, ""] for r in rows] + [[*two, ""], [*spec, "3"]]
+    r = {x.id: x for x in validate_tpot(_write(tmp_path / "w.csv", h2, body)).rows}
+    one = r["disagg_r1_h200"]
+    assert one.status == r["two_workers"].status == "batch-inferred"
+    assert r["two_workers"].decode_ms < one.decode_ms  # half the concurrency per worker: a smaller batch
+    assert r["speculative"].status == "refused" and "speculative" in r["speculative"].reason
+
+
+def test_headline_uses_batch_stated_rows_only():
+    from simulator.validate.summary import summarise
+
+    v = validate_tpot(TINY)
+    s = summarise(v.rows)
+    stated = [x for x in v.rows if x.status == "ok" and x.moe]
+    assert s["moe_rows_of_catalog_gpus"]["ok"] == len(stated)
+    assert all(x.batch_from == "column" for x in stated)
