@@ -15,6 +15,7 @@ all-reduce rows. Latencies in the tables and in :class:`Sample` are µs.
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,13 +154,18 @@ def moe_compute(dtype: str) -> str | None:
     return "bf16" if dtype == "mxfp4" else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _balanced(tokens: int, experts: int, top_k: int, ep: int) -> tuple[int, int]:
+    """:func:`balanced_routing` of one row shape, once per shape (the tables repeat a few hundred shapes)."""
+    return balanced_routing(tokens, experts, top_k, ep)
+
+
 def moe_row_op(r: list[dict], dtype: str, compute: str | None = None):
     """The op of MoE rows, with the benchmark's ``balanced`` routing on EP rank 0."""
     T = col(r, "num_tokens", int)
     E, K = col(r, "num_experts", int), col(r, "topk", int)
     tp, ep = col(r, "moe_tp_size", int), col(r, "moe_ep_size", int)
-    routed = np.array([balanced_routing(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep,
-                                                                                               strict=True)])
+    routed = np.array([_balanced(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep, strict=True)])
     return moe_op(col(r, "hidden_size", int), col(r, "inter_size", int), E, K, T, dtype, tp, ep, routed[:, 0],
                   routed[:, 1], compute=compute)
 
