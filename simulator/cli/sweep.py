@@ -111,10 +111,14 @@ def add_tree_flags(p: argparse.ArgumentParser) -> None:
 
 def trees_from(args) -> list[tuple]:
     """The parent lists the tree flags ask for (checked: bad shapes are one-line errors)."""
+    from ..errors import ParameterError
     from ..overlap import full_tree, read_parents
 
-    return ([full_tree(b) for b in getattr(args, "tree", None) or ()]
-            + [read_parents(f) for f in getattr(args, "tree_parents", None) or ()])
+    try:
+        parents = [read_parents(f) for f in getattr(args, "tree_parents", None) or ()]
+    except ParameterError as exc:
+        raise ParameterError(f"--tree-parents: {exc}") from None
+    return [full_tree(b) for b in getattr(args, "tree", None) or ()] + parents
 
 
 def acceptance_from(args):
