@@ -212,3 +212,28 @@ def test_headline_uses_batch_stated_rows_only():
     stated = [x for x in v.rows if x.status == "ok" and x.moe]
     assert s["moe_rows_of_catalog_gpus"]["ok"] == len(stated)
     assert all(x.batch_from == "column" for x in stated)
+
+
+def test_catalog_names_are_unambiguous():
+    """Every name, display name, alias and hub id of a bundled model or GPU names one entry (the look-up keeps the
+    first claim, so a clash would silently price the wrong spec)."""
+    from simulator.specs.catalog import list_hardware, list_models
+
+    for specs in (list_models(), list_hardware()):
+        owner: dict[str, str] = {}
+        for s in specs:
+            for n in {x.strip().lower() for x in (s.name, s.display_name, *s.aliases, *getattr(s, "hf_id", {}))}:
+                assert owner.setdefault(n, s.name) == s.name, (n, owner[n], s.name)
+
+
+def test_bad_hf_id_and_aliases_are_one_line(tmp_path, capsys):
+    text = (ROOT / "models/mixtral-8x7b.yaml").read_text(encoding="utf-8")
+    (tmp_path / "a.yaml").write_text(text.replace("  mistralai/Mixtral-8x7B-v0.1: bf16", "  Mixtral-8x7B: bf16"))
+    line = _one_line(capsys, ["show", "model", str(tmp_path / "a.yaml")])
+    assert "hf_id.Mixtral-8x7B" in line and "org/name" in line
+    (tmp_path / "b.yaml").write_text(text.replace("  mistralai/Mixtral-8x7B-v0.1: bf16",
+                                                  "  mistralai/Mixtral-8x7B-v0.1: fp7"))
+    assert "hf_id.mistralai/Mixtral-8x7B-v0.1" in _one_line(capsys, ["show", "model", str(tmp_path / "b.yaml")])
+    hw = (ROOT / "hardware/h100-sxm.yaml").read_text(encoding="utf-8")
+    (tmp_path / "h.yaml").write_text(hw.replace("aliases: [h100_sxm]", "aliases: [h100_sxm, H100_SXM]"))
+    assert "aliases" in _one_line(capsys, ["show", "hardware", str(tmp_path / "h.yaml")])
