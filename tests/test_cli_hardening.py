@@ -322,6 +322,12 @@ TOUR = [
     ["validate", "ops", "measured/h100-sxm"],
     ["explain", "--model", "qwen3-30b-a3b", "--tree", "2,2"],
     ["op", "allreduce", "--hardware", "h100-sxm", "--bytes", "1000000", "--gpus", "8"],
+    ["step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--batch", "1,16", "--tree", "2,2"],
+    ["schedule", "--model", "qwen3-30b-a3b", "--batch", "1,8", "--draft-len", "1,2", "--tree", "2,2", "--format",
+     "vllm", "--out", "{tmp}/s.json", "--contexts", "1024,32768"],
+    ["list"],
+    ["show", "model", "deepseek-r1"],
+    ["show", "hardware", "gb200"],
 ]
 
 
