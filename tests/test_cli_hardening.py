@@ -250,7 +250,7 @@ def test_explain_plot_writes_exactly_the_path_given(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.svg"]
 
 
-def test_engine_on_a_vendor_it_does_not_run_on(capsys):
+def test_engine_on_a_vendor_it_does_not_run_on(capsys, tmp_path):
     """TRT-LLM kernels on an AMD GPU: refused for a profile of its own, a note for a what-if on NVIDIA kernels."""
     from simulator.cost.deployment import Deployment, engine_note, validate
     from simulator.errors import InfeasibleError
@@ -264,6 +264,9 @@ def test_engine_on_a_vendor_it_does_not_run_on(capsys):
     assert main(["step", "--model", "qwen3-30b-a3b", "--hardware", "mi300x", "--batch", "1", "--tokens", "1",
                  "--engine", "TRTLLM"]) == 0  # engine names are case-insensitive
     assert "note: trtllm does not run on amd GPUs" in capsys.readouterr().out
+    assert main(["sweep", "--model", "qwen3-30b-a3b", "--hardware", "mi300x", "--batch", "1", "--draft-len", "1",
+                 "--no-plots", "--out", str(tmp_path / "mi")]) == 0
+    assert "note: trtllm does not run on amd GPUs" in capsys.readouterr().err
 
 
 def test_gb200_128_gpus_are_two_partly_used_racks(capsys):

@@ -103,6 +103,11 @@ def cmd_sweep(args) -> int:
             progress(f"skipped {model} on {hw}: {why}", args.quiet)
         for note in result.notes:
             progress(f"note: {note}", args.quiet)
+        from ..cost.deployment import engine_note
+
+        for note in dict.fromkeys(engine_note(c.hardware, c.deployment.engine) for c in result.cases):
+            if note:  # an engine on a GPU vendor it does not run on: a what-if profile's documented reading
+                progress(note, args.quiet)
         written = [write_json(result, stage / "sweep.json") if args.format == "json"
                    else write_csv(result, stage / "sweep.csv")]
         if not args.no_plots:
