@@ -27,8 +27,8 @@ def stats(rows: list, status: str = "ok") -> dict:
 
 
 def summarise(rows) -> dict:
-    """Status counts; the headline (MoE rows of catalog GPUs whose batch is stated); the same by grounding and
-    scale; the batch-inferred rows apart; error by (model, GPU, engine, mode); the reasons rows were not priced."""
+    """Status counts; the headline (MoE rows of catalog GPUs whose batch is stated); the same by grounding, engine,
+    GPU and scale; the batch-inferred rows apart; error by (model, GPU, engine, mode); the reasons rows were not priced."""
     rows = list(rows)
     priceable = [r for r in rows if r.gpu]  # model and GPU in the catalog
     stated = [r for r in priceable if r.batch_from != "concurrency"]
@@ -47,6 +47,8 @@ def summarise(rows) -> dict:
         "dense_rows_of_catalog_gpus": stats([r for r in stated if r.moe is False]),
         "moe_by_grounding": {g: stats([r for r in moe if r.grounding == g])
                              for g in sorted({r.grounding for r in moe})},
+        "moe_by_engine": {e: stats([r for r in moe if r.engine == e]) for e in sorted({r.engine for r in moe})},
+        "moe_by_gpu": {g: stats([r for r in moe if r.gpu == g]) for g in sorted({r.gpu for r in moe})},
         "moe_within_one_scale_up_domain": stats([r for r in moe if r.scale_out is False]),
         "moe_beyond_one_scale_up_domain": stats([r for r in moe if r.scale_out]),
         # disagg rows without decode_batch_size: the batch is the concurrency over the stated (else 1) decode
