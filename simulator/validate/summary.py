@@ -28,7 +28,8 @@ def stats(rows: list, status: str = "ok") -> dict:
 
 def summarise(rows) -> dict:
     """Status counts; the headline (MoE rows of catalog GPUs whose batch is stated); the same by grounding, engine,
-    GPU and scale; the batch-inferred rows apart; error by (model, GPU, engine, mode); the reasons rows were not priced."""
+    GPU and scale; the batch-inferred rows apart; error by (model, GPU, engine, mode); the reasons rows were not
+    priced."""
     rows = list(rows)
     priceable = [r for r in rows if r.gpu]  # model and GPU in the catalog
     stated = [r for r in priceable if r.batch_from != "concurrency"]
