@@ -125,7 +125,8 @@ CASES = [
      "--report"),
     ("validate-ops-file", ["validate", "ops", "{tmp}/afile"], "DIR"),
     # issue 20: physically meaningless combinations, refused with the reason
-    ("dense-placement", ["explain", "--model", "llama-3.1-8b", "--placement", "balanced"], "--placement"),
+    ("dense-placement", ["explain", "--model", "llama-3.1-8b", "--placement", "balanced"],
+     "'placement' = 'balanced': llama-3.1-8b is dense"),
     ("dense-redundant", ["explain", "--model", "llama-3.1-8b", "--redundant-experts", "8"], "--redundant-experts"),
     ("deepep-pure-tp", [*STEP, "--tp", "8", "--all-to-all", "deepep_low_latency"], "--all-to-all"),
     ("gb200-129", ["step", "--model", "deepseek-r1", "--hardware", "gb200", "--gpus", "129", "--batch", "1",

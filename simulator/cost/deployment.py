@@ -163,10 +163,9 @@ def engine_note(hw: HardwareProfile, engine: str) -> str:
     return f"note: {engine} does not run on {hw.vendor} GPUs: a what-if ({hw.name} kernels: {hw.grounding})"
 
 
-def validate_meaning(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
-    """Reject combinations that are valid layouts but mean nothing physically (docs/MODEL.md §3.9): expert
-    placement or replicas on a dense model, DeepEP dispatch where no all-to-all runs (attention TP, one GPU, or no
-    routed experts), an engine on a GPU vendor it does not run on (unless the profile is a what-if: a note)."""
+def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
+    """The layout-independent part of :func:`validate_meaning` (placement, replicas, engine): the deployment rule
+    checks it once, before searching layouts, so its error is the reason itself."""
     moe = model.ffn.is_moe
     if not moe and dep.placement != DEFAULT_PLACEMENT:
         raise _bad("placement", dep.placement, f"{model.name} is dense (no routed experts), so expert placement has "
@@ -174,15 +173,23 @@ def validate_meaning(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> 
     if not moe and dep.redundant_experts:
         raise _bad("redundant_experts", dep.redundant_experts, f"{model.name} is dense (no routed experts) to "
                    "replicate", "leave --redundant-experts out")
+    if hw.vendor not in ENGINE_VENDORS[dep.engine] and not hw.what_if:
+        ok = [e for e in ENGINES if hw.vendor in ENGINE_VENDORS[e]]
+        raise _bad("engine", dep.engine, f"does not run on {hw.vendor} GPUs ({hw.name})", f"use one of {ok}")
+
+
+def validate_meaning(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
+    """Reject combinations that are valid layouts but mean nothing physically (docs/MODEL.md §3.9): expert
+    placement or replicas on a dense model, DeepEP dispatch where no all-to-all runs (attention TP, one GPU, or no
+    routed experts), an engine on a GPU vendor it does not run on (unless the profile is a what-if: a note)."""
+    validate_options(model, hw, dep)
+    moe = model.ffn.is_moe
     if dep.all_to_all != "nccl" and (not moe or dep.dp == 1 or dep.gpus == 1):
         why = (f"{model.name} is dense (no MoE dispatch)" if not moe else "one GPU has no dispatch" if dep.gpus == 1
                else "with attention TP (dp 1) every rank holds every token and the MoE output is combined by an "
                     "all-reduce, so no all-to-all runs")
         raise _bad("all_to_all", dep.all_to_all, why, "use attention data parallelism (--dp > 1) or leave "
                    "--all-to-all out")
-    if hw.vendor not in ENGINE_VENDORS[dep.engine] and not hw.what_if:
-        ok = [e for e in ENGINES if hw.vendor in ENGINE_VENDORS[e]]
-        raise _bad("engine", dep.engine, f"does not run on {hw.vendor} GPUs ({hw.name})", f"use one of {ok}")
 
 
 def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..cost.deployment import WAYS, Deployment, validate
+from ..cost.deployment import WAYS, Deployment, validate, validate_options
 from ..cost.step import check_memory
 from ..errors import InfeasibleError
 from ..specs.dtypes import FORMATS, compute_dtype
@@ -100,6 +100,7 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
         eps = (g,) + tuple(x for x in range(gpus, 0, -1) if gpus % x == 0 and x < g and e % x == 0)
     else:
         eps = (1,)
+    validate_options(model, hw, Deployment(**dict(lay.options)))  # layout-independent: its own reason, at once
     last: Exception | None = None
     for dtype in dtypes:
         for ep in eps:
