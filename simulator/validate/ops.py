@@ -84,11 +84,17 @@ def data_gpu(folder: Path, gpus: set[str], hardware: str | None) -> str:
         raise ConfigError(str(folder), "gpu", f"names {len(known)} GPUs ({', '.join(sorted(known))})",
                           "keep one GPU's tables per folder")
     if hardware is not None:
-        want = find_gpu(hardware) or hardware
+        if hardware.endswith((".yaml", ".yml")):  # the user's own profile: theirs to match to the data
+            return hardware
+        want = find_gpu(hardware)
+        if want is None:
+            from ..specs.catalog import load_hardware
+
+            load_hardware(hardware)  # raises the catalog's one line (unknown, with the closest name)
         if known and want not in known:
             raise ConfigError(str(folder), "gpu", f"is {sorted(gpus)[0]!r} ({next(iter(known))}) but --hardware is "
                               f"{hardware!r}", f"pass --hardware {next(iter(known))} or leave it out")
-        return hardware
+        return want
     if not known:
         raise ConfigError(str(folder), "gpu", f"is {sorted(gpus)[0]!r}, which is not in the catalog",
                           "pass --hardware NAME (python -m simulator list hardware)")

@@ -237,3 +237,14 @@ def test_bad_hf_id_and_aliases_are_one_line(tmp_path, capsys):
     hw = (ROOT / "hardware/h100-sxm.yaml").read_text(encoding="utf-8")
     (tmp_path / "h.yaml").write_text(hw.replace("aliases: [h100_sxm]", "aliases: [h100_sxm, H100_SXM]"))
     assert "aliases" in _one_line(capsys, ["show", "hardware", str(tmp_path / "h.yaml")])
+
+
+def test_ops_hardware_by_alias_or_own_profile(capsys):
+    data = str(ROOT / "measured/h100-sxm")
+    assert main(["validate", "ops", data, "--hardware", "H100_SXM", "--json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out)["hardware"] == "h100-sxm"
+    assert main(["validate", "ops", data, "--hardware", str(ROOT / "hardware/h100-sxm.yaml"), "--json"]) == 0
+    capsys.readouterr()
+    assert "unknown hardware profile 'nope'" in _one_line(capsys, ["validate", "ops", data, "--hardware", "nope"])
