@@ -248,3 +248,15 @@ def test_ops_hardware_by_alias_or_own_profile(capsys):
     assert main(["validate", "ops", data, "--hardware", str(ROOT / "hardware/h100-sxm.yaml"), "--json"]) == 0
     capsys.readouterr()
     assert "unknown hardware profile 'nope'" in _one_line(capsys, ["validate", "ops", data, "--hardware", "nope"])
+
+
+def test_json_is_strict_json(capsys):
+    """Empty row sets have no coverage (null), never NaN (which is not JSON)."""
+    import json
+
+    def no_constants(c):
+        raise AssertionError(f"{c} in the JSON")
+
+    assert main(["validate", "tpot", str(TINY), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out, parse_constant=no_constants)["summary"]
+    assert s["moe_beyond_one_scale_up_domain"] == {**s["moe_beyond_one_scale_up_domain"], "rows": 0, "coverage": None}
