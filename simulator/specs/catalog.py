@@ -60,10 +60,23 @@ def _looks_like_path(text: str) -> bool:
     return text.endswith((".yaml", ".yml")) or "/" in text or "\\" in text
 
 
+def _other_name(kind: str, text: str) -> str | None:
+    """The bundled name a model or GPU is known by under another name (display name, alias, hub id), or None."""
+    if kind not in ("models", "hardware"):
+        return None
+    hit = _name_index(kind).get(_key(text))
+    return None if hit is None else hit[0]
+
+
 def _load(kind: str, name_or_path: str, role: str | None = None) -> tuple[object, str]:
     if _looks_like_path(name_or_path) or Path(name_or_path).is_file():
-        return load_yaml_file(name_or_path), str(name_or_path)
+        other = None if Path(name_or_path).is_file() else _other_name(kind, name_or_path)  # a hub id: org/name
+        if other is None:
+            return load_yaml_file(name_or_path), str(name_or_path)
+        name_or_path = other
     files = bundled_files(kind)
+    if name_or_path not in files and (other := _other_name(kind, name_or_path)) is not None:
+        name_or_path = other
     if name_or_path not in files:
         names = list(files)
         if role is not None:  # suggest among the models of the role asked for (a target's typo: not a drafter)

@@ -260,3 +260,16 @@ def test_json_is_strict_json(capsys):
     assert main(["validate", "tpot", str(TINY), "--json"]) == 0
     s = json.loads(capsys.readouterr().out, parse_constant=no_constants)["summary"]
     assert s["moe_beyond_one_scale_up_domain"] == {**s["moe_beyond_one_scale_up_domain"], "rows": 0, "coverage": None}
+
+
+def test_every_command_takes_catalog_names_aliases_and_hub_ids(capsys):
+    from simulator.specs.catalog import load_hardware, load_model
+
+    assert load_model("mistralai/Mixtral-8x7B-Instruct-v0.1").name == "mixtral-8x7b"
+    assert load_model("Mixtral-8x7B").name == "mixtral-8x7b"
+    assert load_hardware("H100_SXM").name == "h100-sxm" and load_hardware("b200_sxm").name == "b200"
+    assert main(["step", "--model", "Qwen/Qwen3-30B-A3B", "--hardware", "h100_sxm", "--batch", "1", "--tokens",
+                 "1"]) == 0
+    assert "on 8x h100-sxm" in capsys.readouterr().out
+    assert "does not exist" in _one_line(capsys, ["step", "--model", "acme/none", "--hardware", "h100-sxm",
+                                                  "--batch", "1", "--tokens", "1"])
