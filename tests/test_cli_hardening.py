@@ -381,3 +381,25 @@ def test_op_allreduce_prints_its_roofline(capsys):
     for r in rows:
         assert r["roofline_us"] == pytest.approx(2 * 7 / 8 * r["message_bytes"] / bw * 1e6, rel=1e-9)
         assert r["roofline_us"] < r["time_us"]
+
+
+def test_errors_are_one_line_for_scripts_and_wrapped_on_a_terminal(capsys, monkeypatch):
+    import io
+    import sys
+
+    argv = ["step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--dtype", "bf16", "--tp", "1",
+            "--ep", "1", "--batch", "1", "--tokens", "1"]  # weights do not fit: a long reason
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and len(line) > 100
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(argv) == 2
+    lines = tty.getvalue().strip().splitlines()
+    assert len(lines) > 1 and max(map(len, lines)) <= 100 and " ".join(x.strip() for x in lines) == line
