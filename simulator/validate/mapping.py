@@ -44,7 +44,7 @@ def row_dtype(checkpoint: str, quant: str) -> str | None:
     label = DTYPES.get(quant)
     if label is None:
         return None
-    if checkpoint in BINDING_CHECKPOINTS and FORMATS[checkpoint].bits // 1 == FORMATS[label].bits // 1:
+    if checkpoint in BINDING_CHECKPOINTS and int(FORMATS[checkpoint].bits) == int(FORMATS[label].bits):
         return checkpoint
     return label
 
@@ -78,7 +78,8 @@ def read_mapping(path: str | Path) -> NameMap:
     top = r.mapping(obj, "", ("models", "systems"))
     out = {}
     for key, kind in (("models", "models"), ("systems", "hardware")):
-        table = r.mapping(top.get(key, {}), key, top.get(key, {}) if isinstance(top.get(key, {}), Mapping) else ())
+        table = top.get(key, {})
+        table = r.mapping(table, key, list(table) if isinstance(table, Mapping) else ())  # any names, as a mapping
         got = {}
         for name, target in table.items():
             if not isinstance(target, str) or find_in_catalog(kind, target) is None:
