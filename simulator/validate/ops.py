@@ -69,10 +69,12 @@ def read_op_tables(path) -> tuple[Path, dict[str, list[dict]], set[str]]:
     tables, gpus = {}, set()
     for t in TABLES:
         f = folder / f"{t}.csv"
-        rows, bad = read_csv_rows(f, COLUMNS[t], LAYOUT)
+        rows, bad = read_csv_rows(f, COLUMNS[t], LAYOUT, allow_empty=True)  # a GPU may lack one kind of op
         _check_table(f, t, rows, bad)
         tables[t] = rows
         gpus |= {r["gpu"].strip() for r in rows}
+    if not any(tables.values()):
+        raise ConfigError(str(folder), "DIR", "holds no measured rows (every table is empty)", "add the measured rows")
     return folder, tables, gpus
 
 

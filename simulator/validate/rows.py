@@ -20,9 +20,11 @@ class Refused(Exception):
         self.status, self.reason = status, reason
 
 
-def read_csv_rows(path: str | Path, required: tuple[str, ...], layout: str) -> tuple[list[dict], dict[int, str]]:
+def read_csv_rows(path: str | Path, required: tuple[str, ...], layout: str,
+                  allow_empty: bool = False) -> tuple[list[dict], dict[int, str]]:
     """(rows as dicts, {row index: why the row is malformed}) of a CSV; a missing/unreadable/empty file, missing
-    columns or no data row is one ConfigError line. ``layout`` names the expected layout in the fix."""
+    columns or (unless ``allow_empty``) no data row is one ConfigError line. ``layout`` names the expected layout in
+    the fix."""
     p = Path(path)
     try:
         with p.open(newline="", encoding="utf-8-sig") as f:
@@ -45,7 +47,7 @@ def read_csv_rows(path: str | Path, required: tuple[str, ...], layout: str) -> t
         shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
         raise ConfigError(str(p), "columns", f"are missing: {shown}",
                           f"use {layout} (header: {','.join(required)}; other columns are ignored)")
-    if not body:
+    if not body and not allow_empty:
         raise ConfigError(str(p), "FILE", "has a header but no data rows", "add the measured rows")
     rows, bad = [], {}
     for i, (line, r) in enumerate(body):

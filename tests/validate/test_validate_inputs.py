@@ -273,3 +273,14 @@ def test_every_command_takes_catalog_names_aliases_and_hub_ids(capsys):
     assert "on 8x h100-sxm" in capsys.readouterr().out
     assert "does not exist" in _one_line(capsys, ["step", "--model", "acme/none", "--hardware", "h100-sxm",
                                                   "--batch", "1", "--tokens", "1"])
+
+
+@pytest.mark.parametrize("table", ["moe", "collectives"])
+def test_ops_folder_with_one_empty_table_is_priced(tmp_path, capsys, table):
+    d = _ops(tmp_path)
+    _edit(d / f"{table}.csv", lambda rows: rows[:1])  # the header only: a GPU without that kind of measurement
+    assert main(["validate", "ops", str(d), "--json"]) == 0
+    import json
+
+    ops = {r["op"] for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert ("moe" in ops) == (table != "moe") and "gemm" in ops
