@@ -284,3 +284,12 @@ def test_ops_folder_with_one_empty_table_is_priced(tmp_path, capsys, table):
 
     ops = {r["op"] for r in json.loads(capsys.readouterr().out)["rows"]}
     assert ("moe" in ops) == (table != "moe") and "gemm" in ops
+
+
+@pytest.mark.parametrize("column,value", [("pp_size", "1e400"), ("isl", "inf"), ("batch_size", "nan"),
+                                          ("silicon_tpot_ms", "-inf"), ("tp_size", "-8")])
+def test_non_finite_or_negative_columns_refuse_the_row(tmp_path, column, value):
+    h, rows = _rows()
+    rows[0][h.index(column)] = value
+    r = {x.id: x for x in validate_tpot(_write(tmp_path / "v.csv", h, rows)).rows}["agg_qwen_h100"]
+    assert r.status == "refused" and column in r.reason and value in r.reason
