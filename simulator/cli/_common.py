@@ -141,6 +141,21 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+def any_case(choices, name: str):
+    """A choice as users write it: any case, with or without '-' or '_' (``--engine TRTLLM``, ``TRT-LLM``); other
+    text is passed on for argparse to refuse with the choices."""
+    def norm(text) -> str:
+        return str(text).strip().lower().replace("-", "").replace("_", "")
+
+    table = {norm(c): c for c in choices if isinstance(c, str)}
+
+    def parse(text: str):
+        return table.get(norm(text), text)
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse
+
+
 def csv_list(kind: type, name: str):
     """An argparse type for comma-separated lists: ``1,2,4`` -> [1, 2, 4]."""
 

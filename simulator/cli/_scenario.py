@@ -16,7 +16,7 @@ from dataclasses import fields
 from ..cost.deployment import Deployment, Mechanisms
 from ..cost.ops import DEFAULT_CONTEXT
 from ..validation import Interval, Options, params_of
-from ._common import FLAGS, csv_list
+from ._common import FLAGS, any_case, csv_list
 
 # Help of each generated flag (the CLI's words; the constraint itself is the declaration's).
 HELP = {
@@ -54,21 +54,6 @@ def _flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
-def _any_case(choices, name: str):
-    """A choice as users write it: any case, with or without '-' or '_' (``--engine TRTLLM``, ``TRT-LLM``); other
-    text is passed on for argparse to refuse with the choices."""
-    def norm(text) -> str:
-        return str(text).strip().lower().replace("-", "").replace("_", "")
-
-    table = {norm(c): c for c in choices if isinstance(c, str)}
-
-    def parse(text: str):
-        return table.get(norm(text), text)
-
-    parse.__name__ = name  # argparse names the type in its messages
-    return parse
-
-
 def _add_declared(g, owner, name: str, what: str) -> None:
     param = params_of(owner)[name]
     kw: dict = {}
@@ -76,7 +61,7 @@ def _add_declared(g, owner, name: str, what: str) -> None:
     span = next((c for c in param.constraints if isinstance(c, Interval)), None)
     if opts is not None:
         kw["choices"] = [v for v in opts.values if v is not None]
-        kw["type"] = _any_case(kw["choices"], name)
+        kw["type"] = any_case(kw["choices"], name)
         kw["metavar"] = "|".join(str(v) for v in kw["choices"]) if len(kw["choices"]) <= 4 else None
     elif span is not None:
         kw["type"] = span.kind

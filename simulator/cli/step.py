@@ -6,23 +6,16 @@ import argparse
 import sys
 
 from ..cost.deployment import PRESETS, Deployment
-from ._common import add_json_flag, add_tree_choice, choices_of, csv_list, default_of, print_json, tree_choice
+from ._common import add_json_flag, add_tree_choice, any_case, choices_of, csv_list, default_of, print_json, tree_choice
 from ._scenario import add_scenario_flags, request_from
 from ._table import Col, add_wide_flag, render, wide
-
-
-def engine_name(text: str) -> str:
-    """Engine names are case-insensitive and may be written with a hyphen (TRTLLM, TRT-LLM, SGLang, vLLM)."""
-    return text.strip().lower().replace("-", "")
-
-
-engine_name.__name__ = "engine"
 
 
 def add_engine_flag(p: argparse.ArgumentParser) -> None:
     """``--engine`` for commands that price single ops (``op``): the engine's kernel parameters."""
     eng = default_of(Deployment, "engine")
-    p.add_argument("--engine", default=eng, type=engine_name,
+    engines = choices_of(Deployment, "engine")
+    p.add_argument("--engine", default=eng, type=any_case(engines, "engine"), choices=engines,
                    help=f"serving engine whose measured kernel parameters are used: "
                         f"{', '.join(choices_of(Deployment, 'engine'))} (default {eng}; case-insensitive)")
 
