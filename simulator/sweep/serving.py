@@ -13,20 +13,21 @@ tokens costs seconds per chunk size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..cost.deployment import Deployment, preset
 from ..specdec import Acceptance, Drafter, StepCache
-from ..specdec.serving import DEFAULT_CHUNK, ServingPoint, occupancy, serving_point
+from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, occupancy, serving_point
+from ..specdec.tree import tree_accept_length
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from .runner import price, resolve_acceptance
+from .runner import price, price_tree, resolve_acceptance
 from .table import Case
 from .variants import Variant
 
-__all__ = ["ServingCase", "decode_context", "price_serving"]
+__all__ = ["ServingCase", "decode_context", "plain_step", "price_serving"]
 
 
 def decode_context(isl: float, osl: float) -> int:
@@ -36,14 +37,34 @@ def decode_context(isl: float, osl: float) -> int:
 
 @dataclass(frozen=True)
 class ServingCase:
-    """A served workload priced with and without SD: the step-level case at batch C next to the serving point."""
+    """A served workload priced with and without SD: the step-level case over the batches both arms need (``grid``:
+    ⌊B⌋, ⌈B⌉ of each arm and C), one prefill chunk, and the serving point."""
 
-    step: Case  # priced at the batches it needed; step speedup at batch C is ``point.step_speedup``
+    step: Case
+    grid: np.ndarray  # the priced batches, sorted
+    base: Occupancy
+    sd: Occupancy
+    accept_length: float
+    t_chunk: float  # T(1, c) of one prefill chunk (0 without a prompt)
+    t_token: float  # T(1, 1) at the chunk's context
     point: ServingPoint
     isl: float
     osl: float
     gamma: int
     prefill: str
+
+    @property
+    def at_concurrency(self) -> int:
+        """Index of batch C in ``grid``."""
+        return int(np.searchsorted(self.grid, float(self.base.concurrency)))
+
+    def point_for(self, t_step, t_round, step_speedup) -> ServingPoint:
+        """The serving point from other step times over ``grid`` (a plain step ``t_step`` and an SD round
+        ``t_round``, e.g. with other engine host times): both arms interpolated at their decode batches."""
+        t0 = _interp(self.grid, t_step, float(self.base.decode_batch))
+        t1 = _interp(self.grid, t_round, float(self.sd.decode_batch))
+        return serving_point(self.base, self.sd, self.accept_length, t0, t1, self.t_chunk, self.t_chunk, self.t_token,
+                             step_speedup, self.prefill)
 
     def as_dict(self) -> dict:
         return {"model": self.step.model.name, "hardware": self.step.hardware.name,
@@ -52,21 +73,32 @@ class ServingCase:
                 "prefill": self.prefill, **self.point.as_dict()}
 
 
-def _interp(batches: np.ndarray, values: np.ndarray, b: float) -> float:
-    return float(np.interp(max(b, 1.0), batches, values))
+def plain_step(result) -> np.ndarray:
+    """A plain decode step over the batch grid: ``t_step`` (with the engine's exposed host time) where the result
+    prices one, else ``t_decode``."""
+    return np.asarray(getattr(result, "t_step", result.t_decode), dtype=float)
+
+
+def _interp(batches: np.ndarray, values, b: float) -> float:
+    return float(np.interp(max(b, 1.0), batches, np.asarray(values, dtype=float)))
 
 
 def price_serving(model: ModelSpec, hw: HardwareProfile, dep: Deployment, concurrency: int, gamma: int,
                   isl: float, osl: float, *, mode: str = "refined", variant: Variant | None = None,
                   acceptance: Acceptance | None = None, drafter: str | Drafter = "eagle", chunk: int = DEFAULT_CHUNK,
-                  prefill: str = "mixed", cache: StepCache | None = None) -> ServingCase:
+                  prefill: str = "mixed", cache: StepCache | None = None, parents=None) -> ServingCase:
     """Throughput and TPOT of C closed-loop requests of ISL → OSL tokens with and without SD at draft length γ
     (aggregated serving, prefill ``mixed`` into decode iterations or ``separate``), and the step-level speedup at
-    batch C, at the same decode context."""
+    batch C, at the same decode context. ``parents``: a draft tree instead of the chain (:func:`.runner.price_tree`;
+    ``gamma`` is then ignored)."""
     cache = cache or StepCache()
     v = variant or Variant()
     acc = v.acceptance or resolve_acceptance(acceptance)
-    al = float(acc.accept_length(np.asarray([int(gamma)]))[0])
+    if parents is None:
+        al = float(acc.accept_length(np.asarray([int(gamma)]))[0])
+    else:
+        al = float(tree_accept_length(parents, acc))
+        gamma = len(parents) - 1
     base = occupancy(concurrency, isl, osl, 1.0, chunk)
     sd = occupancy(concurrency, isl, osl, al, chunk)
     bs = {float(concurrency)}
@@ -74,12 +106,10 @@ def price_serving(model: ModelSpec, hw: HardwareProfile, dep: Deployment, concur
         bs |= {max(np.floor(b), 1.0), max(np.ceil(b), 1.0)}
     grid = np.asarray(sorted(bs))
     ctx = decode_context(isl, osl)
-    case = price(model, hw, dep, grid.astype(int), [int(gamma)], mode=mode, variant=v, acceptance=acc,
-                 drafter=drafter, context=ctx, cache=cache)
+    kw = dict(mode=mode, variant=v, acceptance=acc, drafter=drafter, context=ctx, cache=cache)
+    case = (price(model, hw, dep, grid.astype(int), [int(gamma)], **kw) if parents is None
+            else price_tree(model, hw, dep, grid.astype(int), parents, **kw))
     r = case.result
-    at_c = int(np.searchsorted(grid, float(concurrency)))
-    t_dec0 = _interp(grid, r.t_decode, float(base.decode_batch))
-    t_rnd = _interp(grid, r.t_round[0], float(sd.decode_batch))
     c_tok = int(base.chunk_tokens)  # both arms chunk a prompt the same way
     t_chunk = t_tok = 0.0
     if c_tok > 0:
@@ -90,5 +120,6 @@ def price_serving(model: ModelSpec, hw: HardwareProfile, dep: Deployment, concur
         res = cache.step(model, case.hardware, case.deployment, np.ones(2), np.asarray([c_tok, 1.0]), pctx, mech,
                          v.overlap)
         t_chunk, t_tok = float(res.time[0]), float(res.time[1])
-    point = serving_point(base, sd, al, t_dec0, t_rnd, t_chunk, t_chunk, t_tok, r.speedup[0, at_c], prefill)
-    return ServingCase(case, point, float(isl), float(osl), int(gamma), prefill)
+    out = ServingCase(case, grid, base, sd, al, t_chunk, t_tok, None, float(isl), float(osl), int(gamma), prefill)
+    point = out.point_for(plain_step(r), r.t_round[0], r.speedup[0, out.at_concurrency])
+    return replace(out, point=point)
