@@ -79,21 +79,31 @@ def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
     add_engine_term_flags(p)
 
 
-# Engine round-overhead switches (Mechanisms fields; docs/MODEL.md §4.5): set in every mechanism set priced.
-ENGINE_TERMS = ("graph_padding", "round_overheads")
+# Engine round terms and execution modes (Mechanisms fields; docs/MODEL.md §4.5-4.6): set in every mechanism set
+# priced. A flag per field, its choices from the field's declaration.
+ENGINE_TERMS = ("graph_padding", "round_overheads", "draft_extend", "round_kernels", "host_time", "sd_overlap",
+                "decode_overlap")
 ENGINE_TERM_HELP = {"graph_padding": "CUDA-graph padding staircase and eager fallback above the capture cap",
-                    "round_overheads": "per-round state work (linear-attention state checkpoints)"}
+                    "round_overheads": "per-round state work (linear-attention state checkpoints)",
+                    "draft_extend": "one draft pass per round over the gamma+1 verified positions",
+                    "round_kernels": "sampling/top-k/rejection, tree-building and KV-slot kernels per round",
+                    "host_time": "engine host work per round and per decode step, exposed per the mode",
+                    "sd_overlap": "CPU scheduling overlapped with GPU work in SD rounds",
+                    "decode_overlap": "CPU scheduling overlapped with GPU work in plain decoding"}
+MODE_FIELDS = ("sd_overlap", "decode_overlap")  # default: the engine's (specdec.engine_round.ENGINE_MODES)
 
 
 def add_engine_term_flags(p: argparse.ArgumentParser) -> None:
-    """--graph-padding / --round-overheads on|off: force an engine round-overhead switch in every mode (default:
-    each mode's own setting: on in refined, off in the prior readings)."""
+    """--graph-padding, --round-overheads, --draft-extend, --round-kernels, --host-time, --sd-overlap,
+    --decode-overlap on|off: force a switch in every mode (default: each mode's own setting, refined on; the
+    overlap modes default to the engine's)."""
     from ..cost.deployment import Mechanisms
     from ._common import FLAGS, choices_of
 
     for f in ENGINE_TERMS:
+        default = "the engine's (docs/MODEL.md §4.6)" if f in MODE_FIELDS else "the mode's own; refined on"
         p.add_argument(FLAGS[f], choices=choices_of(Mechanisms, f), default=None,
-                       help=f"{ENGINE_TERM_HELP[f]}: on|off in every mode (default: the mode's own; refined on)")
+                       help=f"{ENGINE_TERM_HELP[f]}: on|off in every mode (default: {default})")
 
 
 def engine_terms(args) -> tuple[tuple[str, str], ...]:

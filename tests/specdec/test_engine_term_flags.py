@@ -27,8 +27,15 @@ def _shapley(extra):
 
 
 def test_flags_are_declared_once_and_mapped():
-    assert FLAGS["graph_padding"] == "--graph-padding" and FLAGS["round_overheads"] == "--round-overheads"
-    assert set(ENGINE_TERMS) == {"graph_padding", "round_overheads"}
+    from dataclasses import fields
+
+    from simulator.cost.deployment import Mechanisms
+
+    names = {f.name for f in fields(Mechanisms)}
+    assert {"graph_padding", "round_overheads", "draft_extend", "round_kernels", "host_time", "sd_overlap",
+            "decode_overlap"} == set(ENGINE_TERMS)
+    for f in ENGINE_TERMS:  # each a declared Mechanisms field with its flag
+        assert f in names and FLAGS[f] == "--" + f.replace("_", "-")
 
 
 def test_explain_forced_off_term_contributes_nothing():
