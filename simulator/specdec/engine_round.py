@@ -214,11 +214,11 @@ class RoundTerms:
 
 def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, gammas, accept_length, gpu_round,
                 t_decode, v_draft: int, v_target: int, drafter_kind: str = "eagle", tree: bool = False,
-                positions=None) -> RoundTerms:
+                positions=None, params: RoundParams | None = None) -> RoundTerms:
     """The round kernels and exposed host time (module docstring) at every level. ``gammas`` (ng,) are the draft
     steps per round, ``positions`` the drafted positions sampled per round (default: ``gammas``; a tree's nodes
     N − 1); ``gpu_round`` is the round's GPU time without T_kern, (ng, nb); ``accept_length`` (ng,) the central AL;
-    rows with γ = 0 get 0."""
+    rows with γ = 0 get 0. ``params``: other parameters than the engine's :data:`ROUND_PARAMS` (e.g. a fit's)."""
     engine = dep.engine
     b = np.atleast_1d(np.asarray(batch, dtype=float))[None, :]
     g = np.atleast_1d(np.asarray(gammas, dtype=float))[:, None]
@@ -232,7 +232,7 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     kern, host, host_dec, work = {}, {}, {}, {}
     gpu_round = np.asarray(gpu_round, dtype=float)
     for level in LEVELS:
-        p = ROUND_PARAMS[engine].values(level)
+        p = (params or ROUND_PARAMS[engine]).values(level)
         k = zero
         if mech.round_kernels == "on":
             eta = hw.kernels.global_efficiency
