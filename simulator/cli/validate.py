@@ -1,5 +1,6 @@
 """`validate`: check the model against measurements — end-to-end TPOT rows (`validate tpot FILE.csv`) in
-aiconfigurator's silicon_sample.csv layout, or per-op tables (`validate ops DIR`)."""
+aiconfigurator's silicon_sample.csv layout, per-op tables (`validate ops DIR`), or speculative-decoding speedups of
+the public SD corpus (`validate sd [CORPUS.csv]`)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ def register(sub) -> None:
     o.add_argument("--hardware", default="h100-sxm", help="hardware profile the tables were measured on")
     add_json_flag(o)
     o.set_defaults(func=cmd_ops)
+    d = vs.add_parser("sd", help="speculative-decoding speedups of the public SD corpus (measured/sd/corpus.csv)",
+                      description="Price every corpus row at its level (serving or step), fit the engines' host-time "
+                                  "parameters leave-one-source-out, and report the error per engine and mode.",
+                      epilog="example: python -m simulator validate sd --report docs/SD_VALIDATION.md")
+    d.add_argument("file", nargs="?", metavar="CORPUS.csv", help="a corpus in measured/sd/README.md's layout "
+                                                                 "(default: the bundled corpus)")
+    d.add_argument("--report", metavar="PATH.md", help="also write the Markdown report (e.g. docs/SD_VALIDATION.md)")
+    add_json_flag(d)
+    d.set_defaults(func=cmd_sd)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -68,6 +78,21 @@ def cmd_tpot(args: argparse.Namespace) -> int:
               f"{_pct(g['bias']):>7}")
     for reason, n in s["not_priced"].items():
         print(f"not priced ({n}): {reason}")
+    return 0
+
+
+def cmd_sd(args: argparse.Namespace) -> int:
+    from ..validate.sd_report import markdown, run, text_lines
+
+    s = run(args.file)
+    if args.report:
+        from ..outputs import atomic_text
+
+        atomic_text(args.report, markdown(s), param="report")
+    if args.json:
+        print_json(s)
+        return 0
+    print("\n".join(text_lines(s)))
     return 0
 
 

@@ -1,0 +1,199 @@
+"""Summaries of the SD-corpus validation (:mod:`.sd_fit`): per engine and mode, per source, the fitted parameters,
+the six sd-validation cases and the issue's targets, as a dict (``--json``), text lines and Markdown
+(docs/SD_VALIDATION.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..specdec.engine_round import ROUND_PARAMS
+from .sd_fit import FIT_PARAMS, SIX_CASES, Outcome, Validation
+
+__all__ = ["TARGETS", "markdown", "run", "summary", "text_lines"]
+
+# The issue's targets (issue 17, "Done when").
+TARGETS = {"held_out_mean_abs_error": 0.15, "band_coverage": 0.80, "six_case_error": 0.25}
+WHICH = ("central", "fitted", "held_out")
+
+
+def _mean_abs(os: list[Outcome], which: str) -> float | None:
+    return float(np.mean([abs(o.error(which)) for o in os])) if os else None
+
+
+def _group(os: list[Outcome]) -> dict:
+    losses = [o for o in os if o.measured < 1]
+    banded = [o for o in os if o.band is not None]
+    covered = [o for o in banded if o.band[0] <= o.measured <= o.band[1]]
+    return {"rows": len(os), "sources": len({o.row.source_key for o in os}),
+            **{f"mean_abs_error_{w}": _mean_abs(os, w) for w in WHICH},
+            "bias_held_out": float(np.mean([o.error("held_out") for o in os])) if os else None,
+            "losses": len(losses), "losses_predicted": sum(o.held_out < 1 for o in losses),
+            "false_losses": sum(o.held_out < 1 <= o.measured for o in os),
+            "band_rows": len(banded), "band_covered": len(covered),
+            "band_coverage": len(covered) / len(banded) if banded else None}
+
+
+def run(path=None) -> dict:
+    """Read a corpus (default: the bundled one), validate it and summarise (``python -m simulator validate sd``)."""
+    from .sd_corpus import bundled_corpus_path, read_corpus
+    from .sd_fit import validate_sd
+
+    rows = read_corpus(path)
+    name = Path(path).name if path is not None else "measured/sd/" + bundled_corpus_path().name
+    return summary(validate_sd(rows, name))
+
+
+def summary(v: Validation) -> dict:
+    pr = v.priced
+    groups = {}
+    for o in pr:
+        groups.setdefault((o.row.engine, o.mode), []).append(o)
+    by_src = {}
+    for o in v.outcomes:
+        by_src.setdefault(o.row.source_key, []).append(o)
+    params = []
+    for e, f in v.fits.items():
+        verdict = f.pinned()
+        for i, n in enumerate(FIT_PARAMS):
+            b = getattr(ROUND_PARAMS[e], n)
+            fold = [fs[e].values[i] for fs in v.folds.values() if e in fs and fs[e].rows]
+            params.append({"engine": e, "param": n, "low_ms": b.low * 1e3, "central_ms": b.central * 1e3,
+                           "high_ms": b.high * 1e3, "fitted_ms": float(f.values[i]) * 1e3,
+                           "sigma_ms": None if not np.isfinite(f.sigma[i]) else float(f.sigma[i]) * 1e3,
+                           "folds_ms": [float(min(fold)) * 1e3, float(max(fold)) * 1e3] if fold else None,
+                           "rows": f.rows, "sources": f.sources, "verdict": verdict[i]})
+    six = []
+    ids = {o.row.id: o for o in pr}
+    for c in SIX_CASES:
+        o = ids.get(c)
+        six.append({"id": c, "priced": o is not None, "measured": o.measured if o else None,
+                    "held_out": o.held_out if o else None, "error": o.error("held_out") if o else None})
+    overall = _group(pr)
+    cov = overall["band_coverage"]
+    targets = {
+        "held_out_mean_abs_error": (overall["mean_abs_error_held_out"], TARGETS["held_out_mean_abs_error"],
+                                    overall["mean_abs_error_held_out"] is not None
+                                    and overall["mean_abs_error_held_out"] <= TARGETS["held_out_mean_abs_error"]),
+        "every_loss_predicted": (f"{overall['losses_predicted']}/{overall['losses']}", "all",
+                                 overall["losses_predicted"] == overall["losses"]),
+        "band_coverage": (cov, TARGETS["band_coverage"], cov is not None and cov >= TARGETS["band_coverage"]),
+        "six_cases_within": (sum(s["error"] is not None and abs(s["error"]) <= TARGETS["six_case_error"]
+                                 for s in six), len(six),
+                             all(s["error"] is not None and abs(s["error"]) <= TARGETS["six_case_error"]
+                                 for s in six)),
+    }
+    return {
+        "corpus": v.corpus, "rows": len(v.outcomes), "priced": len(pr),
+        "not_priced": {o.row.id: f"{o.status}: {o.reason}" for o in v.outcomes if o.status != "priced"},
+        "overall": overall,
+        "groups": [{"engine": e, "mode": m, **_group(os)} for (e, m), os in sorted(groups.items())],
+        "sources": [{"source": s, "rows": len(os), "priced": sum(o.status == "priced" for o in os),
+                     **{k: _group([o for o in os if o.status == "priced"])[k]
+                        for k in ("mean_abs_error_central", "mean_abs_error_held_out", "losses",
+                                  "losses_predicted")}} for s, os in by_src.items()],
+        "params": params, "six_cases": six,
+        "targets": {k: {"value": a, "target": b, "met": bool(c)} for k, (a, b, c) in targets.items()},
+        "rows_detail": [_row(o) for o in pr],
+    }
+
+
+def _row(o: Outcome) -> dict:
+    s = o.setup
+    return {"id": o.row.id, "source": o.row.source_key, "engine": o.row.engine, "mode": o.mode,
+            "compare": s.compare, "concurrency": s.concurrency, "draft": _draft(o), "accept_length": s.accept_length,
+            "al_from": s.al_from, "isl": s.isl, "osl": s.osl, "measured": o.measured, "central": o.central,
+            "fitted": o.fitted, "held_out": o.held_out, "error_held_out": o.error("held_out"),
+            "band": list(o.band) if o.band else None}
+
+
+def _draft(o: Outcome) -> str:
+    s = o.setup
+    return (f"{s.drafter} γ={s.gamma}" if s.parents is None else
+            f"{s.drafter} tree {len(s.parents)} nodes depth {s.gamma}")
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _f(x, fmt="{:.2f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def text_lines(s: dict) -> list[str]:
+    """The CLI's table: per engine and mode, then the targets."""
+    o = s["overall"]
+    out = [f"rows: {s['rows']}, priced {s['priced']} (engines' central parameters / fitted in-sample / held out "
+           f"by source)",
+           f"{'engine':<7} {'mode':<20} {'rows':>4} {'src':>3} {'central':>8} {'fit':>8} {'held out':>8} "
+           f"{'losses':>7} {'band':>7}"]
+    for g in s["groups"] + [{"engine": "all", "mode": "", **o}]:
+        out.append(f"{g['engine']:<7} {g['mode']:<20} {g['rows']:>4} {g['sources']:>3} "
+                   f"{_pct(g['mean_abs_error_central']):>8} {_pct(g['mean_abs_error_fitted']):>8} "
+                   f"{_pct(g['mean_abs_error_held_out']):>8} {g['losses_predicted']:>3}/{g['losses']:<3} "
+                   f"{_pct(g['band_coverage']):>7}")
+    for k, t in s["targets"].items():
+        val = t["value"] if isinstance(t["value"], str) else (_pct(t["value"]) if isinstance(t["value"], float)
+                                                               else str(t["value"]))
+        out.append(f"target {k}: {val} (target {t['target']}) {'met' if t['met'] else 'NOT met'}")
+    return out
+
+
+def markdown(s: dict, intro: str = "") -> str:
+    L = ["# SD validation: predicted vs measured speedups over the public corpus", "",
+         "Generated by `python -m simulator validate sd --report docs/SD_VALIDATION.md` (docs/MODEL.md §7.2). "
+         "Error = predicted / measured − 1. *central*: the engines' central round parameters "
+         "(`specdec/engine_round.py` `ROUND_PARAMS`); *fit*: fitted on every source; *held out*: each source "
+         "predicted by the fit on the other sources (leave-one-source-out). Losses: measured < 1, and of those how "
+         "many the held-out prediction calls a loss. Band: the pricing path's `speedup_low`–`speedup_high` (every "
+         "ranged term at both ends of its public range).", ""]
+    if intro:
+        L += [intro, ""]
+    L += ["## Targets (issue 17)", "", "| target | value | goal | met |", "|---|---|---|---|"]
+    for k, t in s["targets"].items():
+        val = t["value"] if isinstance(t["value"], str) else (_pct(t["value"]) if isinstance(t["value"], float)
+                                                               else str(t["value"]))
+        goal = _pct(t["target"]) if isinstance(t["target"], float) else str(t["target"])
+        L.append(f"| {k} | {val} | {goal} | {'yes' if t['met'] else '**no**'} |")
+    L += ["", "## Per engine and execution mode", "",
+          "| engine | mode | rows | sources | central | fit | held out | bias (held out) | losses predicted | "
+          "false losses | band coverage |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for g in s["groups"] + [{"engine": "**all**", "mode": "", **s["overall"]}]:
+        L.append(f"| {g['engine']} | {g['mode']} | {g['rows']} | {g['sources']} | "
+                 f"{_pct(g['mean_abs_error_central'])} | {_pct(g['mean_abs_error_fitted'])} | "
+                 f"{_pct(g['mean_abs_error_held_out'])} | {_pct(g['bias_held_out'])} | "
+                 f"{g['losses_predicted']}/{g['losses']} | {g['false_losses']} | "
+                 f"{g['band_covered']}/{g['band_rows']} ({_pct(g['band_coverage'])}) |")
+    L += ["", "## Fitted round parameters (per engine; ms)", "",
+          "| engine | parameter | public range (low / central / high) | fitted (all sources) | one-σ | "
+          "held-out folds (min–max) | rows / sources | verdict |", "|---|---|---|---:|---:|---|---|---|"]
+    for p in s["params"]:
+        folds = "-" if p["folds_ms"] is None else f"{p['folds_ms'][0]:.3f}–{p['folds_ms'][1]:.3f}"
+        L.append(f"| {p['engine']} | `{p['param']}` | {p['low_ms']:.3f} / {p['central_ms']:.3f} / "
+                 f"{p['high_ms']:.3f} | {p['fitted_ms']:.3f} | {_f(p['sigma_ms'], '{:.3f}')} | {folds} | "
+                 f"{p['rows']} / {p['sources']} | {p['verdict']} |")
+    L += ["", "## The six sd-validation cases (held out)", "", "| corpus id | measured | held out | error | "
+          "within 25% |", "|---|---:|---:|---:|---|"]
+    for c in s["six_cases"]:
+        ok = c["error"] is not None and abs(c["error"]) <= TARGETS["six_case_error"]
+        L.append(f"| {c['id']} | {_f(c['measured'])} | {_f(c['held_out'])} | {_pct(c['error'])} | "
+                 f"{'yes' if ok else '**no**'} |")
+    L += ["", "## Per source", "", "| source | rows | priced | central | held out | losses predicted |",
+          "|---|---:|---:|---:|---:|---:|"]
+    for r in s["sources"]:
+        L.append(f"| {r['source']} | {r['rows']} | {r['priced']} | {_pct(r['mean_abs_error_central'])} | "
+                 f"{_pct(r['mean_abs_error_held_out'])} | {r['losses_predicted']}/{r['losses']} |")
+    L += ["", "## Rows", "", "| id | mode | compared | C | drafter | AL | ISL/OSL | measured | central | held out | "
+          "error | band |", "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|"]
+    for r in s["rows_detail"]:
+        al = f"{r['accept_length']:.2f}" + ("" if r["al_from"] == "row" else f" (from {r['al_from']})")
+        lens = "-" if r["osl"] is None else f"{r['isl']}/{r['osl']}"
+        band = "-" if r["band"] is None else f"{r['band'][0]:.2f}–{r['band'][1]:.2f}"
+        L.append(f"| {r['id']} | {r['mode']} | {r['compare']} | {r['concurrency']} | {r['draft']} | {al} | {lens} | "
+                 f"{r['measured']:.2f} | {r['central']:.2f} | {r['held_out']:.2f} | {_pct(r['error_held_out'])} | "
+                 f"{band} |")
+    L += ["", "## Rows not priced", ""]
+    L += [f"- `{k}`: {why}" for k, why in s["not_priced"].items()] or ["- none"]
+    return "\n".join(L) + "\n"
