@@ -29,12 +29,14 @@ from ..specdec.tree import is_chain, node_depths
 from .sd_corpus import SDRow, by_source
 from .sd_speedup import Priced, Skip, price_row, setup
 
-__all__ = ["FIT_PARAMS", "SIX_CASES", "Outcome", "RowModel", "Validation", "fit_engine", "validate_sd"]
+__all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
+           "params_at", "validate_sd"]
 
 FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
 SIX_CASES = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n4",
              "as163-q30b-4xh100-b1-s3k3n4", "tw-glm47f-1xh200-b1", "tw-glm47f-1xh200-b32")
+WIDEN = 10.0  # the diagnostic fit's upper bounds: the public high × WIDEN (lower bounds 0); never used to predict
 PIN_SIGMA = 0.25  # a parameter is pinned when its one-σ is under this share of its public range
 
 
@@ -119,11 +121,14 @@ class EngineFit:
         return out
 
 
-def fit_engine(models: list[RowModel], engine: str) -> EngineFit:
-    """Least squares on log speedup over one engine's rows, θ within the public ranges (module docstring)."""
+def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> EngineFit:
+    """Least squares on log speedup over one engine's rows, θ within the public ranges (module docstring);
+    ``widen`` > 1 is a diagnostic only: the upper bounds × ``widen`` and the lower bounds 0 (what the data want)."""
     from scipy.optimize import least_squares
 
     base, lo, hi, central = _bounds(engine)
+    if widen != 1.0:
+        lo, hi = np.zeros_like(lo), hi * widen
     mine = [m for m in models if m.engine == engine]
     if not mine:
         nan = np.full(len(FIT_PARAMS), np.nan)
@@ -184,6 +189,8 @@ class Validation:
     outcomes: tuple[Outcome, ...]
     fits: dict = field(default_factory=dict)  # engine -> EngineFit (all sources)
     folds: dict = field(default_factory=dict)  # source -> {engine: EngineFit} (that source held out)
+    wide: dict = field(default_factory=dict)  # diagnostic: engine -> EngineFit with the ranges widened (WIDEN)
+    wide_held_out: dict = field(default_factory=dict)  # diagnostic: row id -> held-out prediction under ``wide``
 
     @property
     def priced(self) -> list[Outcome]:
@@ -204,14 +211,17 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
     engines = sorted({m.engine for m in models.values()})
     fits = {e: fit_engine(list(models.values()), e) for e in engines}
     sources = [s for s, rs in by_source(rows).items() if any(x.id in models for x in rs)]
-    folds, held = {}, {}
+    wide = {e: fit_engine(list(models.values()), e, WIDEN) for e in engines}
+    folds, held, wide_held = {}, {}, {}
     for s in sources:
         train = [m for m in models.values() if m.priced.setup.row.source_key != s]
         test = [m for m in models.values() if m.priced.setup.row.source_key == s]
         folds[s] = {e: fit_engine(train, e) for e in sorted({m.engine for m in test})}
+        wfold = {e: fit_engine(train, e, WIDEN) for e in sorted({m.engine for m in test})}
         for m in test:
-            f = folds[s][m.engine]
+            f, w = folds[s][m.engine], wfold[m.engine]
             held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values)) if f.rows else m.predict()
+            wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values)) if w.rows else m.predict()
     by_id = {o.row.id: o for o in outcomes}
     out = []
     for r in rows:
@@ -223,4 +233,4 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         out.append(Outcome(r, "priced", "", m.priced.setup, m.priced.measured, m.predict(),
                            m.predict(params_at(m.engine, fits[m.engine].values)), held[r.id], m.priced.band(),
                            f"sd {res.sd_overlap} / decode {res.decode_overlap}"))
-    return Validation(corpus, tuple(out), fits, folds)
+    return Validation(corpus, tuple(out), fits, folds, wide, wide_held)
