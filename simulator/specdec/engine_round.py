@@ -16,8 +16,9 @@ engine's execution mode may or may not hide:
 The mode (``Mechanisms.sd_overlap`` / ``decode_overlap``; None = the engine's default, :data:`ENGINE_MODES`) sets
 E and the sync count. Parameters no spec sheet gives are :class:`Band` s (low, central, high) in
 :data:`ROUND_PARAMS`, each with its source or ``assumed`` and the reason; ``speedup_low``/``speedup_high`` price the
-round at both ends (and at the acceptance band's ends when one is given). They await a fit on a public SD corpus:
-:meth:`RoundParams.with_` sets them from one place.
+round at both ends (and at the acceptance band's ends when one is given). They await a fit on a public SD corpus: a
+profile's ``kernels.round`` block for the engine (``{NAME: {low: Q, central: Q, high: Q}}``,
+:data:`simulator.specs.kernels.ROUND_KEYS`) replaces them (:func:`round_params`), or :meth:`RoundParams.with_`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..cost.deployment import Deployment, Mechanisms
 from ..specs.hardware import HardwareProfile
 
 __all__ = ["ENGINE_MODES", "LEVELS", "ROUND_PARAMS", "Band", "EngineMode", "RoundParams", "RoundTerms",
-           "engine_mode", "exposed", "overlap_modes", "round_terms"]
+           "engine_mode", "exposed", "overlap_modes", "round_params", "round_terms"]
 
 LEVELS = ("low", "central", "high")
 VOCAB_REF = 262144  # the vocabulary of the sampling measurement the per-pass sampling cost is quoted at
@@ -194,6 +195,16 @@ ROUND_PARAMS: dict[str, RoundParams] = {
 }
 
 
+def round_params(hw: HardwareProfile, engine: str) -> RoundParams:
+    """The engine's round parameters: :data:`ROUND_PARAMS`, with the bands the profile states for that engine
+    (``kernels.round`` of ``hw.for_engine(engine)``, e.g. a fit's) replacing the public ones."""
+    base = ROUND_PARAMS[engine]
+    stated = hw.for_engine(engine).kernels.round
+    if not stated:
+        return base
+    return base.with_(**{n: Band(*ends, f"profile {hw.name}: kernels.round.{n}") for n, ends in stated.items()})
+
+
 def exposed(host, gpu, overlap: str) -> np.ndarray:
     """E(H, G): host work in series (off) or hidden up to the GPU time it overlaps (on)."""
     h = np.asarray(host, dtype=float)
@@ -229,10 +240,11 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     sd, dec = overlap_modes(mech, engine, drafter_kind)
     mode = engine_mode(engine)
     zero = np.zeros(np.broadcast_shapes(g.shape, b.shape))
+    params = params or round_params(hw, engine)
     kern, host, host_dec, work = {}, {}, {}, {}
     gpu_round = np.asarray(gpu_round, dtype=float)
     for level in LEVELS:
-        p = (params or ROUND_PARAMS[engine]).values(level)
+        p = params.values(level)
         k = zero
         if mech.round_kernels == "on":
             eta = hw.kernels.global_efficiency

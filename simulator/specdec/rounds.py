@@ -209,12 +209,11 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     dec = _StepRows(grid, row[1], bound)
     ver = [_StepRows(grid, row[int(x) + 1], bound) for x in g]
     t_verify = np.stack([v.time for v in ver])
-    ddep = None
-    t_draft_step, ddep = draft_step_time(drafter, target, hw, dep, b, 1, context, mech, overlap, cache, dec.time)
+    t_draft_step, t_ext, ddep = draft_passes(drafter, target, hw, dep, b, g, context, mech, overlap, cache, dec.time,
+                                             t_verify)
     t_rej = np.where(g > 0, rejection_time(hw, mech), 0.0)
     t_over = np.stack([gdn_checkpoint_time(target, hw, dep, b, int(x), mech) for x in g])  # (ng, nb)
     t_fuse = fusion_time(drafter, target, hw, ddep, b, g, mech)  # (ng, nb)
-    t_ext = extend_time(drafter, target, hw, dep, b, g + 1, context, mech, overlap, cache, t_draft_step)
     gpu = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over + t_fuse + t_ext)
     al = acceptance.accept_length(g)
     terms = round_terms(hw, dep, mech, b, g, al, gpu, dec.time, draft_vocab(drafter, target), target.vocab_size,
@@ -258,6 +257,27 @@ def extend_time(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, dep: D
                            overlap, cache)
     out[live] = np.asarray(t, dtype=float).reshape(n, b.size) - np.asarray(t_draft_step, dtype=float)[None, :]
     return out
+
+
+def draft_passes(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas,
+                 context: int, mech: Mechanisms, overlap, cache, t_decode, t_verify):
+    """(T_draft(B, 1), T_ext[γ, B], the drafter's deployment) with every pass length priced in one step-model call
+    (what :func:`extend_time` gives, without a second call); a fixed ratio reuses the target's passes."""
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    g = np.atleast_1d(np.asarray(gammas, dtype=int))
+    out = np.zeros((g.size, b.size))
+    live = g > 0
+    if mech.draft_extend != "on" or drafter.kind in ("ngram", "ratio") or not live.any():
+        t1, ddep = draft_step_time(drafter, target, hw, dep, b, 1, context, mech, overlap, cache, t_decode)
+        if drafter.kind == "ratio" and mech.draft_extend == "on":  # C · (T(B, γ+1) − T(B, 1))
+            out[live] = drafter.ratio * (np.asarray(t_verify)[live] - np.asarray(t_decode)[None, :])
+        return np.asarray(t1, dtype=float), out, ddep
+    pos = np.concatenate([[1], g[live] + 1])
+    t, ddep = draft_step_time(drafter, target, hw, dep, np.tile(b, pos.size), np.repeat(pos, b.size), context, mech,
+                              overlap, cache)
+    t = np.asarray(t, dtype=float).reshape(pos.size, b.size)
+    out[live] = t[1:] - t[0][None, :]
+    return t[0], out, ddep
 
 
 def assemble(g, gpu, t_decode, terms: RoundTerms, al, al_band=()) -> dict:

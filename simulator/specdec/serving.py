@@ -1,5 +1,5 @@
 """Serving-level speedup: a closed loop of C requests in aggregated serving, with and without speculative decoding
-(docs/MODEL.md §4.6, "Serving-level speedup"). Pure equations over step times; pricing is in
+(docs/MODEL.md §4.7, "Serving-level speedup"). Pure equations over step times; pricing is in
 :mod:`simulator.sweep.serving`.
 
 Steady state (mean field): every request is one prefill of ISL tokens (in n_p = ⌈ISL / chunk⌉ chunks of

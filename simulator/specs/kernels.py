@@ -87,6 +87,18 @@ STEP_OPTIONAL = {
 }
 
 
+# Round parameters of speculative decoding that a profile may state per engine (``kernels.round`` for the default
+# engine, ``engines.<engine>.kernels.round``; docs/MODEL.md §4.6): name -> dimension. Each is a band
+# ``{low: Q, central: Q, high: Q}`` of quantities; a profile that states none uses the engine's public bands
+# (simulator.specdec.engine_round.ROUND_PARAMS, whose fields are these names). An engine block does not inherit the
+# default engine's round parameters: they describe one engine's host and kernels.
+ROUND_KEYS: dict[str, str] = {
+    "round_host": "time", "sync": "time", "per_request": "time", "per_token": "time", "draft_step_host": "time",
+    "decode_host": "time", "sample_pass": "time", "sample_reads": "count", "tree_build": "time",
+}
+BAND_ENDS = ("low", "central", "high")
+
+
 GRAPH_UNITS = ("tokens", "requests")  # what an engine's CUDA-graph capture sizes count (docs/MODEL.md §4.5)
 
 
@@ -205,6 +217,7 @@ class Kernels:
     collectives: Mapping[str, Collective] = field(default_factory=lambda: MappingProxyType({}))
     step: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     graphs: GraphCapture | None = None  # the engine's CUDA-graph capture sizes (None: no padding is modelled)
+    round: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def resolved(self) -> bool:
@@ -275,10 +288,26 @@ def _collective(r: Reader, obj: object, p: str) -> Collective:
         r.quantity(c, "fabric_efficiency", p, "fraction", high=1.0, open_low=True, default=None))
 
 
+def _round(r: Reader, obj: object, path: str) -> Mapping[str, tuple[float, float, float]]:
+    """``round: {NAME: {low: Q, central: Q, high: Q}}`` (ROUND_KEYS; each Q a quantity with its source), checked
+    low <= central <= high."""
+    out = {}
+    for name, band in r.mapping(obj, path, ROUND_KEYS).items():
+        bp = r.join(path, name)
+        b = r.mapping(band, bp, (*BAND_ENDS, "note"), BAND_ENDS)
+        dim = ROUND_KEYS[name]
+        ends = tuple(r.quantity(b, end, bp, dim) for end in BAND_ENDS)
+        if not ends[0] <= ends[1] <= ends[2]:
+            raise r.fail(bp, f"has low {ends[0]:g}, central {ends[1]:g}, high {ends[2]:g} (SI units)",
+                         "order them low <= central <= high")
+        out[name] = ends
+    return MappingProxyType(out)
+
+
 def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Kernels:
     """An engine's ``kernels:`` overrides (any subset of classes/variants, collectives and step costs, each entry
     complete) merged onto the default engine's resolved block ``base``."""
-    k = r.mapping(obj, path, ("classes", "collectives", "step", "graphs", "note"))
+    k = r.mapping(obj, path, ("classes", "collectives", "step", "graphs", "round", "note"))
     classes = {name: dict(v) for name, v in base.classes.items()}
     if "classes" in k:
         cpath = r.join(path, "classes")
@@ -299,14 +328,15 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
         s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL})
         step.update({name: r.quantity(s, name, spath, "time") for name in s})
     graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else base.graphs
+    rnd = _round(r, k["round"], r.join(path, "round")) if "round" in k else MappingProxyType({})
     return Kernels(None, base.global_efficiency,
                    MappingProxyType({n: MappingProxyType(v) for n, v in classes.items()}),
-                   MappingProxyType(collectives), MappingProxyType(step), graphs)
+                   MappingProxyType(collectives), MappingProxyType(step), graphs, rnd)
 
 
 def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "graphs",
-                              "note"))
+                              "round", "note"))
     if "derive_from" in k:
         extra = [key for key in k if key not in ("derive_from", "note")]
         if extra:
@@ -333,5 +363,6 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL}, STEP_FIXED)
     step = {name: r.quantity(s, name, spath, "time") for name in (*STEP_FIXED, *STEP_OPTIONAL) if name in s}
     graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else None
+    rnd = _round(r, k["round"], r.join(path, "round")) if "round" in k else MappingProxyType({})
     return Kernels(None, geff, MappingProxyType(classes), MappingProxyType(collectives), MappingProxyType(step),
-                   graphs)
+                   graphs, rnd)

@@ -1,4 +1,4 @@
-"""Serving-level speedup priced on the one pricing path (docs/MODEL.md §4.6): :func:`price_serving` turns a served
+"""Serving-level speedup priced on the one pricing path (docs/MODEL.md §4.7): :func:`price_serving` turns a served
 workload (concurrency C, ISL, OSL, draft length γ) into the decode batches of both arms
 (:func:`simulator.specdec.serving.occupancy`), prices them with :func:`.runner.price` (decode step, SD round, and the
 step-level speedup at batch C, all at the mean decode context ISL + OSL / 2) and prices one prefill chunk with the

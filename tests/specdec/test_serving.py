@@ -1,4 +1,4 @@
-"""Serving-level speedup (simulator/specdec/serving.py, docs/MODEL.md §4.6): the steady-state equations against
+"""Serving-level speedup (simulator/specdec/serving.py, docs/MODEL.md §4.7): the steady-state equations against
 synthetic affine step-time models, and the priced path (simulator/sweep/serving.py) on a bundled model."""
 
 from __future__ import annotations
