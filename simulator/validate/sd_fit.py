@@ -27,7 +27,7 @@ from ..specdec.engine_round import ROUND_PARAMS, Band, RoundParams, round_terms
 from ..specdec.rounds import draft_vocab
 from ..specdec.tree import is_chain, node_depths
 from .sd_corpus import SDRow, by_source
-from .sd_speedup import Priced, Skip, price_row, setup
+from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
 
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
            "params_at", "validate_sd"]
@@ -169,7 +169,7 @@ class Outcome:
     """One corpus row: priced or why not, measured, predicted (engine defaults, in-sample fit, held out), band."""
 
     row: SDRow
-    status: str  # priced | unmapped | refused
+    status: str  # priced | assumed (no AL anywhere: default acceptance; never fitted) | unmapped | refused
     reason: str = ""
     setup: object = None
     measured: float = float("nan")
@@ -196,18 +196,23 @@ class Validation:
     def priced(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == "priced"]
 
+    @property
+    def assumed(self) -> list[Outcome]:
+        """Rows priced with the default acceptance (no AL stated): reported apart, not fitted, not in the targets."""
+        return [o for o in self.outcomes if o.status == "assumed"]
+
 
 def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | None = None) -> Validation:
     """Price every row, fit per engine on all sources and per held-out source, and collect the outcomes."""
     cache = cache or StepCache()
-    outcomes, models = [], {}
+    outcomes, models, assumed = [], {}, {}
     for r in rows:
         try:
             p = price_row(setup(r, rows), cache)
         except Skip as s:
             outcomes.append(Outcome(r, s.status, s.reason))
             continue
-        models[r.id] = RowModel.of(p)
+        (assumed if p.setup.al_from == ASSUMED else models)[r.id] = RowModel.of(p)
     engines = sorted({m.engine for m in models.values()})
     fits = {e: fit_engine(list(models.values()), e) for e in engines}
     sources = [s for s, rs in by_source(rows).items() if any(x.id in models for x in rs)]
@@ -228,9 +233,12 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         if r.id in by_id:
             out.append(by_id[r.id])
             continue
-        m = models[r.id]
+        m = models.get(r.id) or assumed[r.id]
         res = m.priced.result
-        out.append(Outcome(r, "priced", "", m.priced.setup, m.priced.measured, m.predict(),
-                           m.predict(params_at(m.engine, fits[m.engine].values)), held[r.id], m.priced.band(),
-                           f"sd {res.sd_overlap} / decode {res.decode_overlap}"))
+        fit = fits.get(m.engine)
+        fitted = m.predict(params_at(m.engine, fit.values)) if fit is not None and fit.rows else m.predict()
+        status, why = ("priced", "") if r.id in models else ("assumed", "no AL stated: the default acceptance")
+        mode = f"sd {res.sd_overlap} / decode {res.decode_overlap}"
+        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(), fitted,
+                           held.get(r.id, fitted), m.priced.band(), mode))
     return Validation(corpus, tuple(out), fits, folds, wide, wide_held)

@@ -86,7 +86,9 @@ def summary(v: Validation) -> dict:
     }
     return {
         "corpus": v.corpus, "rows": len(v.outcomes), "priced": len(pr),
-        "not_priced": {o.row.id: f"{o.status}: {o.reason}" for o in v.outcomes if o.status != "priced"},
+        "not_priced": {o.row.id: f"{o.status}: {o.reason}" for o in v.outcomes
+                       if o.status not in ("priced", "assumed")},
+        "assumed_al": {**_group(v.assumed), "detail": [_row(o) for o in v.assumed]},
         "overall": overall,
         "groups": [{"engine": e, "mode": m, **_group(os)} for (e, m), os in sorted(groups.items())],
         "sources": [{"source": s, "rows": len(os), "priced": sum(o.status == "priced" for o in os),
@@ -118,8 +120,9 @@ def _diagnostic(v: Validation) -> dict:
 
 def _row(o: Outcome) -> dict:
     s = o.setup
+    compare = s.compare + (" (no lengths)" if s.level == "step" and o.row.level == "serving" else "")
     return {"id": o.row.id, "source": o.row.source_key, "engine": o.row.engine, "mode": o.mode,
-            "compare": s.compare, "concurrency": s.concurrency, "draft": _draft(o), "accept_length": s.accept_length,
+            "compare": compare, "concurrency": s.concurrency, "draft": _draft(o), "accept_length": s.accept_length,
             "al_from": s.al_from, "isl": s.isl, "osl": s.osl, "measured": o.measured, "central": o.central,
             "fitted": o.fitted, "held_out": o.held_out, "error_held_out": o.error("held_out"),
             "band": list(o.band) if o.band else None}
@@ -211,15 +214,31 @@ def markdown(s: dict, intro: str = "") -> str:
     for r in s["sources"]:
         L.append(f"| {r['source']} | {r['rows']} | {r['priced']} | {_pct(r['mean_abs_error_central'])} | "
                  f"{_pct(r['mean_abs_error_held_out'])} | {r['losses_predicted']}/{r['losses']} |")
-    L += ["", "## Rows", "", "| id | mode | compared | C | drafter | AL | ISL/OSL | measured | central | held out | "
-          "error | band |", "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|"]
-    for r in s["rows_detail"]:
-        al = f"{r['accept_length']:.2f}" + ("" if r["al_from"] == "row" else f" (from {r['al_from']})")
+    L += ["", "## Rows", "", "Compared: the serving-level speedup (throughput or TPOT) or the step level; "
+          "\"(no lengths)\": a serving measurement whose ISL/OSL the source does not state, compared at the step "
+          "level.", ""]
+    L += _row_table(s["rows_detail"])
+    a = s["assumed_al"]
+    L += ["", "## Rows priced with an assumed acceptance (no AL stated; not fitted, not in the targets)", "",
+          f"The pricing path's default acceptance (`specdec.DEFAULT_ACCEPTANCE`) stands in for the unstated AL: "
+          f"{a['rows']} rows, mean |error| with the fitted "
+          f"parameters {_pct(a['mean_abs_error_fitted'])}; losses called {a['losses_predicted']}/{a['losses']} "
+          "(the held-out column is the all-source fit: these rows are never fitted).", ""]
+    L += _row_table(a["detail"]) if a["detail"] else ["- none"]
+    L += ["", "## Rows not priced", ""]
+    L += [f"- `{k}`: {why}" for k, why in s["not_priced"].items()] or ["- none"]
+    return "\n".join(L) + "\n"
+
+
+def _row_table(rows: list[dict]) -> list[str]:
+    L = ["| id | mode | compared | C | drafter | AL | ISL/OSL | measured | central | held out | error | band |",
+         "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        al = ("default" if r["accept_length"] is None else f"{r['accept_length']:.2f}"
+              + ("" if r["al_from"] == "row" else f" (from {r['al_from']})"))
         lens = "-" if r["osl"] is None else f"{r['isl']}/{r['osl']}"
         band = "-" if r["band"] is None else f"{r['band'][0]:.2f}–{r['band'][1]:.2f}"
         L.append(f"| {r['id']} | {r['mode']} | {r['compare']} | {r['concurrency']} | {r['draft']} | {al} | {lens} | "
                  f"{r['measured']:.2f} | {r['central']:.2f} | {r['held_out']:.2f} | {_pct(r['error_held_out'])} | "
                  f"{band} |")
-    L += ["", "## Rows not priced", ""]
-    L += [f"- `{k}`: {why}" for k, why in s["not_priced"].items()] or ["- none"]
-    return "\n".join(L) + "\n"
+    return L

@@ -29,10 +29,11 @@ from ..specs.catalog import bundled_files, load_hardware, load_model
 from ..specs.dtypes import FORMATS
 from ..specs.kernels import ENGINES
 from ..sweep import Layout, deploy
+from ..sweep.runner import resolve_acceptance
 from ..sweep.serving import ServingCase, plain_step, price_serving
 from .sd_corpus import SDRow, measured_speedup
 
-__all__ = ["COMPARE", "Priced", "Setup", "Skip", "measured_of", "predict_row", "price_row", "setup",
+__all__ = ["ASSUMED", "COMPARE", "Priced", "Setup", "Skip", "measured_of", "predict_row", "price_row", "setup",
            "tree_parents"]
 
 # What a row's metric is compared with at the serving level (a latency per request follows its TPOT: with a fixed
@@ -40,6 +41,9 @@ __all__ = ["COMPARE", "Priced", "Setup", "Skip", "measured_of", "predict_row", "
 COMPARE = {"output_throughput": "throughput", "speedup_only": "throughput", "tpot": "tpot", "latency": "tpot",
            "step_time": "step"}
 DRAFTERS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
+ASSUMED = "assumed"  # al_from of a row priced with the pricing path's default acceptance (no AL stated anywhere)
+# Weight formats a row may name by another word: fp16 moves the same bytes at the same tensor-core rate as bf16.
+DTYPE_ALIASES = {"fp16": "bf16", "float16": "bf16", "bfloat16": "bf16"}
 # Engines whose draft-token count includes the tree's root (SGLang's speculative-num-draft-tokens; measured/sd/README)
 ROOT_COUNTED = ("sglang",)
 
@@ -64,8 +68,8 @@ class Setup:
     drafter: str
     gamma: int  # draft steps per round (a tree's depth)
     parents: tuple[int, ...] | None  # a tree (topk > 1), else None (chain)
-    accept_length: float
-    al_from: str  # "row" or the id of the row whose AL was used
+    accept_length: float | None  # None: not stated (the default acceptance is priced)
+    al_from: str  # "row", the id of the row whose AL was used, or ASSUMED
     concurrency: int
     isl: int
     osl: int | None  # None: not stated (the step level at the default context is compared)
@@ -113,14 +117,16 @@ def _dtype(text: str, native: str) -> str:
         return native
     if word == "fp8" and native == "fp8_block":
         return native
+    word = DTYPE_ALIASES.get(word, word)
     if word not in FORMATS:
         raise Skip("unmapped", f"dtype {text!r} names no weight format ({', '.join(FORMATS)})")
     return word
 
 
-def _accept_length(row: SDRow, rows) -> tuple[float, str]:
+def _accept_length(row: SDRow, rows) -> tuple[float | None, str]:
     """The row's AL, else the AL of the same source, target, GPU, layout and drafter configuration at the nearest
-    batch (sources often report AL at one batch only)."""
+    batch (sources often report AL at one batch only), else (None, ASSUMED): the pricing path's default acceptance
+    (such rows are reported apart, never fitted)."""
     if row.accept_length is not None:
         return row.accept_length, "row"
     key = (row.source_key, row.target_catalog, row.gpu, row.tp, row.drafter_kind, row.draft_steps, row.topk,
@@ -128,8 +134,10 @@ def _accept_length(row: SDRow, rows) -> tuple[float, str]:
     same = [r for r in rows if r.accept_length is not None and (r.source_key, r.target_catalog, r.gpu, r.tp,
             r.drafter_kind, r.draft_steps, r.topk, r.draft_tokens) == key]
     if not same:
-        raise Skip("unmapped", "no accept_length (stated by neither the row nor the same configuration of its "
-                               "source)")
+        if row.drafter_kind == "ngram":  # no default acceptance for a lookup drafter
+            raise Skip("unmapped", "no accept_length (stated by neither the row nor the same configuration of its "
+                                   "source; an n-gram drafter has no default acceptance)")
+        return None, ASSUMED
     near = min(same, key=lambda r: abs((r.batch or 1) - (row.batch or 1)))
     return near.accept_length, near.id
 
@@ -159,7 +167,8 @@ def setup(row: SDRow, rows=()) -> Setup:
     level = row.level if lengths_stated or row.level == "step" else "step"
     compare = COMPARE[row.metric] if level == "serving" else "step"
     return Setup(row, row.target_catalog, row.gpu, row.engine, _dtype(row.dtype, model.native_dtype),
-                 DRAFTERS[row.drafter_kind], int(steps), parents, float(al), al_from, int(round(row.batch)),
+                 DRAFTERS[row.drafter_kind], int(steps), parents, None if al is None else float(al), al_from,
+                 int(round(row.batch)),
                  int(row.isl or 0), row.osl, level, compare)
 
 
@@ -218,7 +227,9 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
         raise Skip("refused", str(exc)) from None
     if not ok:
         raise Skip("refused", why)
-    if s.parents is None:
+    if s.accept_length is None:
+        acc = resolve_acceptance(None)
+    elif s.parents is None:
         acc = Acceptance.from_accept_length(min(s.accept_length, s.gamma + 1), s.gamma)
     else:
         acc = _alpha_for_tree(s.parents, s.accept_length)

@@ -20,7 +20,7 @@ from simulator.specdec.tree import node_depths
 from simulator.validate.sd_corpus import COLUMNS, bundled_corpus_path, read_corpus
 from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fit_engine, params_at, validate_sd
 from simulator.validate.sd_report import markdown, summary, text_lines
-from simulator.validate.sd_speedup import Skip, _dtype, price_row, setup, tree_parents
+from simulator.validate.sd_speedup import ASSUMED, Skip, _dtype, price_row, setup, tree_parents
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +70,14 @@ def test_rows_map_to_their_cases(rows):
 def test_rows_that_cannot_be_priced_say_why(rows):
     with pytest.raises(Skip, match="no catalog model"):
         setup(_row(rows, "gpustack-q35a3b-1xh200-r8-mtp1"), rows)
-    with pytest.raises(Skip, match="accept_length"):
-        setup(_row(rows, "amdmtp-ds3-8xmi300x-random-c1"), rows)
+    no_al = setup(_row(rows, "amdmtp-ds3-8xmi300x-random-c1"), rows)  # no AL anywhere: the default, reported apart
+    assert no_al.accept_length is None and no_al.al_from == ASSUMED
+    with pytest.raises(Skip, match="n-gram drafter has no default"):
+        setup(replace(_row(rows, "trt7-scout-8xb200-b1-ngram-k3v5"), accept_length=None, source_key="x"), rows)
     with pytest.raises(Skip, match="concurrency"):
         setup(replace(_row(rows, "tw-glm47f-1xh200-b1"), concurrency_kind="request_rate"), rows)
     assert _dtype("", "fp8_block") == "fp8_block" and _dtype("fp8", "fp8_block") == "fp8_block"
+    assert _dtype("fp16", "bf16") == "bf16"
     assert _dtype("nvfp4 (MoE and dense FFN), bf16 attention", "fp8_block") == "nvfp4"
     with pytest.raises(Skip, match="weight format"):
         _dtype("awq-int3", "bf16")
@@ -109,7 +112,11 @@ def test_fit_recovers_the_parameters_that_made_the_measurements(rows, cache):
         m = RowModel.of(price_row(setup(_row(rows, rid), rows), cache))
         made.append(replace(_row(rows, rid), speedup=m.predict(truth), baseline_value=None, sd_value=None,
                             metric="speedup_only", unit=""))
-    v = validate_sd(tuple(made), "made", cache)
+    # a row without any AL is priced with the default acceptance and never fitted: a wild measurement moves nothing
+    wild = replace(_row(rows, "amdmtp-ds3-8xmi300x-random-c8"), source_key="specforge-339", baseline_value=1.0,
+                   sd_value=50.0)
+    v = validate_sd(tuple(made) + (wild,), "made", cache)
+    assert [o.row.id for o in v.assumed] == [wild.id] and wild.id not in {o.row.id for o in v.priced}
     f = v.fits["sglang"]
     assert f.values[:3] == pytest.approx(true[:3], rel=0.05)
     assert f.pinned()[:3] == ["pinned"] * 3 and f.pinned()[3] == "no row moves it"  # decode overlap hides it
