@@ -21,6 +21,9 @@ Throughput (output tokens/s) = B · AL / T_iter; TPOT (mean time between output 
 
     S_tpot = AL · T_iter,0 / T_iter,SD,      S_thr = S_tpot · B_SD / B_0      (B_SD ≤ B_0 since R_SD ≤ R_0)
 
+A request's end-to-end latency (prefill iterations included) is (R + n_p) · T_iter = C · OSL / throughput (Little's
+law in the closed loop), so its speedup is S_thr.
+
 Exact consequences (tested): ISL = 0 gives n_p = f = 0, B = C and both speedups equal the step-level speedup
 AL · T(C, 1) / T_round(C, γ); OSL → ∞ likewise (f → 0, B → C); γ = 0 gives 1; S_thr ≤ S_tpot; "mixed" never costs
 more per iteration than "separate".
@@ -124,6 +127,15 @@ class ServingPoint:
     @property
     def speedup_tpot(self) -> np.ndarray:
         return self.tpot_base / self.tpot_sd
+
+    @property
+    def latency_base(self) -> np.ndarray:
+        """Mean end-to-end seconds per request without SD, (R_0 + n_p) · T_iter,0 = C · OSL / throughput."""
+        return (self.base.rounds + self.base.chunks_per_request) * self.t_iter_base
+
+    @property
+    def latency_sd(self) -> np.ndarray:
+        return (self.sd.rounds + self.sd.chunks_per_request) * self.t_iter_sd
 
     def as_dict(self) -> dict:
         f = (lambda x: np.asarray(x, dtype=float).tolist())  # noqa: E731

@@ -36,9 +36,9 @@ from .sd_corpus import SDRow, measured_speedup
 __all__ = ["ASSUMED", "COMPARE", "Priced", "Setup", "Skip", "measured_of", "predict_row", "price_row", "setup",
            "tree_parents"]
 
-# What a row's metric is compared with at the serving level (a latency per request follows its TPOT: with a fixed
-# output length the decode time dominates it; prefill appears in both arms).
-COMPARE = {"output_throughput": "throughput", "speedup_only": "throughput", "tpot": "tpot", "latency": "tpot",
+# What a row's metric is compared with at the serving level. A request's mean end-to-end latency in a closed loop of
+# C requests is C · OSL / throughput (Little's law), so its speedup is the throughput speedup (docs/MODEL.md §4.7).
+COMPARE = {"output_throughput": "throughput", "speedup_only": "throughput", "tpot": "tpot", "latency": "throughput",
            "step_time": "step"}
 DRAFTERS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
 ASSUMED = "assumed"  # al_from of a row priced with the pricing path's default acceptance (no AL stated anywhere)

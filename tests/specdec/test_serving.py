@@ -82,6 +82,9 @@ def test_serving_speedup_bounded_by_accept_length(a, b, d, C, isl, osl, g, al, p
     p = _point(a, b, d, C, isl, osl, g, al, prefill)
     assert p.speedup_throughput <= p.speedup_tpot * (1 + 1e-12)
     assert p.speedup_tpot <= al * (1 + 1e-12)
+    # Little's law in the closed loop: latency = C · OSL / throughput, so the latency speedup is the throughput's
+    assert p.latency_base * p.throughput_base == pytest.approx(C * osl, rel=1e-9)
+    assert p.latency_base / p.latency_sd == pytest.approx(p.speedup_throughput, rel=1e-9)
 
 
 @settings(max_examples=40, deadline=None)
