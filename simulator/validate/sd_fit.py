@@ -214,12 +214,15 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
             continue
         (assumed if p.setup.al_from == ASSUMED else models)[r.id] = RowModel.of(p)
     engines = sorted({m.engine for m in models.values()})
-    fits = {e: fit_engine(list(models.values()), e) for e in engines}
+    # the fit trains on rows whose AL was measured at that point (a borrowed AL is one more unknown the host time
+    # would absorb); every priced row is predicted and validated
+    trainable = [m for m in models.values() if m.priced.setup.al_from == "row"]
+    fits = {e: fit_engine(trainable, e) for e in engines}
     sources = [s for s, rs in by_source(rows).items() if any(x.id in models for x in rs)]
-    wide = {e: fit_engine(list(models.values()), e, WIDEN) for e in engines}
+    wide = {e: fit_engine(trainable, e, WIDEN) for e in engines}
     folds, held, wide_held = {}, {}, {}
     for s in sources:
-        train = [m for m in models.values() if m.priced.setup.row.source_key != s]
+        train = [m for m in trainable if m.priced.setup.row.source_key != s]
         test = [m for m in models.values() if m.priced.setup.row.source_key == s]
         folds[s] = {e: fit_engine(train, e) for e in sorted({m.engine for m in test})}
         wfold = {e: fit_engine(train, e, WIDEN) for e in sorted({m.engine for m in test})}
