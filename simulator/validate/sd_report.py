@@ -125,7 +125,11 @@ def _row(o: Outcome) -> dict:
             "compare": compare, "concurrency": s.concurrency, "draft": _draft(o), "accept_length": s.accept_length,
             "al_from": s.al_from, "isl": s.isl, "osl": s.osl, "measured": o.measured, "central": o.central,
             "fitted": o.fitted, "held_out": o.held_out, "error_held_out": o.error("held_out"),
-            "band": list(o.band) if o.band else None}
+            "band": list(o.band) if o.band else None,
+            # a round's cost in plain steps, AL / speedup: what the row implies and what the model prices
+            "round_in_steps": None if s.accept_length is None else [s.accept_length / o.measured,
+                                                                    s.accept_length / o.held_out],
+            "measured_above_al": s.accept_length is not None and o.measured > s.accept_length}
 
 
 def _draft(o: Outcome) -> str:
@@ -216,7 +220,8 @@ def markdown(s: dict, intro: str = "") -> str:
                  f"{_pct(r['mean_abs_error_held_out'])} | {r['losses_predicted']}/{r['losses']} |")
     L += ["", "## Rows", "", "Compared: the serving-level speedup (throughput or TPOT) or the step level; "
           "\"(no lengths)\": a serving measurement whose ISL/OSL the source does not state, compared at the step "
-          "level.", ""]
+          "level. Round in steps: AL / speedup, what one round costs in plain decode steps as the row implies it "
+          "and as the held-out model prices it.", ""]
     L += _row_table(s["rows_detail"])
     a = s["assumed_al"]
     L += ["", "## Rows priced with an assumed acceptance (no AL stated; not fitted, not in the targets)", "",
@@ -231,8 +236,8 @@ def markdown(s: dict, intro: str = "") -> str:
 
 
 def _row_table(rows: list[dict]) -> list[str]:
-    L = ["| id | mode | compared | C | drafter | AL | ISL/OSL | measured | central | held out | error | band |",
-         "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|"]
+    L = ["| id | mode | compared | C | drafter | AL | ISL/OSL | measured | central | held out | error | band | "
+         "round in steps: measured / held out |", "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|---|"]
     for r in rows:
         al = ("default" if r["accept_length"] is None else f"{r['accept_length']:.2f}"
               + ("" if r["al_from"] == "row" else f" (from {r['al_from']})"))
@@ -240,5 +245,12 @@ def _row_table(rows: list[dict]) -> list[str]:
         band = "-" if r["band"] is None else f"{r['band'][0]:.2f}–{r['band'][1]:.2f}"
         L.append(f"| {r['id']} | {r['mode']} | {r['compare']} | {r['concurrency']} | {r['draft']} | {al} | {lens} | "
                  f"{r['measured']:.2f} | {r['central']:.2f} | {r['held_out']:.2f} | {_pct(r['error_held_out'])} | "
-                 f"{band} |")
+                 f"{band} | {_steps(r)} |")
     return L
+
+
+def _steps(r: dict) -> str:
+    if r["round_in_steps"] is None:
+        return "-"
+    m, p = r["round_in_steps"]
+    return f"{m:.2f} / {p:.2f}" + (" (measured > AL: not a decode-only ratio)" if r["measured_above_al"] else "")

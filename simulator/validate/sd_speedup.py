@@ -17,6 +17,7 @@ length), ``refused`` (the layout does not fit or is not expressible).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,15 +125,16 @@ def _dtype(text: str, native: str) -> str:
 
 
 def _accept_length(row: SDRow, rows) -> tuple[float | None, str]:
-    """The row's AL, else the AL of the same source, target, GPU, layout and drafter configuration at the nearest
-    batch (sources often report AL at one batch only), else (None, ASSUMED): the pricing path's default acceptance
-    (such rows are reported apart, never fitted)."""
+    """The row's AL, else the AL of the same source, target, GPU, layout, drafter configuration and dataset at the
+    nearest batch (sources often report AL at one batch only), else (None, ASSUMED): the pricing path's default
+    acceptance (such rows are reported apart, never fitted)."""
     if row.accept_length is not None:
         return row.accept_length, "row"
-    key = (row.source_key, row.target_catalog, row.gpu, row.tp, row.drafter_kind, row.draft_steps, row.topk,
-           row.draft_tokens)
-    same = [r for r in rows if r.accept_length is not None and (r.source_key, r.target_catalog, r.gpu, r.tp,
-            r.drafter_kind, r.draft_steps, r.topk, r.draft_tokens) == key]
+    def key(r: SDRow) -> tuple:
+        return (r.source_key, r.target_catalog, r.gpu, r.tp, r.drafter_kind, r.draft_steps, r.topk, r.draft_tokens,
+                re.sub(r"\s*\(.*?\)", "", r.dataset).strip().lower())  # "HumanEval (75)" is "HumanEval"
+
+    same = [r for r in rows if r.accept_length is not None and key(r) == key(row)]
     if not same:
         if row.drafter_kind == "ngram":  # no default acceptance for a lookup drafter
             raise Skip("unmapped", "no accept_length (stated by neither the row nor the same configuration of its "
