@@ -11,7 +11,7 @@ import numpy as np
 from ..specdec.engine_round import ROUND_PARAMS
 from .sd_fit import FIT_PARAMS, SIX_CASES, WIDEN, Outcome, Validation
 
-__all__ = ["TARGETS", "markdown", "run", "summary", "text_lines"]
+__all__ = ["TARGETS", "findings", "markdown", "run", "summary", "text_lines"]
 
 # The issue's targets (issue 17, "Done when").
 TARGETS = {"held_out_mean_abs_error": 0.15, "band_coverage": 0.80, "six_case_error": 0.25}
@@ -118,6 +118,40 @@ def _diagnostic(v: Validation) -> dict:
     return out
 
 
+def findings(s: dict) -> list[str]:
+    """Sentences computed from the summary: where the error is, what a round costs, what the fit wants."""
+    out = []
+    rows = s["rows_detail"]
+    missed = [k for k, t in s["targets"].items() if not t["met"]]
+    out.append(f"{len(s['targets']) - len(missed)} of {len(s['targets'])} targets met"
+               + (f"; not met: {', '.join(missed)}." if missed else "."))
+    if rows:
+        errs = sorted(rows, key=lambda r: -abs(r["error_held_out"]))
+        total = sum(abs(r["error_held_out"]) for r in rows)
+        top = errs[:5]
+        share = sum(abs(r["error_held_out"]) for r in top) / total if total else 0.0
+        named = ", ".join(r["id"] + " " + _pct(r["error_held_out"]) for r in top)
+        out.append(f"The five largest held-out errors ({named}) carry {_pct(share)} of the summed |error| of the "
+                   f"{len(rows)} rows.")
+    for e in sorted({r["engine"] for r in rows}):
+        st = [r["round_in_steps"] for r in rows if r["engine"] == e and r["round_in_steps"] is not None]
+        if st:
+            m, p = np.median([x[0] for x in st]), np.median([x[1] for x in st])
+            out.append(f"{e}: a round costs {m:.2f} plain decode steps by the median row (AL / measured speedup) "
+                       f"and {p:.2f} as priced held out ({len(st)} rows).")
+    for p in s["params"]:
+        if p["verdict"].startswith("at the"):
+            w = s["diagnostic"]["params"].get(p["engine"], {}).get(p["param"])
+            out.append(f"{p['engine']} `{p['param']}` fits at the {p['verdict'][7:]} of its public range "
+                       f"({p['low_ms']:.3f}–{p['high_ms']:.3f} ms)"
+                       + (f"; with the range widened the rows want {w:.3f} ms." if w is not None else "."))
+    for g in s["diagnostic"]["groups"]:
+        out.append(f"With the ranges widened (diagnostic, not used) {g['engine']} would reach "
+                   f"{_pct(g['mean_abs_error_held_out'])} held out and call {g['losses_predicted']}/{g['losses']} "
+                   "losses.")
+    return out
+
+
 def _row(o: Outcome) -> dict:
     s = o.setup
     compare = s.compare + (" (no lengths)" if s.level == "step" and o.row.level == "serving" else "")
@@ -181,6 +215,7 @@ def markdown(s: dict, intro: str = "") -> str:
                                                                else str(t["value"]))
         goal = _pct(t["target"]) if isinstance(t["target"], float) else str(t["target"])
         L.append(f"| {k} | {val} | {goal} | {'yes' if t['met'] else '**no**'} |")
+    L += ["", "## Findings (computed from the tables below)", ""] + [f"- {f}" for f in findings(s)]
     L += ["", "## Per engine and execution mode", "",
           "| engine | mode | rows | sources | central | fit | held out | bias (held out) | losses predicted | "
           "false losses | band coverage |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -19,7 +19,7 @@ from simulator.specdec.engine_round import ROUND_PARAMS
 from simulator.specdec.tree import node_depths
 from simulator.validate.sd_corpus import COLUMNS, bundled_corpus_path, read_corpus
 from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fit_engine, params_at, validate_sd
-from simulator.validate.sd_report import markdown, summary, text_lines
+from simulator.validate.sd_report import findings, markdown, summary, text_lines
 from simulator.validate.sd_speedup import ASSUMED, Skip, _dtype, price_row, setup, tree_parents
 
 
@@ -125,6 +125,10 @@ def test_fit_recovers_the_parameters_that_made_the_measurements(rows, cache):
     s = summary(v)
     assert s["targets"]["held_out_mean_abs_error"]["met"]
     assert "| held_out_mean_abs_error |" in markdown(s) and any("met" in x for x in text_lines(s))
+    met = [k for k, t in s["targets"].items() if t["met"]]
+    first = findings(s)[0]
+    assert first.startswith(f"{len(met)} of {len(s['targets'])} targets met")
+    assert all((k in first) == (k not in met) for k in s["targets"])
     real = validate_sd(tuple(_row(rows, r) for r in IDS), "real", cache)
     assert summary(real)["overall"]["mean_abs_error_held_out"] > 0.05
     assert not summary(real)["targets"]["every_loss_predicted"]["met"]
