@@ -1,8 +1,8 @@
 """Serving-level speedup priced on the one pricing path (docs/MODEL.md §4.7): :func:`price_serving` turns a served
 workload (concurrency C, ISL, OSL, draft length γ) into the decode batches of both arms
-(:func:`simulator.specdec.serving.occupancy`), prices them with :func:`.runner.price` (decode step, SD round, and the
-step-level speedup at batch C, all at the mean decode context ISL + OSL / 2) and prices one prefill chunk with the
-same step-time model (:class:`~simulator.specdec.StepCache`, batch 1, c tokens, at the chunk's mean cached context).
+(:func:`simulator.specdec.serving.occupancy`), prices them with :func:`simulator.pricing.price` (decode step, SD
+round, and the step-level speedup at batch C, all at the mean decode context ISL + OSL / 2) and prices one prefill
+chunk with :func:`simulator.pricing.price_pass` (batch 1, c tokens, at the chunk's mean cached context).
 
 A fractional decode batch B is priced by linear interpolation between ⌊B⌋ and ⌈B⌉ (the mean over iterations of a
 batch that moves between them); below one row the iteration that decodes has one row (B is priced at 1).
@@ -17,15 +17,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..cost.deployment import Deployment, preset
-from ..specdec import Acceptance, Drafter, StepCache
+from ..errors import ParameterError
+from ..pricing import Case, Scenario, price, price_pass
+from ..specdec import StepCache
 from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, occupancy, serving_point
 from ..specdec.tree import tree_accept_length
-from ..specs.hardware import HardwareProfile
-from ..specs.model import ModelSpec
-from .runner import price, price_tree, resolve_acceptance
-from .table import Case
-from .variants import Variant
 
 __all__ = ["ServingCase", "decode_context", "plain_step", "price_serving"]
 
@@ -83,43 +79,39 @@ def _interp(batches: np.ndarray, values, b: float) -> float:
     return float(np.interp(max(b, 1.0), batches, np.asarray(values, dtype=float)))
 
 
-def price_serving(model: ModelSpec, hw: HardwareProfile, dep: Deployment, concurrency: int, gamma: int,
-                  isl: float, osl: float, *, mode: str = "refined", variant: Variant | None = None,
-                  acceptance: Acceptance | None = None, drafter: str | Drafter = "eagle", chunk: int = DEFAULT_CHUNK,
-                  prefill: str = "mixed", cache: StepCache | None = None, parents=None) -> ServingCase:
-    """Throughput and TPOT of C closed-loop requests of ISL → OSL tokens with and without SD at draft length γ
-    (aggregated serving, prefill ``mixed`` into decode iterations or ``separate``), and the step-level speedup at
-    batch C, at the same decode context. ``parents``: a draft tree instead of the chain (:func:`.runner.price_tree`;
-    ``gamma`` is then ignored)."""
+def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma: int | None = None, *,
+                  chunk: int = DEFAULT_CHUNK, prefill: str = "mixed", cache: StepCache | None = None) -> ServingCase:
+    """Throughput and TPOT of C closed-loop requests of ISL → OSL tokens with and without SD at draft length
+    ``gamma`` (or the scenario's draft tree; ``gamma`` is then its drafted nodes), in aggregated serving (prefill
+    ``mixed`` into decode iterations or ``separate``), and the step-level speedup at batch C, at the same decode
+    context (the scenario's context is replaced by ISL + OSL / 2)."""
     cache = cache or StepCache()
-    v = variant or Variant()
-    acc = v.acceptance or resolve_acceptance(acceptance)
-    if parents is None:
-        al = float(acc.accept_length(np.asarray([int(gamma)]))[0])
+    if sc.tree is None:
+        if gamma is None:
+            raise ParameterError("price_serving: a chain needs its draft length (gamma)", owner="price_serving",
+                                 param="gamma")
+        al = float(sc.accept.accept_length(np.asarray([int(gamma)]))[0])
     else:
-        al = float(tree_accept_length(parents, acc))
-        gamma = len(parents) - 1
+        al = float(tree_accept_length(sc.tree, sc.accept))
+        gamma = len(sc.tree) - 1
     base = occupancy(concurrency, isl, osl, 1.0, chunk)
     sd = occupancy(concurrency, isl, osl, al, chunk)
     bs = {float(concurrency)}
     for b in (float(base.decode_batch), float(sd.decode_batch)):
         bs |= {max(np.floor(b), 1.0), max(np.ceil(b), 1.0)}
     grid = np.asarray(sorted(bs))
-    ctx = decode_context(isl, osl)
-    kw = dict(mode=mode, variant=v, acceptance=acc, drafter=drafter, context=ctx, cache=cache)
-    case = (price(model, hw, dep, grid.astype(int), [int(gamma)], **kw) if parents is None
-            else price_tree(model, hw, dep, grid.astype(int), parents, **kw))
+    s = sc.edit(context=decode_context(isl, osl))
+    case = price(s, grid.astype(int), None if s.tree is not None else [int(gamma)], cache=cache)
     r = case.result
     c_tok = int(base.chunk_tokens)  # both arms chunk a prompt the same way
     t_chunk = t_tok = 0.0
     if c_tok > 0:
-        mech = v.mechanisms_for(preset(mode))
-        if mech.routing == "overlap":  # a chunk of c consecutive tokens: independent routing (closed form, below)
-            mech = mech.with_(routing="independent")
         pctx = int(round((float(base.chunks_per_request) - 1) / 2 * c_tok))  # mean cached tokens before a chunk
-        res = cache.step(model, case.hardware, case.deployment, np.ones(2), np.asarray([c_tok, 1.0]), pctx, mech,
-                         v.overlap)
-        t_chunk, t_tok = float(res.time[0]), float(res.time[1])
+        pre = s.edit(context=pctx, tree=None)
+        if pre.mechanisms.routing == "overlap":  # a chunk of c consecutive tokens: independent routing (above)
+            pre = pre.edit(routing="independent")
+        t_chunk = float(price_pass(pre, [1], c_tok, cache=cache, check_fit=False).time[0])
+        t_tok = float(price_pass(pre, [1], 1, cache=cache, check_fit=False).time[0])
     out = ServingCase(case, grid, base, sd, al, t_chunk, t_tok, None, float(isl), float(osl), int(gamma), prefill)
     point = out.point_for(plain_step(r), r.t_round[0], r.speedup[0, out.at_concurrency])
     return replace(out, point=point)

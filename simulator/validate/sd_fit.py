@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost.deployment import preset
 from ..specdec import StepCache
 from ..specdec.engine_round import ROUND_PARAMS, Band, RoundParams, round_terms
 from ..specdec.rounds import draft_vocab
@@ -72,7 +71,7 @@ class RowModel:
         """The compared speedup under ``params`` (None: the engine's ROUND_PARAMS)."""
         p, case = self.priced, self.priced.serving.step
         grid = p.serving.grid
-        terms = round_terms(case.hardware, case.deployment, preset(case.mode), grid, [self.steps],
+        terms = round_terms(case.hardware, case.deployment, case.scenario.mechanisms, grid, [self.steps],
                             [p.serving.accept_length], self.gpu[None, :], self.t_decode, self.v_draft, self.v_target,
                             case.drafter.kind, tree=self.tree, positions=[self.positions], params=params)
         t_round = self.gpu + terms.kernels["central"][0] + terms.host["central"][0]

@@ -24,13 +24,13 @@ import numpy as np
 
 from ..cost.ops import DEFAULT_CONTEXT
 from ..errors import SimulatorError
+from ..pricing import Layout, Request
 from ..specdec import Acceptance, StepCache
 from ..specdec.tree import tree_accept_length
 from ..specs.catalog import bundled_files, load_hardware, load_model
 from ..specs.dtypes import FORMATS
 from ..specs.kernels import ENGINES
-from ..sweep import Layout, deploy
-from ..sweep.runner import resolve_acceptance
+from ..sweep.runner import deploy, in_mode
 from ..sweep.serving import ServingCase, plain_step, price_serving
 from .sd_corpus import SDRow, measured_speedup
 
@@ -220,28 +220,27 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
     """Price one set-up row (raises :class:`Skip` ``refused`` when the layout cannot run)."""
     r = s.row
     model, hw = load_model(s.model), load_hardware(s.hardware)
-    layout = Layout(dtype=s.dtype, tp=r.tp, ep=r.ep, dp=r.dp, gpus=r.gpu_count, options=(("engine", s.engine),))
-    ctx = DEFAULT_CONTEXT if s.osl is None else s.isl + s.osl
-    try:
-        dep, ok, why = deploy(model, hw, layout, [s.concurrency], s.gamma if s.parents is None else len(s.parents),
-                              ctx)
-    except SimulatorError as exc:
-        raise Skip("refused", str(exc)) from None
-    if not ok:
-        raise Skip("refused", why)
     if s.accept_length is None:
-        acc = resolve_acceptance(None)
+        acc = None  # the pricing path's default acceptance
     elif s.parents is None:
         acc = Acceptance.from_accept_length(min(s.accept_length, s.gamma + 1), s.gamma)
     else:
         acc = _alpha_for_tree(s.parents, s.accept_length)
     isl, osl = (0, 2 * DEFAULT_CONTEXT) if s.osl is None else (s.isl, s.osl)
+    layout = Layout(dtype=s.dtype, tp=r.tp, ep=r.ep, dp=r.dp, gpus=r.gpu_count, options=(("engine", s.engine),))
+    req = Request(layout=layout, drafter=s.drafter, acceptance=acc, context=isl + osl)
     try:
-        sc = price_serving(model, hw, dep, s.concurrency, s.gamma, isl, osl, mode=mode, acceptance=acc,
-                           drafter=s.drafter, cache=cache, parents=s.parents)
+        sc, ok, why = deploy(model, hw, req, [s.concurrency], s.gamma if s.parents is None else len(s.parents))
+        sc = in_mode(sc if s.parents is None else sc.edit(tree=s.parents), mode, req)
     except SimulatorError as exc:
         raise Skip("refused", str(exc)) from None
-    return Priced(s, sc, measured_of(r))
+    if not ok:
+        raise Skip("refused", why)
+    try:
+        served = price_serving(sc, s.concurrency, isl, osl, s.gamma if s.parents is None else None, cache=cache)
+    except SimulatorError as exc:
+        raise Skip("refused", str(exc)) from None
+    return Priced(s, served, measured_of(r))
 
 
 def predict_row(row: SDRow, rows=(), cache: StepCache | None = None) -> Priced:

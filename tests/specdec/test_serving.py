@@ -120,22 +120,21 @@ def test_bad_lengths_are_refused():
 
 @pytest.fixture(scope="module")
 def qwen():
+    from simulator.pricing import resolve
     from simulator.specdec import Acceptance, StepCache
-    from simulator.specs.catalog import load_hardware, load_model
-    from simulator.sweep import Layout, deploy
 
-    m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
-    dep, _, _ = deploy(m, hw, Layout(dtype="bf16", tp=2, gpus=2, options=(("engine", "sglang"),)), [1], 3, 1024)
-    return m, hw, dep, Acceptance.from_accept_length(2.5, 3), StepCache()
+    acc = Acceptance.from_accept_length(2.5, 3)
+    sc = resolve("qwen3-30b-a3b", "h100-sxm", dtype="bf16", tp=2, gpus=2, engine="sglang", acceptance=acc)
+    return sc, StepCache()
 
 
 def test_priced_serving_without_prompt_equals_the_step_level_speedup(qwen):
-    from simulator.sweep import price
+    from simulator.pricing import price
     from simulator.sweep.serving import decode_context, price_serving
 
-    m, hw, dep, acc, cache = qwen
-    s = price_serving(m, hw, dep, 16, 3, 0, 600, acceptance=acc, cache=cache)
-    direct = price(m, hw, dep, [16], [3], acceptance=acc, context=decode_context(0, 600), cache=cache)
+    sc, cache = qwen
+    s = price_serving(sc, 16, 0, 600, 3, cache=cache)
+    direct = price(sc.edit(context=decode_context(0, 600)), [16], [3], cache=cache)
     assert s.point.step_speedup == pytest.approx(float(direct.result.speedup[0, 0]), rel=1e-12)
     assert float(s.point.speedup_throughput) == pytest.approx(float(s.point.step_speedup), rel=1e-12)
 
@@ -143,12 +142,23 @@ def test_priced_serving_without_prompt_equals_the_step_level_speedup(qwen):
 def test_priced_serving_prompt_costs_and_gamma_zero(qwen):
     from simulator.sweep.serving import price_serving
 
-    m, hw, dep, acc, cache = qwen
-    s = price_serving(m, hw, dep, 64, 3, 4000, 200, acceptance=acc, cache=cache)
+    sc, cache = qwen
+    s = price_serving(sc, 64, 4000, 200, 3, cache=cache)
     assert float(s.point.speedup_throughput) < float(s.point.speedup_tpot) < float(s.point.step_speedup)
     assert float(s.point.throughput_base) > 0 and s.as_dict()["prefill"] == "mixed"
-    sep = price_serving(m, hw, dep, 64, 3, 4000, 200, acceptance=acc, cache=cache, prefill="separate")
+    sep = price_serving(sc, 64, 4000, 200, 3, cache=cache, prefill="separate")
     assert float(sep.point.throughput_base) < float(s.point.throughput_base)
-    z = price_serving(m, hw, dep, 64, 0, 4000, 200, acceptance=acc, cache=cache)
+    z = price_serving(sc, 64, 4000, 200, 0, cache=cache)
     assert float(z.point.speedup_tpot) == 1.0 and float(z.point.speedup_throughput) == 1.0
     assert np.isfinite(float(z.point.tpot_base))
+    with pytest.raises(SimulatorError, match="gamma"):
+        price_serving(sc, 4, 100, 100, cache=cache)
+
+
+def test_priced_serving_of_a_tree_uses_its_nodes(qwen):
+    from simulator.sweep.serving import price_serving
+
+    sc, cache = qwen
+    t = price_serving(sc.edit(tree=(-1, 0, 0, 1, 2)), 8, 500, 300, cache=cache)
+    assert t.gamma == 4 and 1 < t.accept_length <= 4
+    assert t.step.result.t_round.shape == (1, t.grid.size)
