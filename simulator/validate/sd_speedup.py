@@ -228,7 +228,9 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
         acc = _alpha_for_tree(s.parents, s.accept_length)
     isl, osl = (0, 2 * DEFAULT_CONTEXT) if s.osl is None else (s.isl, s.osl)
     layout = Layout(dtype=s.dtype, tp=r.tp, ep=r.ep, dp=r.dp, gpus=r.gpu_count, options=(("engine", s.engine),))
-    req = Request(layout=layout, drafter=s.drafter, acceptance=acc, context=isl + osl)
+    # memory is checked at the longest context a request reaches (the default context when no lengths are stated)
+    req = Request(layout=layout, drafter=s.drafter, acceptance=acc,
+                  context=DEFAULT_CONTEXT if s.osl is None else isl + osl)
     try:
         sc, ok, why = deploy(model, hw, req, [s.concurrency], s.gamma if s.parents is None else len(s.parents))
         sc = in_mode(sc if s.parents is None else sc.edit(tree=s.parents), mode, req)
