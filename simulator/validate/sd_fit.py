@@ -177,6 +177,7 @@ class Outcome:
     held_out: float = float("nan")  # fit on every other source
     band: tuple[float, float] | None = None
     mode: str = ""  # "sd off / decode on" (the execution mode priced)
+    step_level: float = float("nan")  # the step-level speedup at batch C (central), beside a serving-level compare
 
     def error(self, which: str) -> float:
         return getattr(self, which) / self.measured - 1
@@ -242,5 +243,5 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         status, why = ("priced", "") if r.id in models else ("assumed", "no AL stated: the default acceptance")
         mode = f"sd {res.sd_overlap} / decode {res.decode_overlap}"
         out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(), fitted,
-                           held.get(r.id, fitted), m.priced.band(), mode))
+                           held.get(r.id, fitted), m.priced.band(), mode, float(m.priced.serving.point.step_speedup)))
     return Validation(corpus, tuple(out), fits, folds, wide, wide_held)

@@ -108,7 +108,8 @@ def _diagnostic(v: Validation) -> dict:
                                       for e, f in v.wide.items()}, "groups": []}
     groups = {}
     for o in v.priced:
-        groups.setdefault(o.row.engine, []).append(o)
+        if o.row.id in v.wide_held_out:
+            groups.setdefault(o.row.engine, []).append(o)
     for e, os in sorted(groups.items()):
         errs = [v.wide_held_out[o.row.id] / o.measured - 1 for o in os]
         losses = [o for o in os if o.measured < 1]
@@ -159,6 +160,7 @@ def _row(o: Outcome) -> dict:
             "compare": compare, "concurrency": s.concurrency, "draft": _draft(o), "accept_length": s.accept_length,
             "al_from": s.al_from, "isl": s.isl, "osl": s.osl, "measured": o.measured, "central": o.central,
             "fitted": o.fitted, "held_out": o.held_out, "error_held_out": o.error("held_out"),
+            "step_level": o.step_level,
             "band": list(o.band) if o.band else None,
             # a round's cost in plain steps, AL / speedup: what the row implies and what the model prices
             "round_in_steps": None if s.accept_length is None else [s.accept_length / o.measured,
@@ -255,7 +257,8 @@ def markdown(s: dict, intro: str = "") -> str:
                  f"{_pct(r['mean_abs_error_held_out'])} | {r['losses_predicted']}/{r['losses']} |")
     L += ["", "## Rows", "", "Compared: the serving-level speedup (throughput or TPOT) or the step level; "
           "\"(no lengths)\": a serving measurement whose ISL/OSL the source does not state, compared at the step "
-          "level. Round in steps: AL / speedup, what one round costs in plain decode steps as the row implies it "
+          "level; a serving row's central prediction shows the step-level speedup at batch C beside it. "
+          "Round in steps: AL / speedup, what one round costs in plain decode steps as the row implies it "
           "and as the held-out model prices it.", ""]
     L += _row_table(s["rows_detail"])
     a = s["assumed_al"]
@@ -271,17 +274,23 @@ def markdown(s: dict, intro: str = "") -> str:
 
 
 def _row_table(rows: list[dict]) -> list[str]:
-    L = ["| id | mode | compared | C | drafter | AL | ISL/OSL | measured | central | held out | error | band | "
-         "round in steps: measured / held out |", "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|---|"]
+    L = ["| id | mode | compared | C | drafter | AL | ISL/OSL | measured | central (step level) | held out | error | "
+         "band | round in steps: measured / held out |",
+         "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|---|"]
     for r in rows:
         al = ("default" if r["accept_length"] is None else f"{r['accept_length']:.2f}"
               + ("" if r["al_from"] == "row" else f" (from {r['al_from']})"))
         lens = "-" if r["osl"] is None else f"{r['isl']}/{r['osl']}"
         band = "-" if r["band"] is None else f"{r['band'][0]:.2f}–{r['band'][1]:.2f}"
         L.append(f"| {r['id']} | {r['mode']} | {r['compare']} | {r['concurrency']} | {r['draft']} | {al} | {lens} | "
-                 f"{r['measured']:.2f} | {r['central']:.2f} | {r['held_out']:.2f} | {_pct(r['error_held_out'])} | "
-                 f"{band} | {_steps(r)} |")
+                 f"{r['measured']:.2f} | {r['central']:.2f}{_step(r)} | {r['held_out']:.2f} | "
+                 f"{_pct(r['error_held_out'])} | {band} | {_steps(r)} |")
     return L
+
+
+def _step(r: dict) -> str:
+    """The step-level speedup at batch C beside a serving-level prediction (central parameters)."""
+    return "" if r["compare"].startswith("step") else f" ({r['step_level']:.2f})"
 
 
 def _steps(r: dict) -> str:
