@@ -2,12 +2,14 @@
 (docs/MODEL.md §4.7, "Serving-level speedup"). Pure equations over step times; pricing is in
 :mod:`simulator.sweep.serving`.
 
-Steady state (mean field): every request is one prefill of ISL tokens (in n_p = ⌈ISL / chunk⌉ chunks of
+Steady state (mean field): the engine runs N = min(C, cap) of the C requests at once (``cap``: its most running
+requests, e.g. a KV-capacity or scheduler limit; none by default), the others wait in its queue; every request is
+one prefill of ISL tokens (in n_p = ⌈ISL / chunk⌉ chunks of
 c = ⌈ISL / n_p⌉ tokens, one chunk per iteration) followed by R = OSL / AL decode iterations (AL = 1 without SD, AL(γ)
 with it). A request holds its slot for n_p + R iterations, so of the C slots
 
-    B = C · R / (R + n_p)           decode rows per iteration (the effective decode batch)
-    f = C · n_p / (R + n_p)         prefill chunks per iteration (B + f = C);  f · c ≈ C · ISL / (R + n_p) tokens
+    B = N · R / (R + n_p)           decode rows per iteration (the effective decode batch)
+    f = N · n_p / (R + n_p)         prefill chunks per iteration (B + f = N);  f · c ≈ N · ISL / (R + n_p) tokens
 
 and one iteration costs
 
@@ -21,8 +23,8 @@ Throughput (output tokens/s) = B · AL / T_iter; TPOT (mean time between output 
 
     S_tpot = AL · T_iter,0 / T_iter,SD,      S_thr = S_tpot · B_SD / B_0      (B_SD ≤ B_0 since R_SD ≤ R_0)
 
-A request's end-to-end latency (prefill iterations included) is (R + n_p) · T_iter = C · OSL / throughput (Little's
-law in the closed loop), so its speedup is S_thr.
+A request's end-to-end latency (queueing and prefill iterations included) is C / N · (R + n_p) · T_iter =
+C · OSL / throughput (Little's law in the closed loop), so its speedup is S_thr.
 
 Exact consequences (tested): ISL = 0 gives n_p = f = 0, B = C and both speedups equal the step-level speedup
 AL · T(C, 1) / T_round(C, γ); OSL → ∞ likewise (f → 0, B → C); γ = 0 gives 1; S_thr ≤ S_tpot; "mixed" never costs
@@ -38,7 +40,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import Interval, Options, Param, declare
 
-__all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "LENGTHS", "PREFILL", "Occupancy", "ServingPoint",
+__all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "LENGTHS", "PREFILL", "RUNNING_CAP", "Occupancy", "ServingPoint",
            "iteration_time", "occupancy", "serving_point"]
 
 # Tokens a prefill chunk may hold per iteration: vLLM's default max_num_batched_tokens for the OpenAI server on GPUs
@@ -48,6 +50,7 @@ DEFAULT_CHUNK = 8192
 CHUNK = Param(Interval(int, 1, None), unit="prefill tokens per chunk")
 CONCURRENCY = Param(Interval(float, 1.0, None), unit="concurrent requests", many=True)
 LENGTHS = Param(Interval(float, 0.0, None), unit="tokens per request", many=True)
+RUNNING_CAP = Param(Interval(float, 1.0, None), None, unit="running requests")
 PREFILL = Param(Options(("mixed", "separate")), unit="how prefill meets decode")
 
 
@@ -56,11 +59,12 @@ class Occupancy:
     """How C closed-loop slots split between decoding and prefilling in steady state (arrays, broadcast)."""
 
     concurrency: np.ndarray  # C
+    running: np.ndarray  # N = min(C, cap): requests the engine runs at once (the others wait in its queue)
     rounds: np.ndarray  # R = OSL / AL decode iterations per request
     chunks_per_request: np.ndarray  # n_p = ceil(ISL / chunk)
     chunk_tokens: np.ndarray  # c = ceil(ISL / n_p) (0 when ISL = 0)
-    decode_batch: np.ndarray  # B = C · R / (R + n_p)
-    chunks: np.ndarray  # f = C · n_p / (R + n_p) prefill chunks per iteration
+    decode_batch: np.ndarray  # B = N · R / (R + n_p)
+    chunks: np.ndarray  # f = N · n_p / (R + n_p) prefill chunks per iteration
 
     @property
     def prefill_tokens(self) -> np.ndarray:
@@ -68,11 +72,13 @@ class Occupancy:
         return self.chunks * self.chunk_tokens
 
 
-@declare(concurrency=CONCURRENCY, isl=LENGTHS, osl=LENGTHS, chunk=CHUNK)
-def occupancy(concurrency, isl, osl, accept_length, chunk: int = DEFAULT_CHUNK) -> Occupancy:
+@declare(concurrency=CONCURRENCY, isl=LENGTHS, osl=LENGTHS, chunk=CHUNK, cap=RUNNING_CAP)
+def occupancy(concurrency, isl, osl, accept_length, chunk: int = DEFAULT_CHUNK, cap: float | None = None) -> Occupancy:
     """Steady-state split of C slots (module docstring). ``osl`` must be > 0 (a request decodes at least once);
-    ``accept_length`` ≥ 1 (tokens per decode iteration; 1 without SD)."""
+    ``accept_length`` ≥ 1 (tokens per decode iteration; 1 without SD); ``cap``: the most requests the engine runs at
+    once (None: no cap), the rest wait in its queue."""
     c, i, o, al = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (concurrency, isl, osl, accept_length)))
+    n = c if cap is None else np.minimum(c, float(cap))
     if np.any(o <= 0):
         raise ParameterError(f"osl must be > 0 (a served request decodes at least one token); got {o.min():g}")
     if np.any(al < 1):
@@ -80,7 +86,7 @@ def occupancy(concurrency, isl, osl, accept_length, chunk: int = DEFAULT_CHUNK) 
     n_p = np.ceil(i / chunk)
     c_tok = np.where(n_p > 0, np.ceil(i / np.maximum(n_p, 1)), 0.0)
     r = o / al
-    return Occupancy(c, r, n_p, c_tok, c * r / (r + n_p), c * n_p / (r + n_p))
+    return Occupancy(c, n, r, n_p, c_tok, n * r / (r + n_p), n * n_p / (r + n_p))
 
 
 @declare(prefill=PREFILL)
@@ -130,12 +136,13 @@ class ServingPoint:
 
     @property
     def latency_base(self) -> np.ndarray:
-        """Mean end-to-end seconds per request without SD, (R_0 + n_p) · T_iter,0 = C · OSL / throughput."""
-        return (self.base.rounds + self.base.chunks_per_request) * self.t_iter_base
+        """Mean end-to-end seconds per request without SD, queueing included: C / N · (R_0 + n_p) · T_iter,0
+        = C · OSL / throughput."""
+        return _latency(self.base, self.t_iter_base)
 
     @property
     def latency_sd(self) -> np.ndarray:
-        return (self.sd.rounds + self.sd.chunks_per_request) * self.t_iter_sd
+        return _latency(self.sd, self.t_iter_sd)
 
     def as_dict(self) -> dict:
         f = (lambda x: np.asarray(x, dtype=float).tolist())  # noqa: E731
@@ -148,6 +155,10 @@ class ServingPoint:
                 "tpot_base_ms": f(self.tpot_base * 1e3), "tpot_sd_ms": f(self.tpot_sd * 1e3),
                 "speedup_throughput": f(self.speedup_throughput), "speedup_tpot": f(self.speedup_tpot),
                 "step_speedup": f(self.step_speedup)}
+
+
+def _latency(o: Occupancy, t_iter) -> np.ndarray:
+    return o.concurrency / o.running * (o.rounds + o.chunks_per_request) * t_iter
 
 
 def serving_point(base: Occupancy, sd: Occupancy, accept_length, t_decode_base, t_round_sd, t_chunk_base,

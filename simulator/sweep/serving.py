@@ -80,11 +80,13 @@ def _interp(batches: np.ndarray, values, b: float) -> float:
 
 
 def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma: int | None = None, *,
-                  chunk: int = DEFAULT_CHUNK, prefill: str = "mixed", cache: StepCache | None = None) -> ServingCase:
+                  chunk: int = DEFAULT_CHUNK, prefill: str = "mixed", cap_base: float | None = None,
+                  cap_sd: float | None = None, cache: StepCache | None = None) -> ServingCase:
     """Throughput and TPOT of C closed-loop requests of ISL → OSL tokens with and without SD at draft length
     ``gamma`` (or the scenario's draft tree; ``gamma`` is then its drafted nodes), in aggregated serving (prefill
     ``mixed`` into decode iterations or ``separate``), and the step-level speedup at batch C, at the same decode
-    context (the scenario's context is replaced by ISL + OSL / 2)."""
+    context (the scenario's context is replaced by ISL + OSL / 2). ``cap_base`` / ``cap_sd``: the most requests
+    each arm runs at once (None: all C; the rest queue)."""
     cache = cache or StepCache()
     if sc.tree is None:
         if gamma is None:
@@ -94,8 +96,8 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     else:
         al = float(tree_accept_length(sc.tree, sc.accept))
         gamma = len(sc.tree) - 1
-    base = occupancy(concurrency, isl, osl, 1.0, chunk)
-    sd = occupancy(concurrency, isl, osl, al, chunk)
+    base = occupancy(concurrency, isl, osl, 1.0, chunk, cap_base)
+    sd = occupancy(concurrency, isl, osl, al, chunk, cap_sd)
     bs = {float(concurrency)}
     for b in (float(base.decode_batch), float(sd.decode_batch)):
         bs |= {max(np.floor(b), 1.0), max(np.ceil(b), 1.0)}

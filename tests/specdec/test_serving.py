@@ -19,9 +19,9 @@ osl_s = st.integers(1, 20000)
 al_s = st.floats(1.0, 6.0)
 
 
-def _point(a, b, d, C, isl, osl, gamma, al, prefill="mixed", chunk=8192):
-    base = occupancy(C, isl, osl, 1.0, chunk)
-    sd = occupancy(C, isl, osl, al, chunk)
+def _point(a, b, d, C, isl, osl, gamma, al, prefill="mixed", chunk=8192, caps=(None, None)):
+    base = occupancy(C, isl, osl, 1.0, chunk, caps[0])
+    sd = occupancy(C, isl, osl, al, chunk, caps[1])
     t = lambda B, s: a + b * B * s  # noqa: E731
     c = float(base.chunk_tokens)
     t_dec0 = t(base.decode_batch, 1)
@@ -105,6 +105,25 @@ def test_prefill_lowers_the_serving_speedup_of_a_winning_case():
     assert p.step_speedup > 2.0
     assert p.speedup_tpot < 0.8 * p.step_speedup
     assert p.speedup_throughput < p.speedup_tpot
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=coef, b=coef, d=coef, C=conc, isl=isl_s, osl=osl_s, g=st.integers(1, 8), al=al_s,
+       cap=st.floats(1.0, 600.0))
+def test_a_running_cap_queues_the_rest(a, b, d, C, isl, osl, g, al, cap):
+    """A cap at or above C changes nothing; below C only N = cap requests run, TPOT is that of N, and Little's law
+    still gives latency · throughput = C · OSL; capping only the SD arm never raises its throughput speedup."""
+    al = min(al, g + 1)
+    free = _point(a, b, d, C, isl, osl, g, al)
+    both = _point(a, b, d, C, isl, osl, g, al, caps=(cap, cap))
+    if cap >= C:
+        assert both.speedup_throughput == pytest.approx(free.speedup_throughput, rel=1e-12)
+    else:
+        assert both.sd.running == cap and both.base.decode_batch + both.base.chunks == pytest.approx(cap)
+    for p in (free, both):
+        assert p.latency_sd * p.throughput_sd == pytest.approx(C * osl, rel=1e-9)
+    sd_only = _point(a, b, d, C, isl, osl, g, al, caps=(None, cap))
+    assert sd_only.speedup_throughput <= free.speedup_throughput * (1 + 1e-12)
 
 
 def test_bad_lengths_are_refused():
