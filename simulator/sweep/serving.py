@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..pricing import Case, Scenario, price, price_pass
 from ..specdec import StepCache
-from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, occupancy, serving_point
+from ..specdec.serving import DEFAULT_CHUNK, ENGINE_SERVING, Occupancy, ServingPoint, occupancy, serving_point
 from ..specdec.tree import tree_accept_length
 
 __all__ = ["ServingCase", "decode_context", "plain_step", "price_serving"]
@@ -80,13 +80,14 @@ def _interp(batches: np.ndarray, values, b: float) -> float:
 
 
 def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma: int | None = None, *,
-                  chunk: int = DEFAULT_CHUNK, prefill: str = "mixed", cap_base: float | None = None,
-                  cap_sd: float | None = None, cache: StepCache | None = None) -> ServingCase:
+                  chunk: int = DEFAULT_CHUNK, prefill: str | None = None, caps: tuple | None = None,
+                  cache: StepCache | None = None) -> ServingCase:
     """Throughput and TPOT of C closed-loop requests of ISL → OSL tokens with and without SD at draft length
     ``gamma`` (or the scenario's draft tree; ``gamma`` is then its drafted nodes), in aggregated serving (prefill
     ``mixed`` into decode iterations or ``separate``), and the step-level speedup at batch C, at the same decode
-    context (the scenario's context is replaced by ISL + OSL / 2). ``cap_base`` / ``cap_sd``: the most requests
-    each arm runs at once (None: all C; the rest queue)."""
+    context (the scenario's context is replaced by ISL + OSL / 2). ``caps``: (plain, SD) the most requests each arm
+    runs at once (None in a place: all C; the rest queue). ``prefill`` and ``caps`` default to the engine's
+    (:data:`simulator.specdec.serving.ENGINE_SERVING`: the SD arm's scheduler limit, none for the plain arm)."""
     cache = cache or StepCache()
     if sc.tree is None:
         if gamma is None:
@@ -96,6 +97,11 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     else:
         al = float(tree_accept_length(sc.tree, sc.accept))
         gamma = len(sc.tree) - 1
+    eng = ENGINE_SERVING.get(sc.engine)
+    prefill = prefill or (eng.prefill if eng else "mixed")
+    cap_base, cap_sd = caps if caps is not None else (None, eng.cap_sd if eng else None)
+    if sc.tree is None and int(gamma) == 0:
+        cap_sd = cap_base  # γ = 0 is plain decoding: the same server
     base = occupancy(concurrency, isl, osl, 1.0, chunk, cap_base)
     sd = occupancy(concurrency, isl, osl, al, chunk, cap_sd)
     bs = {float(concurrency)}

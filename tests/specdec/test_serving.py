@@ -162,12 +162,16 @@ def test_priced_serving_prompt_costs_and_gamma_zero(qwen):
     from simulator.sweep.serving import price_serving
 
     sc, cache = qwen
-    s = price_serving(sc, 64, 4000, 200, 3, cache=cache)
+    s = price_serving(sc, 64, 4000, 200, 3, cache=cache, prefill="mixed", caps=(None, None))
     assert float(s.point.speedup_throughput) < float(s.point.speedup_tpot) < float(s.point.step_speedup)
     assert float(s.point.throughput_base) > 0 and s.as_dict()["prefill"] == "mixed"
-    sep = price_serving(sc, 64, 4000, 200, 3, cache=cache, prefill="separate")
+    sep = price_serving(sc, 64, 4000, 200, 3, cache=cache, prefill="separate", caps=(None, None))
     assert float(sep.point.throughput_base) < float(s.point.throughput_base)
-    z = price_serving(sc, 64, 4000, 200, 0, cache=cache)
+    # SGLang's defaults: prefill in its own iterations, an SD server runs at most 48 requests (the rest queue)
+    eng = price_serving(sc, 64, 4000, 200, 3, cache=cache)
+    assert eng.prefill == "separate" and float(eng.sd.running) == 48 and float(eng.base.running) == 64
+    assert float(eng.point.throughput_sd) < float(sep.point.throughput_sd)
+    z = price_serving(sc, 64, 4000, 200, 0, cache=cache)  # engine defaults: γ = 0 runs the plain server
     assert float(z.point.speedup_tpot) == 1.0 and float(z.point.speedup_throughput) == 1.0
     assert np.isfinite(float(z.point.tpot_base))
     with pytest.raises(SimulatorError, match="gamma"):
