@@ -194,6 +194,13 @@ def text_lines(s: dict) -> list[str]:
                    f"{_pct(g['mean_abs_error_central']):>8} {_pct(g['mean_abs_error_fitted']):>8} "
                    f"{_pct(g['mean_abs_error_held_out']):>8} {g['losses_predicted']:>3}/{g['losses']:<3} "
                    f"{_pct(g['band_coverage']):>7}")
+    for p in s["params"]:
+        if p["rows"]:
+            out.append(f"fit {p['engine']} {p['param']}: {p['fitted_ms']:.3f} ms in {p['low_ms']:.3f}-"
+                       f"{p['high_ms']:.3f} ({p['verdict']})")
+    for c in s["six_cases"]:
+        out.append(f"case {c['id']}: measured {_f(c['measured'])}, held out {_f(c['held_out'])} "
+                   f"({_pct(c['error'])})")
     for k, t in s["targets"].items():
         val = t["value"] if isinstance(t["value"], str) else (_pct(t["value"]) if isinstance(t["value"], float)
                                                                else str(t["value"]))
