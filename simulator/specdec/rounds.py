@@ -40,8 +40,8 @@ from .drafters import PROJECTION_INPUTS, Drafter, draft_step_time, drafter_spec,
 from .engine_round import RoundTerms, round_terms
 from .overheads import gdn_checkpoint_time, padded_step
 
-__all__ = ["DRAFT_LENS", "SpecResult", "StepCache", "assemble", "best_gamma", "draft_vocab", "extend_time",
-           "pays_up_to", "rejection_time", "round_time", "speculative", "speedup"]
+__all__ = ["DRAFT_LENS", "SpecResult", "StepCache", "acceptance_band_of", "assemble", "best_gamma", "draft_vocab",
+           "extend_time", "pays_up_to", "rejection_time", "round_time", "speculative", "speedup"]
 
 
 class StepCache:
@@ -192,7 +192,8 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
                 overlap: OverlapInput | None = None, cache: StepCache | None = None,
                 acceptance_band: tuple[Acceptance, Acceptance] | None = None) -> SpecResult:
     """Round times and speedup of speculative decoding over the batch × draft-length grid. ``acceptance_band``:
-    (low, high) acceptances whose ends widen ``speedup_low``/``speedup_high`` (e.g. default_acceptance's band)."""
+    (low, high) acceptances whose ends widen ``speedup_low``/``speedup_high`` (default: the acceptance's own
+    ``band`` attribute when it has one, :func:`acceptance_band_of`)."""
     mech = mech or Mechanisms()
     cache = cache or StepCache()
     drafter = parse_drafter(drafter)
@@ -218,7 +219,7 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     al = acceptance.accept_length(g)
     terms = round_terms(hw, dep, mech, b, g, al, gpu, dec.time, draft_vocab(drafter, target), target.vocab_size,
                         drafter.kind)
-    bands = [x.accept_length(g) for x in acceptance_band] if acceptance_band else []
+    bands = [x.accept_length(g) for x in acceptance_band_of(acceptance, acceptance_band)]
     out = assemble(g, gpu, dec.time, terms, al, bands)
     return SpecResult(
         batch=b, gammas=g, accept_length=al, alpha=acceptance.effective_alpha(g), t_decode=dec.time,
@@ -230,6 +231,13 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
         bound_decode=dec.bound, bound_verify=np.stack([v.bound for v in ver]), drafter_dep=ddep, t_overhead=t_over,
         t_fuse=t_fuse, t_extend=t_ext, **out,
     )
+
+
+def acceptance_band_of(acceptance: Acceptance, band=None) -> tuple:
+    """The acceptance band's (low, high) ends: ``band`` when given, else the acceptance's own ``band`` attribute
+    when it carries one (a default acceptance with its public range), else none."""
+    band = band if band is not None else getattr(acceptance, "band", None)
+    return tuple(band) if band else ()
 
 
 def draft_vocab(drafter: Drafter, target: ModelSpec) -> int:

@@ -50,7 +50,16 @@ from .acceptance import Acceptance
 from .drafters import Drafter, draft_step_time, parse_drafter
 from .engine_round import round_terms
 from .overheads import gdn_checkpoint_time, padded_step
-from .rounds import SpecResult, StepCache, assemble, draft_vocab, extend_time, fusion_time, rejection_time
+from .rounds import (
+    SpecResult,
+    StepCache,
+    acceptance_band_of,
+    assemble,
+    draft_vocab,
+    extend_time,
+    fusion_time,
+    rejection_time,
+)
 
 __all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "speculative_tree",
            "tree_accept_length", "tree_label"]
@@ -209,7 +218,7 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     al = tree_accept_length(par, acceptance)
     terms = round_terms(hw, dep, mech, b, [depth], [al], gpu[None, :], dec, draft_vocab(drafter, target),
                         target.vocab_size, drafter.kind, tree=not np.all(sizes == 1), positions=[n - 1])
-    bands = [[tree_accept_length(par, x)] for x in acceptance_band] if acceptance_band else []
+    bands = [[tree_accept_length(par, x)] for x in acceptance_band_of(acceptance, acceptance_band)]
     out = assemble([depth], gpu[None, :], dec, terms, np.array([al]), bands)
     return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,
                       t_reject=t_rej, t_round=out["t_round"][0], speedup=out["speedup"][0], decode=dec_res,

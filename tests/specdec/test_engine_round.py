@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from simulator.cli import main
 from simulator.cost.deployment import PRESETS, Deployment
 from simulator.specdec import Acceptance, StepCache, speculative
-from simulator.specdec.engine_round import ENGINE_MODES, LEVELS, ROUND_PARAMS, Band, exposed, overlap_modes
+from simulator.specdec.engine_round import (
+    ENGINE_MODES,
+    LEVELS,
+    ROUND_PARAMS,
+    Band,
+    engine_mode,
+    exposed,
+    overlap_modes,
+)
 from simulator.specdec.tree import chain_parents, speculative_tree
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.specs.kernels import ENGINES
@@ -42,6 +50,7 @@ def test_engine_defaults_are_the_documented_modes():
     assert overlap_modes(refined, "trtllm") == ("on", "on")
     assert overlap_modes(refined.with_(sd_overlap="on", decode_overlap="off"), "sglang") == ("on", "off")
     assert ENGINE_MODES["vllm"][0].sd_overlap == "off"  # before v0.14
+    assert engine_mode("vllm", "< 0.14").decode_overlap == "off" and engine_mode("vllm").sd_overlap == "on"
     for engine in ENGINES:  # every engine has a mode and sourced bands
         assert engine in ENGINE_MODES and engine in ROUND_PARAMS
         for name, band in vars(ROUND_PARAMS[engine]).items():
@@ -182,3 +191,43 @@ def test_a_profile_states_round_bands_per_engine():
     obj["engines"]["sglang"]["kernels"]["round"]["round_host"]["low"]["value"] = 6
     with pytest.raises(SimulatorError, match="round.round_host"):
         read_hardware(obj, "x.yaml")
+
+
+def test_an_acceptance_carrying_its_band_plugs_in():
+    """A default acceptance with a public range (a ``band`` of (low, high) acceptances) widens the band without
+    an explicit argument; an explicit band wins."""
+    from types import SimpleNamespace
+
+    from simulator.specdec.rounds import acceptance_band_of
+
+    lo, hi = Acceptance.from_accept_length(1.9, 3), Acceptance.from_accept_length(2.9, 3)
+    assert acceptance_band_of(SimpleNamespace(band=(lo, hi))) == (lo, hi)
+    assert acceptance_band_of(ACC) == () and acceptance_band_of(ACC, (hi, hi)) == (hi, hi)
+
+
+def test_explain_prices_the_mode_flags():
+    """--sd-overlap on explain: every step priced in that mode (the walk's labels stay the walk's), and hiding the
+    SGLang v1 round's host work raises the refined speedup."""
+    import json
+
+    runs = {}
+    for mode in ("on", "off"):
+        rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json",
+                           "--sd-overlap", mode])
+        assert rc == 0
+        runs[mode] = json.loads(out)["steps"]
+    assert [s["name"] for s in runs["on"]] == [s["name"] for s in runs["off"]]
+    assert not any("forced" in s["name"] for s in runs["on"])
+    assert all(s["mechanisms"]["sd_overlap"] == "on" for s in runs["on"])
+    assert runs["on"][-1]["speedup"] > runs["off"][-1]["speedup"]
+
+
+def test_explain_names_the_mode_and_band():
+    import json
+
+    rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json"])
+    assert rc == 0
+    d = json.loads(out)
+    e = d["engine"]
+    assert (e["sd_overlap"], e["decode_overlap"]) == ("off", "on")
+    assert e["speedup_low"] <= d["steps"][-1]["speedup"] <= e["speedup_high"] and e["speedup_low"] < e["speedup_high"]
