@@ -156,6 +156,11 @@ def test_cli_sd_on_a_small_corpus_and_bad_rows(tmp_path, capsys):
     assert main(["validate", "sd", str(good), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["priced"] == 2 and {g["engine"] for g in out["groups"]} == {"sglang", "trtllm"}
+    report = tmp_path / "sub" / "R.md"
+    assert main(["validate", "sd", str(good), "--report", str(report)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert report.read_text().startswith("# SD validation") and max(len(x) for x in text) <= 100
+    assert any(x.startswith("target every_loss_predicted") for x in text)
     bad = [list(r) for r in keep]
     bad[0][COLUMNS.index("level")] = ""
     _write(tmp_path / "bad.csv", bad)
