@@ -188,11 +188,11 @@ def draft_step_time(drafter: Drafter, target: ModelSpec, hw, dep: Deployment, ba
         return np.zeros_like(b), None
     if drafter.kind == "ratio":
         if t_target is None:
-            t_target = padded_step(cache, target, hw, dep, b, s, context, mech, overlap).time
+            t_target = padded_step(cache, target, hw, dep, b, s, context, mech, overlap, True).time
         return drafter.ratio * np.asarray(t_target, dtype=float), None
     spec = drafter_spec(drafter, target)
     ddep = drafter_deployment(drafter, spec, dep, hw)
-    t = padded_step(cache, spec, hw, ddep, b, s, context, mech, overlap).time
+    t = padded_step(cache, spec, hw, ddep, b, s, context, mech, overlap, True).time  # a pass of a round
     # a draft pass pays the profile's per-draft-step host cost instead of a target step's (kernels.step)
     t = t + draft_host_delta(hw, ddep, mech)
     if PROJECTION_INPUTS.get(drafter.kind, (0, ""))[1] == "pass":  # MTP's eh_proj in every pass

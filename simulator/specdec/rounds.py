@@ -202,9 +202,10 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     # One engine call prices every pass length: the (s, B) grid is flattened, s = 1 (decode) and γ + 1.
     lengths = np.unique(np.concatenate([[1], g + 1]))
     nb = b.size
-    # graph_padding: each pass at the engine's captured batch (or eager above the cap), docs/MODEL.md §4.5
+    # graph_padding: each pass at the engine's captured batch (or eager above the cap), docs/MODEL.md §4.5; the
+    # verify passes (s > 1) are an SD server's, the decode pass (s = 1) the plain-decoding baseline's
     grid = padded_step(cache, target, hw, dep, np.tile(b, lengths.size), np.repeat(lengths, nb), context, mech,
-                       overlap)
+                       overlap, np.repeat(lengths, nb) > 1)
     row = {int(s): slice(i * nb, (i + 1) * nb) for i, s in enumerate(lengths)}
     bound = grid.bound  # computed once for the whole flattened grid
     dec = _StepRows(grid, row[1], bound)

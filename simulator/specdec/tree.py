@@ -199,7 +199,7 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     dec = dec_res.time
     chain = bool(np.all(sizes == 1)) or not target.ffn.is_moe  # a chain keeps the chain's statistics (no tree fit)
     vov = overlap if chain else replace(model_overlap(target, overlap), tree=par)
-    ver_res = padded_step(cache, target, hw, dep, b, n, context, mech, vov)
+    ver_res = padded_step(cache, target, hw, dep, b, n, context, mech, vov, n > 1)  # an SD round's pass
     ver = ver_res.time
     t_draft = np.zeros_like(b)
     ddep = None

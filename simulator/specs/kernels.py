@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 
@@ -111,20 +111,36 @@ class GraphCapture:
     sizes: tuple[int, ...]
     unit: str = "requests"
     source: str = ""
+    sd_sizes: tuple[int, ...] = ()  # the list a server launched with speculative decoding captures (empty: sizes)
 
     @property
     def cap(self) -> int:
         return self.sizes[-1]
 
+    def for_round(self, speculative: bool) -> GraphCapture:
+        """The capture list of a pass of an SD round (``sd_sizes`` where stated) or of plain decoding."""
+        return replace(self, sizes=self.sd_sizes) if speculative and self.sd_sizes else self
+
 
 def _graphs(r: Reader, obj: object, path: str) -> GraphCapture:
     """``graphs: {sizes: [1, 2, 4, [8, 256, 8], ...], unit: tokens|requests, source: KEY (or assumed + reason)}``;
-    a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop."""
-    g = r.mapping(obj, path, ("sizes", "unit", "source", "note", "reason"), ("sizes", "unit", "source"))
+    a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop. Optional ``sd_sizes``: the
+    list a server launched with speculative decoding captures for its round's passes (SGLang's spec list)."""
+    g = r.mapping(obj, path, ("sizes", "sd_sizes", "unit", "source", "note", "reason"), ("sizes", "unit", "source"))
     unit = r.string(g, "unit", path, options=GRAPH_UNITS)
     source = r.source(g, path)
-    sp = r.join(path, "sizes")
-    raw = g["sizes"]
+    sizes = _sizes(r, g["sizes"], r.join(path, "sizes"))
+    sd = _sizes(r, g["sd_sizes"], r.join(path, "sd_sizes")) if "sd_sizes" in g else ()
+    note = g.get("note", "") if isinstance(g.get("note", ""), str) else ""
+    if source == "assumed":
+        note = (note + " " if note else "") + f"assumed: {g['reason']}"
+    r.provenance[path] = Provenance(path, float(sizes[-1]), "count", float(sizes[-1]), "count", source,
+                                    r.sources.get(source, "assumed"), note)
+    return GraphCapture(sizes, unit, source, sd)
+
+
+def _sizes(r: Reader, raw: object, sp: str) -> tuple[int, ...]:
+    """A capture list: sizes >= 1 and inclusive ``[start, stop, step]`` ranges, increasing."""
     if not isinstance(raw, list) or not raw:
         raise r.fail(sp, "must be a non-empty list of sizes", "write e.g. [1, 2, 4, [8, 256, 8]]")
     sizes: list[int] = []
@@ -138,12 +154,7 @@ def _graphs(r: Reader, obj: object, path: str) -> GraphCapture:
         sizes += [item] if ok_int else list(range(item[0], item[1] + 1, item[2]))
     if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
         raise r.fail(sp, f"must increase; got {sizes[:12]}...", "list the sizes in increasing order, each once")
-    note = g.get("note", "") if isinstance(g.get("note", ""), str) else ""
-    if source == "assumed":
-        note = (note + " " if note else "") + f"assumed: {g['reason']}"
-    r.provenance[path] = Provenance(path, float(sizes[-1]), "count", float(sizes[-1]), "count", source,
-                                    r.sources.get(source, "assumed"), note)
-    return GraphCapture(tuple(sizes), unit, source)
+    return tuple(sizes)
 
 
 @dataclass(frozen=True)

@@ -231,3 +231,24 @@ def test_explain_names_the_mode_and_band():
     e = d["engine"]
     assert (e["sd_overlap"], e["decode_overlap"]) == ("off", "on")
     assert e["speedup_low"] <= d["steps"][-1]["speedup"] <= e["speedup_high"] and e["speedup_low"] < e["speedup_high"]
+
+
+def test_sglang_sd_server_captures_its_own_batch_list():
+    """SGLang launched with SD captures 1..8, steps of 2 to 32, of 4 to 64, of 8 beyond (sd_sizes): a round's
+    passes at B = 3 or 10 run unpadded, while the plain-decoding baseline pads to 4 and 12."""
+    from simulator.specdec.overheads import graph_batch, padded_step
+
+    hw = HW.for_engine("sglang")
+    g = hw.kernels.graphs
+    assert graph_batch(g.for_round(True), [3, 10, 44, 70], 1)[0].tolist() == [3, 10, 44, 72]
+    assert graph_batch(g.for_round(False), [3, 10, 44, 70], 1)[0].tolist() == [4, 12, 48, 72]
+    assert g.for_round(True) is not g and HW.kernels.graphs.for_round(True) is HW.kernels.graphs  # TRT-LLM: one
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
+    mech = PRESETS["refined"]
+    sd = padded_step(CACHE, MODEL, hw, dep, [3.0], 4, 1024, mech, None, True).time
+    plain = padded_step(CACHE, MODEL, hw, dep, [3.0], 4, 1024, mech, None, False).time
+    at3 = CACHE.step(MODEL, hw, dep, [3.0], 4, 1024, mech).time
+    assert sd[0] == at3[0] and plain[0] > sd[0]
+    r = _spec("sglang", [3], [0, 3])
+    np.testing.assert_allclose(r.t_verify[1], at3)  # the round's verify: the SD list
+    np.testing.assert_allclose(r.t_decode, padded_step(CACHE, MODEL, hw, dep, [3.0], 1, 1024, mech).time)
