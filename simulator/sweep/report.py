@@ -98,11 +98,11 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
              f"the band straddles 1); band = S's low-high over the engine terms' public ranges (docs/MODEL.md §4.6); "
              f"columns {' / '.join(modes)}")
     notes = resolved_lines(result)
-    modes = sorted({(c.deployment.engine, c.result.sd_overlap, c.result.decode_overlap) for c in result.cases
-                    if c.result.sd_overlap})
-    if modes:
+    executed = sorted({(c.deployment.engine, c.result.sd_overlap, c.result.decode_overlap) for c in result.cases
+                       if c.result.sd_overlap})
+    if executed:
         notes.append("execution mode priced (docs/MODEL.md §4.6; --sd-overlap / --decode-overlap): " + "; ".join(
-            f"{e}: SD rounds overlapped {sd}, decode overlapped {dec}" for e, sd, dec in modes))
+            f"{e}: SD rounds overlapped {sd}, decode overlapped {dec}" for e, sd, dec in executed))
     if any(k[3] for k in groups):
         notes.append("* reference deployment of the study (Qwen3-235B-A22B FP8, attention TP8 + MoE EP8, H100 SXM)")
     return render(cols, lines, title=title, notes=notes, width=width, wide=wide)
