@@ -270,7 +270,8 @@ def markdown(s: dict, intro: str = "") -> str:
     L += _row_table(s["rows_detail"])
     a = s["assumed_al"]
     L += ["", "## Rows priced with an assumed acceptance (no AL stated; not fitted, not in the targets)", "",
-          f"The pricing path's default acceptance (`specdec.DEFAULT_ACCEPTANCE`) stands in for the unstated AL: "
+          f"The pricing path's default acceptance for the row's drafter family and target kind "
+          f"(`specdec.default_acceptance`, with its band) stands in for the unstated AL: "
           f"{a['rows']} rows, mean |error| with the fitted "
           f"parameters {_pct(a['mean_abs_error_fitted'])}; losses called {a['losses_predicted']}/{a['losses']} "
           "(the held-out column is the all-source fit: these rows are never fitted).", ""]
