@@ -33,9 +33,10 @@ Closed forms of P_e(0…0) and unique experts (U vectorised over an array of bat
         -> OverlapPrediction``;  ``realisability_warnings(stats, n_tokens, method)``
 Draft trees and the persistent working set (``tree``; docs/MODEL.md §2.15)
     ``full_tree(branching) -> parents``, ``read_parents(path)``, ``check_parents(parents)`` (root −1, ≤ 4096 nodes),
-    ``tree_p_zero(stats, parents, *, method="auto", persistent=None) -> TreeFit`` (TREE_METHODS: auto, ipf,
-    stationary, independent, uniform), ``predict_tree(stats, parents, batch=1, *, method, persistent, ranks,
-    placement) -> TreePrediction``, ``Persistent(floor, share=None)``, ``fit_persistent(trace, layer=0)``
+    ``tree_p_zero(stats, parents, *, method="auto", persistent=None) -> TreeFit`` (TREE_METHODS: auto, latent,
+    ipf, stationary, independent, uniform; auto = latent, the latent-score model of ``latent``/``latent_tree``),
+    ``predict_tree(stats, parents, batch=1, *, method, persistent, ranks, placement) -> TreePrediction``,
+    ``Persistent(floor, share=None)``, ``fit_persistent(trace, layer=0)``, ``clear_tree_cache()``
 Traces and the synthetic router
     ``read_trace(path, num_experts=None, *, format="auto", seq_tokens=None) -> Trace`` (TRACE_FORMATS: auto, npy,
     npz, jsonl, sglang, vllm: SGLang / vLLM routing dumps), ``write_trace(trace, path)``,
@@ -50,6 +51,7 @@ Traces and the synthetic router
 
 from .evaluate import PREDICTORS, TraceReport, evaluate_trace
 from .fit import METHODS, WindowFit, clear_cache, fit_window, p_zero, resolve_method
+from .persistent import Persistent, fit_persistent
 from .placement import eplb_replicas, replica_p_zero
 from .popularity import independent_overlap, parse_popularity, water_fill
 from .predict import OverlapPrediction, RealisabilityWarning, predict, realisability_warnings
@@ -60,11 +62,10 @@ from .trace_formats import read_trace
 from .traces import Trace, empirical_unique, layer_stats, validate_routing, write_trace
 from .tree import (
     TREE_METHODS,
-    Persistent,
     TreeFit,
     TreePrediction,
     check_parents,
-    fit_persistent,
+    clear_tree_cache,
     full_tree,
     predict_tree,
     read_parents,
@@ -89,6 +90,7 @@ __all__ = [
     "TreeFit",
     "TreePrediction",
     "check_parents",
+    "clear_tree_cache",
     "fit_persistent",
     "full_tree",
     "predict_tree",
