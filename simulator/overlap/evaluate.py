@@ -9,6 +9,8 @@ statistics (or a baseline closed form); the fit method that computes the law is 
   ``junction`` beyond);
 - ``pooled``: the pooled overlaps o(1..n−1) through the default pooling rule, with the trace popularity (``ipf`` /
   ``junction`` as for ``pairs``);
+- ``latent``: the pooled overlaps o(1..n−1) and the trace popularity, turned into P_e(0…0) by the latent-score model
+  (``latent``, docs/MODEL.md §2.16: a thresholded Gaussian latent, not maximum entropy);
 - ``lag1``: per-expert lag-1 pair marginals only (``markov``, the closed form);
 - ``window``: m-token pattern frequencies at every position (``junction``, exact for window patterns);
 - ``independent``: the popularity only, tokens independent; ``uniform``: MoESD, k/E for every expert.
@@ -29,7 +31,8 @@ from .unique import independent_unique, uniform_unique, unique_experts
 
 __all__ = ["PREDICTORS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]
 
-PREDICTORS = ("pairs", "pooled", "lag1", "window", "independent", "uniform")
+PREDICTORS = ("pairs", "pooled", "latent", "lag1", "window", "independent", "uniform")
+BASELINES = ("independent", "uniform")
 WINDOW_MAX_TOKENS = 12  # longest window pattern m (the trace statistics count 2^m patterns per expert)
 PAIRS_EXACT_MAX_TOKENS = 12  # pairs/pooled: exact finite-n law (ipf) up to here, the stationary chain beyond
 
@@ -71,6 +74,11 @@ class TraceReport:
         """Mean |relative error| per predictor over all rows."""
         return {m: float(np.mean([abs(r.rel_error(m)) for r in self.rows])) for m in self.predictors}
 
+    def best(self) -> tuple | None:
+        """(predictor, mean |relative error|) of the model that explains the trace best (baselines excluded)."""
+        errs = {m: v for m, v in self.mean_abs_error().items() if m not in BASELINES}
+        return min(errs.items(), key=lambda kv: kv[1]) if errs else None
+
     def to_dict(self) -> dict:
         rows = []
         for r in self.rows:
@@ -87,6 +95,8 @@ class TraceReport:
                             "overlaps": [float(o) for o in s.overlaps]} for s in self.summaries],
             "predictions": rows,
             "mean_abs_rel_error": self.mean_abs_error(),
+            "best": None if self.best() is None else {"predictor": self.best()[0], "mean_abs_rel_error":
+                                                      self.best()[1]},
         }
 
 
@@ -98,6 +108,10 @@ def _predict_layer(stats: OverlapStats, predictor: str, n: int, batch: np.ndarra
     if predictor == "window":
         win = OverlapStats(stats.popularity, stats.top_k, window=stats.window)
         p0 = fit_window(win, n, "junction").p_zero
+    elif predictor == "latent":
+        lags = OverlapStats(stats.popularity, stats.top_k, pair_probs=stats.pair_probs[:, :n - 1]).overlaps
+        pooled = OverlapStats(stats.popularity, stats.top_k, lags)
+        p0 = fit_window(pooled, n, "latent").p_zero
     elif predictor == "lag1":
         p0 = fit_window(OverlapStats(stats.popularity, stats.top_k, pair_probs=stats.pair_probs[:, :1]), n,
                         "markov").p_zero
