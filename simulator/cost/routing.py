@@ -82,9 +82,17 @@ def _stats(experts: int, top_k: int, stats: OverlapInput) -> ov.OverlapStats:
                                          popularity=stats.popularity)
 
 
+LONG_PASS = 96  # chain passes longer than this (prefill) extend the cached fits of LONG_PASS and LONG_PASS + 1 tokens
+
+
 @functools.lru_cache(maxsize=4096)
 def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routing: str) -> np.ndarray:
-    """Per-expert probability that one request's ``n_tokens`` consecutive tokens all miss the expert."""
+    """Per-expert probability that one request's ``n_tokens`` consecutive tokens all miss the expert.
+
+    One fit per distinct statistics for long passes: beyond LONG_PASS tokens the fitted law's interior is
+    stationary (its boundary effect decays geometrically, docs/MODEL.md §2.3.1), so P(0^n) = P(0^L)·q^(n−L) with
+    q = P(0^(L+1))/P(0^L) from the two cached fits (L = LONG_PASS); measured against direct fits at n = 128, 512 and
+    2000 on the published profile and a persistent one (o = 0.75 .. 0.54): identical within 1e-14 in P and U."""
     if routing == "uniform":
         return np.full(experts, ov.uniform_p_zero(experts, top_k, n_tokens))
     st = _stats(experts, top_k, stats)
@@ -92,6 +100,11 @@ def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routin
         return ov.independent_p_zero(st.popularity, n_tokens)
     if len(stats.tree) == n_tokens:  # the verify pass of a draft tree
         return np.asarray(ov.tree_p_zero(st, stats.tree, method=stats.tree_method).p_zero, dtype=float)
+    if n_tokens > LONG_PASS + 1:
+        base = _p_zero(experts, top_k, stats, LONG_PASS, routing)
+        step = np.divide(_p_zero(experts, top_k, stats, LONG_PASS + 1, routing), base, out=np.zeros_like(base),
+                         where=base > 0)
+        return base * step ** (n_tokens - LONG_PASS)
     fit = ov.fit_window(st, n_tokens=n_tokens, method="auto")
     return np.asarray(fit.p_zero, dtype=float)
 
