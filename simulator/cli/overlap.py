@@ -237,7 +237,7 @@ def _predict_tree(args) -> int:
     if res.ranks is not None:
         print(f"  busiest of {res.ranks} ranks  {float(res.busiest_rank_experts):9.3f}  ({args.placement})")
     if res.approximation:
-        print(f"  approximation: {res.approximation}")
+        print("\n".join(fill(f"  approximation: {res.approximation}", WIDTH, "    ")))
     if res.persistent:
         p = res.persistent
         print(f"  persistent working set: floor {p['floor']:.3f}, hot share {p['share']:.3f}")

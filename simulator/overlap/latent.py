@@ -27,7 +27,7 @@ import numpy as np
 
 from .normal import ndtr, ndtri
 
-__all__ = ["LatentParams", "fit_latent", "latent_correlation", "upper_orthant"]
+__all__ = ["LatentParams", "binary_memory_misfit", "fit_latent", "latent_correlation", "upper_orthant"]
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(48)  # orthant integral over θ (smooth: no singularity at R = ±1)
 _BISECT = 14  # bisection steps for R(d) (the θ bracket π shrinks to 2e-4), then Newton steps
@@ -140,3 +140,20 @@ def fit_latent(pi: np.ndarray, pairs: np.ndarray, top_k: float | None = None) ->
             k = float(pi.sum()) if top_k is None else float(top_k)
             misfit = float(np.max(np.abs((model - pairs[live]).sum(axis=0))) / k)
     return LatentParams(tau, share, coef, constant, misfit, lags)
+
+
+def binary_memory_misfit(overlaps, skew: float) -> tuple:
+    """The other kind of persistence, as a diagnostic: per expert a binary Markov chain (no memory of how far below
+    its threshold an unused expert is) within a per-request working set gives pooled overlaps
+    o(d) = F + (1 − F)·θ^d (F: the floor, θ: the lift per step). Returns (largest |o_model(d) − o(d)|, F, θ) of the
+    best (F, θ) (F on 400 values in [Σπ²/k, 0.99], θ on 1000 in [0, 0.999]); compared with the latent misfit it says
+    which kind of memory the lag profile looks like (docs/MODEL.md §2.16, Limits)."""
+    o = np.asarray(overlaps, dtype=float)
+    if o.size < 2:
+        return 0.0, float(skew), float(o[0]) if o.size else 0.0
+    d = np.arange(1, o.size + 1)
+    floor = np.linspace(min(skew, 0.99), 0.99, 400)[:, None, None]
+    theta = np.linspace(0.0, 0.999, 1000)[None, :, None]
+    res = np.abs(floor + (1 - floor) * theta ** d - o).max(axis=2)
+    i, j = np.unravel_index(np.argmin(res), res.shape)
+    return float(res[i, j]), float(floor[i, 0, 0]), float(theta[0, j, 0])

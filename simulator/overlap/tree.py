@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import InfeasibleError, ParameterError
 from ..validation import Interval, Options, Param, check_params
 from .constraints import lag_problems, pair_table
-from .latent import fit_latent
+from .latent import binary_memory_misfit, fit_latent
 from .latent_tree import latent_tree_p_zero, subtree_shapes
 from .maxent import fit_stationary, window_features
 from .maxent.junction import block_marginals
@@ -219,10 +219,17 @@ def _latent_params(pi: bytes, pairs: bytes, lags: int, top_k: float):
 def _latent(pi: np.ndarray, pairs: np.ndarray, parents: tuple, top_k: float) -> tuple:
     params = _latent_params(pi.tobytes(), np.ascontiguousarray(pairs).tobytes(), pairs.shape[1], top_k)
     p0 = latent_tree_p_zero(params, parents, _shapes(parents))
-    note = ""
+    notes = []
     if params.misfit > MISFIT_NOTE:
-        note = (f"latent-score model: its correlation c + (1 - c)·r^d reproduces the given overlaps "
-                f"o(1..{params.lags}) within {params.misfit:.4f} (largest |model - given|)")
+        notes.append(f"latent-score model: its correlation c + (1 - c)·r^d reproduces the given overlaps "
+                     f"o(1..{params.lags}) within {params.misfit:.4f} (largest |model - given|)")
+        overlaps = pairs.sum(axis=0) / top_k
+        binary, _, _ = binary_memory_misfit(overlaps, float(pi @ pi) / top_k)
+        if binary < params.misfit:
+            notes.append(f"the lag profile looks like binary memory (F + (1 - F)·θ^d fits within {binary:.4f}): "
+                         "routers whose expert sets persist as discrete states are under-predicted by this model "
+                         "(up to 31% in benchmarks/results/overlap_trees.md); compare --tree-method stationary")
+    note = "; ".join(notes)
     return p0, "latent", params.lags, note, 0, params.misfit
 
 
