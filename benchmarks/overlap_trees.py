@@ -113,16 +113,19 @@ def speed(lines: list) -> None:
     lags8 = (0.45, 0.38, 0.34, 0.31, 0.3, 0.29, 0.28, 0.28)
     skewed = OverlapStats.from_overlaps(128, 8, lags8, weights)
     uniform = OverlapStats.from_overlaps(128, 8, lags8)
+    many = {e: OverlapStats.from_overlaps(e, 8, lags8, rng.pareto(1.5, e) + 0.05) for e in (1024, 4096)}
     trees = [("2,2,2,2", full_tree((2, 2, 2, 2))), ("2^7", full_tree((2,) * 7)), ("4,4,4,3", full_tree((4, 4, 4, 3))),
              ("random 255 (seed 1)", _random_tree(255, 1)), ("random 255 (seed 2)", _random_tree(255, 2))]
     predict_tree(uniform, full_tree((2,)), 1)  # imports and first-call costs outside the timings
     lines += [f"Load average before the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs. 8 lags; "
-              "popularity: 128 distinct Pareto weights (one capped at 1) or uniform.", "",
+              "popularity: 128, 1024 or 4096 distinct Pareto weights (capped at 1 where needed) or uniform.", "",
               "| popularity | tree | nodes | cold (s) | new tree, same statistics (s) | cached (s) |",
               "|---|---|---:|---:|---:|---:|"]
     worst = 0.0
-    for label, stats in (("128 distinct", skewed), ("uniform", uniform)):
-        for name, parents in trees:
+    cases = [("128 distinct", skewed, trees), ("uniform", uniform, trees)]
+    cases += [(f"{e} distinct (binned)", st, trees[1::2]) for e, st in many.items()]
+    for label, stats, shapes in cases:
+        for name, parents in shapes:
             cold = []
             for _ in range(3):
                 clear_tree_cache()

@@ -188,3 +188,24 @@ def test_binary_memory_is_flagged_only_where_the_profile_says_so():
         note = tree_p_zero(OverlapStats(m.popularity, 4, m.overlaps), full_tree((2, 2))).approximation
         flagged.append("binary memory" in note)
     assert flagged == [True, False]
+
+
+def test_many_distinct_experts_are_binned_within_the_stated_error(monkeypatch):
+    """Above LATENT_MAX_DISTINCT distinct experts the latent fit groups them into bins and states the largest
+    |ΔP(0…0)| of a checked sample; the exact answer (binning switched off) is within the stated union bound."""
+    from simulator.overlap import clear_tree_cache
+    from simulator.overlap import tree as tree_module
+
+    weights = np.random.default_rng(3).pareto(1.5, 300) + 0.05
+    stats = OverlapStats.from_overlaps(300, 8, (0.5, 0.42, 0.38), weights)
+    parents = full_tree((2, 2, 2))
+    clear_tree_cache()
+    binned = tree_p_zero(stats, parents)
+    assert "grouped into" in binned.approximation
+    bound = float(binned.approximation.split("the union within about ")[1].split(" experts")[0])
+    monkeypatch.setattr(tree_module, "LATENT_MAX_DISTINCT", 10_000)
+    clear_tree_cache()
+    exact = tree_p_zero(stats, parents)
+    assert "grouped" not in exact.approximation
+    assert abs(float((exact.p_zero - binned.p_zero).sum())) <= bound
+    assert 0 < np.max(np.abs(exact.p_zero - binned.p_zero)) < 0.02
