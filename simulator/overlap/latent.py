@@ -146,14 +146,14 @@ def binary_memory_misfit(overlaps, skew: float) -> tuple:
     """The other kind of persistence, as a diagnostic: per expert a binary Markov chain (no memory of how far below
     its threshold an unused expert is) within a per-request working set gives pooled overlaps
     o(d) = F + (1 − F)·θ^d (F: the floor, θ: the lift per step). Returns (largest |o_model(d) − o(d)|, F, θ) of the
-    best (F, θ) (F on 400 values in [Σπ²/k, 0.99], θ on 1000 in [0, 0.999]); compared with the latent misfit it says
+    best (F, θ) (F on 200 values in [Σπ²/k, 0.99], θ on 500 in [0, 0.999]); compared with the latent misfit it says
     which kind of memory the lag profile looks like (docs/MODEL.md §2.16, Limits)."""
     o = np.asarray(overlaps, dtype=float)
     if o.size < 2:
         return 0.0, float(skew), float(o[0]) if o.size else 0.0
     d = np.arange(1, o.size + 1)
-    floor = np.linspace(min(skew, 0.99), 0.99, 400)[:, None, None]
-    theta = np.linspace(0.0, 0.999, 1000)[None, :, None]
+    floor = np.linspace(min(skew, 0.99), 0.99, 200)[:, None, None]
+    theta = np.linspace(0.0, 0.999, 500)[None, :, None]
     res = np.abs(floor + (1 - floor) * theta ** d - o).max(axis=2)
     i, j = np.unravel_index(np.argmin(res), res.shape)
     return float(res[i, j]), float(floor[i, 0, 0]), float(theta[0, j, 0])

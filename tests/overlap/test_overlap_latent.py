@@ -192,7 +192,7 @@ def test_binary_memory_is_flagged_only_where_the_profile_says_so():
 
 def test_many_distinct_experts_are_binned_within_the_stated_error(monkeypatch):
     """Above LATENT_MAX_DISTINCT distinct experts the latent fit groups them into bins and states the largest
-    |ΔP(0…0)| of a checked sample; the exact answer (binning switched off) is within the stated union bound."""
+    |ΔP(0…0)| of a checked sample; the exact union (binning switched off) is within E × that."""
     from simulator.overlap import clear_tree_cache
     from simulator.overlap import tree as tree_module
 
@@ -202,7 +202,7 @@ def test_many_distinct_experts_are_binned_within_the_stated_error(monkeypatch):
     clear_tree_cache()
     binned = tree_p_zero(stats, parents)
     assert "grouped into" in binned.approximation
-    bound = float(binned.approximation.split("the union within about ")[1].split(" experts")[0])
+    bound = float(binned.approximation.split("(E × that: ")[1].split(" experts")[0])
     monkeypatch.setattr(tree_module, "LATENT_MAX_DISTINCT", 10_000)
     clear_tree_cache()
     exact = tree_p_zero(stats, parents)
