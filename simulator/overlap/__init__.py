@@ -20,7 +20,8 @@ Fits (cached per statistics and n; hashable statistics)
     ``fit_window(stats, n_tokens, method="auto", *, tol=1e-9, max_iter=5000) -> WindowFit``
         (``.p_zero`` (E,), ``.method``, ``.iterations``, ``.max_error``, ``.notes``);
         METHODS: auto, ipf (exact, IPF on the junction tree), ipf_table (the same law by IPF over the 2^n table),
-        markov (lag-1 closed form), junction (stationary chain), independent, uniform
+        markov (lag-1 closed form), junction (stationary chain), latent (the tree model on a path), independent,
+        uniform
     ``p_zero(stats, n_tokens, method="auto") -> ndarray (E,)``;  ``clear_cache()``
 Closed forms of P_e(0…0) and unique experts (U vectorised over an array of batch sizes)
     ``uniform_p_zero(experts, top_k, n_tokens)`` (1 − k/E)^n,  ``independent_p_zero(popularity, n_tokens)`` (1 − π)^n
@@ -44,7 +45,8 @@ Traces and the synthetic router
     ``layer_stats(trace, layer, *, max_lag=4, window=0) -> OverlapStats``,
     ``empirical_unique(trace, layer, n_tokens, batch, *, samples=2000, seed=0) -> (mean, std)``,
     ``evaluate_trace(trace, n_tokens, batch, *, window=3, layers=None, samples=2000, seed=0,
-    predictors=PREDICTORS) -> TraceReport``  (PREDICTORS: pairs, pooled, lag1, window, independent, uniform),
+    predictors=PREDICTORS) -> TraceReport``  (PREDICTORS: pairs, pooled, latent, lag1, window, independent,
+    uniform; ``TraceReport.best()``: the model that explains the trace),
     ``synth_trace(experts, top_k, sequences, tokens, *, layers=1, persistence=0.8, skew=None, context=0.0,
     hidden=32, seed=0) -> Trace``
 """
