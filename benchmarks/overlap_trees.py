@@ -115,7 +115,8 @@ def speed(lines: list) -> None:
     uniform = OverlapStats.from_overlaps(128, 8, lags8)
     many = {e: OverlapStats.from_overlaps(e, 8, lags8, rng.pareto(1.5, e) + 0.05) for e in (1024, 4096)}
     trees = [("2,2,2,2", full_tree((2, 2, 2, 2))), ("2^7", full_tree((2,) * 7)), ("4,4,4,3", full_tree((4, 4, 4, 3))),
-             ("random 255 (seed 1)", _random_tree(255, 1)), ("random 255 (seed 2)", _random_tree(255, 2))]
+             ("random 255 (seed 1)", _random_tree(255, 1)), ("random 255 (seed 2)", _random_tree(255, 2)),
+             ("path 255", (-1,) + tuple(range(254)))]
     predict_tree(uniform, full_tree((2,)), 1)  # imports and first-call costs outside the timings
     lines += [f"Load average before the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs. 8 lags; "
               "popularity: 128, 1024 or 4096 distinct Pareto weights (capped at 1 where needed) or uniform.", "",

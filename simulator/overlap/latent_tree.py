@@ -28,7 +28,9 @@ __all__ = ["GRID_HALF_WIDTH", "latent_tree_p_zero", "subtree_shapes"]
 
 GRID_HALF_WIDTH = 7.0  # L: P(|a| > 7) = 2.6e-12 per node
 T_LO = -5.3  # Φ(T_LO) = 5.8e-8: below it even the root is above t
-U_NODES = 24  # Gauss–Legendre nodes for the per-request component u (only when some c > 0)
+C_STEEP = 0.3  # per-request share above which P(0…0 | u) is too steep in u for Gauss–Hermite
+HERMITE_NODES = 12  # Gauss–Hermite nodes for 0 < c <= C_STEEP
+U_NODES = 24  # Gauss–Legendre nodes for the per-request component u when c > C_STEEP
 CELLS_PER_SD = 5
 
 
@@ -38,7 +40,7 @@ def _t_high(nodes: int) -> float:
 
 
 MIN_CELLS, MAX_CELLS = 64, 320
-_CHUNK_VALUES = 1 << 22  # experts are processed in chunks: messages held at once × experts × u-nodes × cells
+_CHUNK_VALUES = 1 << 18  # experts are processed in chunks: messages held at once × experts × u-nodes × cells
 
 
 def subtree_shapes(parents: tuple) -> tuple:
@@ -72,6 +74,22 @@ def subtree_shapes(parents: tuple) -> tuple:
     return tuple(shape), tuple(kids)
 
 
+def _peak_messages(kids: tuple) -> int:
+    """The most messages held at once when the shapes are processed in order (each freed after its last use)."""
+    uses = [0] * len(kids)
+    for key in kids:
+        for sid, _ in key:
+            uses[sid] += 1
+    live = peak = 0
+    for key in kids:
+        live += 1
+        peak = max(peak, live)
+        for sid, _ in key:
+            uses[sid] -= 1
+            live -= uses[sid] == 0
+    return peak
+
+
 def _grid(coef: np.ndarray) -> tuple:
     s_min = float(np.sqrt(max(1 - float(np.max(coef * coef, initial=0.0)), 1e-6)))
     cells = int(np.clip(np.ceil(2 * GRID_HALF_WIDTH * CELLS_PER_SD / s_min), MIN_CELLS, MAX_CELLS))
@@ -81,33 +99,39 @@ def _grid(coef: np.ndarray) -> tuple:
     return edges, mid
 
 
-def _u_nodes(tau: np.ndarray, share: np.ndarray, nodes: int) -> tuple:
-    """Quadrature of the per-request component: (t (M, U), weights (M, U), offset (M,)). Outside [u_lo, u_hi] the
-    orthant is 0 (t below T_LO: even the root is above t) or 1 (t above _t_high(n): no node exceeds it, union bound), so
-    P = Φ(u_lo) + ∫_{u_lo}^{u_hi} φ(u) P(0…0 | u) du, the integral by Gauss–Legendre on [u_lo, u_hi] ∩ [−8, 8]."""
-    if not np.any(share > 0):
+def _u_nodes(tau: np.ndarray, share: np.ndarray, nodes: int, kind: str) -> tuple:
+    """Quadrature of the per-request component: (t (M, U), weights (M, U), offset (M,)).
+
+    ``none`` (c = 0): t = τ. ``hermite`` (0 < c <= C_STEEP: P(0…0 | u) varies slowly in u): Gauss–Hermite with
+    HERMITE_NODES nodes against φ. ``legendre`` (c > C_STEEP: P(0…0 | u) is a steep step in u): outside
+    [u_lo, u_hi] the orthant is 0 (t below T_LO: even the root is above t) or 1 (t above _t_high(n): no node
+    exceeds it but with probability 5.8e-8), so P = Φ(u_lo) + ∫_{u_lo}^{u_hi} φ(u) P(0…0 | u) du, the integral by
+    Gauss–Legendre with U_NODES nodes on [u_lo, u_hi] ∩ [−8, 8]."""
+    if kind == "none":
         return tau[:, None], np.ones((tau.size, 1)), np.zeros(tau.size)
-    x, w = np.polynomial.legendre.leggauss(U_NODES)
-    sc = np.sqrt(np.maximum(share, 1e-300))
-    sd = np.sqrt(1 - share)
-    u_lo = np.where(share > 0, (tau - sd * _t_high(nodes)) / sc, 0.0).clip(-8, 8)
-    u_hi = np.where(share > 0, (tau - sd * T_LO) / sc, 0.0).clip(-8, 8)
-    half = 0.5 * (u_hi - u_lo)
-    u = 0.5 * (u_hi + u_lo)[:, None] + half[:, None] * x[None, :]
-    wu = half[:, None] * w[None, :] * np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
-    offset = ndtr(u_lo)
-    flat = share <= 0  # no per-request component: every node of the quadrature has t = τ; weights sum to 1
-    wu[flat] = w / w.sum()
-    offset[flat] = 0.0
+    sc, sd = np.sqrt(share), np.sqrt(1 - share)
+    if kind == "hermite":
+        x, w = np.polynomial.hermite_e.hermegauss(HERMITE_NODES)
+        u = np.broadcast_to(x, (tau.size, x.size))
+        wu = np.broadcast_to(w / w.sum(), u.shape)
+        offset = np.zeros(tau.size)
+    else:
+        x, w = np.polynomial.legendre.leggauss(U_NODES)
+        u_lo = ((tau - sd * _t_high(nodes)) / sc).clip(-8, 8)
+        u_hi = ((tau - sd * T_LO) / sc).clip(-8, 8)
+        half = 0.5 * (u_hi - u_lo)
+        u = 0.5 * (u_hi + u_lo)[:, None] + half[:, None] * x[None, :]
+        wu = half[:, None] * w[None, :] * np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
+        offset = ndtr(u_lo)
     t = (tau[:, None] - sc[:, None] * u) / sd[:, None]
     return t, wu, offset
 
 
-def _chunk(tau, share, coef, parents_shapes, edges, mid, n) -> np.ndarray:
-    """log P(0…0) of one chunk of experts (arrays (M,))."""
+def _chunk(tau, share, coef, parents_shapes, edges, mid, n, kind) -> np.ndarray:
+    """log P(0…0) of one chunk of experts (arrays (M,)), all with the same kind of u quadrature."""
     _, kids = parents_shapes
     m, g_cells = tau.size, mid.size
-    t, wu, offset = _u_nodes(tau, share, n)
+    t, wu, offset = _u_nodes(tau, share, n, kind)
     nu = t.shape[1]
     s = np.sqrt(np.maximum(1 - coef * coef, 1e-12))[:, None, None]
     cdf = ndtr((edges[None, None, :] - coef[:, None, None] * mid[None, :, None]) / s)  # (M, G, G+1)
@@ -128,13 +152,19 @@ def _chunk(tau, share, coef, parents_shapes, edges, mid, n) -> np.ndarray:
             uses[sid] += 1
     msgs: dict = {}
     root = len(kids) - 1  # the root's subtree is the largest: its shape is numbered last
+    below = below.astype(float)
+    hb = np.empty((m, nu, g_cells))
     for sid, key in enumerate(kids):
-        h = np.ones((m, nu, g_cells))
-        logs = np.zeros((m, nu))
-        for cid, count in key:
-            g, lg = msgs[cid]
-            h *= g ** count
-            logs += count * lg
+        if len(key) == 1 and key[0][1] == 1:  # one child (a path step): its message as it is, no copy
+            h, logs = msgs[key[0][0]]
+        else:
+            h = np.ones((m, nu, g_cells))
+            logs = np.zeros((m, nu))
+            for cid, count in key:
+                g, lg = msgs[cid]
+                h *= g ** count
+                logs = logs + count * lg
+        for cid, _ in key:
             uses[cid] -= 1
             if uses[cid] == 0:
                 del msgs[cid]
@@ -149,11 +179,13 @@ def _chunk(tau, share, coef, parents_shapes, edges, mid, n) -> np.ndarray:
         if not key:
             g = leaf
         else:
-            g = np.matmul(h * below, kernel_t)  # Σ_j P(cell j | parent at mid i) h_j over the cells below t
+            np.multiply(h, below, out=hb)
+            g = np.matmul(hb, kernel_t)  # Σ_j P(cell j | parent at mid i) h_j over the cells below t
             g += part * h[rows, cols, cell][..., None]
         scale = g.max(axis=2, keepdims=True)
-        scale = np.where(scale > 0, scale, 1.0)
-        msgs[sid] = (g / scale, logs + np.log(scale[..., 0]))
+        scale[scale <= 0] = 1.0
+        g /= scale
+        msgs[sid] = (g, logs + np.log(scale[..., 0]))
     raise AssertionError("the root's shape was not reached")  # pragma: no cover - subtree_shapes numbers the root last
 
 
@@ -173,13 +205,15 @@ def latent_tree_p_zero(params: LatentParams, parents: tuple, shapes: tuple | Non
         return out
     tau, share, coef = params.tau[live], params.share[live], params.coef[live]
     edges, mid = _grid(coef)
-    nu = U_NODES if np.any(share > 0) else 1
-    # live messages at most ≈ the shapes; cap the chunk so that messages × chunk × u × cells stays bounded
-    per = max(1, len(shapes[1])) * nu * mid.size + mid.size * (mid.size + 1)
-    size = max(1, _CHUNK_VALUES // per)
     logp = np.empty(live.size)
-    for lo in range(0, live.size, size):
-        sl = slice(lo, lo + size)
-        logp[sl] = _chunk(tau[sl], share[sl], coef[sl], shapes, edges, mid, n)
+    kinds = np.where(share <= 0, 0, np.where(share <= C_STEEP, 1, 2))
+    peak = _peak_messages(shapes[1])
+    for code, kind, nu in ((0, "none", 1), (1, "hermite", HERMITE_NODES), (2, "legendre", U_NODES)):
+        group = np.flatnonzero(kinds == code)
+        # chunks small enough that (messages alive at once + kernel) × chunk × u × cells stays in cache
+        size = max(1, _CHUNK_VALUES // ((peak + 4) * nu * mid.size + mid.size * (mid.size + 1)))
+        for lo in range(0, group.size, size):
+            sl = group[lo:lo + size]
+            logp[sl] = _chunk(tau[sl], share[sl], coef[sl], shapes, edges, mid, n, kind)
     out[live] = np.exp(logp)
     return out
