@@ -69,8 +69,9 @@ TREE_METHODS = ("auto", "latent", "ipf", "stationary", "independent", "uniform")
 BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children per node")
 MISFIT_NOTE = 1e-4  # the latent model's overlap misfit is stated when larger than this
 LATENT_MAX_DISTINCT = 256  # latent: more distinct experts than this are grouped into bins (stated, with a check)
-BIN_LOGIT, BIN_LAMBDA = 0.03, 0.003  # bin widths: logit π and the lag correlations λ_d
-CHECKED = 16  # binned: experts also fitted exactly, to state the binning error
+BIN_LOGIT, BIN_LAMBDA = 0.03, 0.003  # finest bin widths: logit π and the lag correlations λ_d (doubled as needed)
+MAX_BINS = 128  # binned: at most this many groups
+CHECKED = 12  # binned: experts also fitted exactly, to state the binning error
 
 
 # ---- trees --------------------------------------------------------------------------------------------------------
@@ -221,13 +222,20 @@ def _latent_params(pi: bytes, pairs: bytes, lags: int, top_k: float):
 
 def _binned_latent(pi: np.ndarray, pairs: np.ndarray, parents: tuple, top_k: float, inverse: np.ndarray) -> tuple:
     """More than LATENT_MAX_DISTINCT distinct experts: experts are grouped by their statistics (logit π in steps of
-    BIN_LOGIT, each lag's pair correlation λ_d = (p − π²)/(π − π²) in steps of BIN_LAMBDA), each group's mean
+    BIN_LOGIT, each lag's pair correlation λ_d = (p − π²)/(π − π²) in steps of BIN_LAMBDA, both doubled until at most
+    MAX_BINS groups remain), each group's mean
     statistics are fitted for all its members, and CHECKED experts (spread over π) are also fitted exactly: the
     largest |ΔP(0…0)| among them is stated with the union bound it implies."""
     safe = np.clip(pi, 1e-12, 1 - 1e-12)
     lam = (pairs - safe[:, None] ** 2) / (safe - safe ** 2)[:, None]
-    keys = np.concatenate([np.round(np.log(safe / (1 - safe)) / BIN_LOGIT)[:, None], np.round(lam / BIN_LAMBDA)], 1)
-    _, member, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    logit = np.log(safe / (1 - safe))[:, None]
+    width = 1.0
+    while True:  # the finest bins (BIN_LOGIT, BIN_LAMBDA times 1, 2, 4, ..) that give at most MAX_BINS groups
+        keys = np.concatenate([np.round(logit / (BIN_LOGIT * width)), np.round(lam / (BIN_LAMBDA * width))], 1)
+        _, member, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+        if counts.size <= MAX_BINS:
+            break
+        width *= 2
     member = member.ravel()
     rep_pi = np.bincount(member, weights=pi) / counts  # each group's mean statistics (a feasible row: the bounds
     rep_pairs = np.stack([np.bincount(member, weights=pairs[:, d]) / counts for d in range(pairs.shape[1])], 1)
@@ -236,9 +244,9 @@ def _binned_latent(pi: np.ndarray, pairs: np.ndarray, parents: tuple, top_k: flo
     check = np.argsort(pi, kind="stable")[np.linspace(0, pi.size - 1, CHECKED).round().astype(int)]
     exact = latent_tree_p_zero(fit_latent(pi[check], pairs[check], top_k), parents, _shapes(parents))
     gap = float(np.max(np.abs(exact - binned[check])))
-    bins = (f"{pi.size} distinct experts grouped into {counts.size} bins (logit π step {BIN_LOGIT:g}, lag correlations "
-            f"step {BIN_LAMBDA:g}); check on {CHECKED} experts fitted exactly: largest |ΔP(0…0)| {gap:.1e} (E × that: "
-            f"{gap * inverse.size:.2g} experts)")
+    bins = (f"{pi.size} distinct experts grouped into {counts.size} bins (logit π step {BIN_LOGIT * width:g}, lag "
+            f"correlations step {BIN_LAMBDA * width:g}); check on {CHECKED} experts fitted exactly: largest "
+            f"|ΔP(0…0)| {gap:.1e} (E × that: {gap * inverse.size:.2g} experts)")
     return binned[inverse], method, lags, "; ".join(x for x in (note, bins) if x), it, err
 
 
