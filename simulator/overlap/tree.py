@@ -70,7 +70,7 @@ BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children pe
 MISFIT_NOTE = 1e-4  # the latent model's overlap misfit is stated when larger than this
 LATENT_MAX_DISTINCT = 256  # latent: more distinct experts than this are grouped into bins (stated, with a check)
 BIN_LOGIT, BIN_LAMBDA = 0.03, 0.003  # finest bin widths: logit π and the lag correlations λ_d (doubled as needed)
-MAX_BINS = 128  # binned: at most this many groups
+MAX_BINS = 96  # binned: at most this many groups
 CHECKED = 12  # binned: experts also fitted exactly, to state the binning error
 
 
@@ -244,9 +244,10 @@ def _binned_latent(pi: np.ndarray, pairs: np.ndarray, parents: tuple, top_k: flo
     check = np.argsort(pi, kind="stable")[np.linspace(0, pi.size - 1, CHECKED).round().astype(int)]
     exact = latent_tree_p_zero(fit_latent(pi[check], pairs[check], top_k), parents, _shapes(parents))
     gap = float(np.max(np.abs(exact - binned[check])))
+    mean = float(np.mean(exact - binned[check])) * inverse.size
     bins = (f"{pi.size} distinct experts grouped into {counts.size} bins (logit π step {BIN_LOGIT * width:g}, lag "
             f"correlations step {BIN_LAMBDA * width:g}); check on {CHECKED} experts fitted exactly: largest "
-            f"|ΔP(0…0)| {gap:.1e} (E × that: {gap * inverse.size:.2g} experts)")
+            f"|ΔP(0…0)| {gap:.1e} (E × that: {gap * inverse.size:.2g} experts; E × their mean ΔP: {mean:+.2g})")
     return binned[inverse], method, lags, "; ".join(x for x in (note, bins) if x), it, err
 
 
