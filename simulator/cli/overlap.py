@@ -278,7 +278,9 @@ def _fit(args) -> int:
             f"routed experts)")
     for s in report.summaries:
         ov = " ".join(f"{o:.3f}" for o in s.overlaps[:8])
-        say(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
+        say(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}; the lag profile is "
+            f"reproduced within {s.latent_misfit:.4f} by the latent model (Gaussian memory, the tree default) and "
+            f"{s.binary_misfit:.4f} by binary memory")
     for p in persistent:
         say(f"layer {p['layer']}: persistent working set floor {p['floor']:.3f}, share {p['share']:.3f} "
             f"(overlap predict --persistent {p['floor']:.3f},{p['share']:.3f})")

@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import Interval, Param, check_params
 from .fit import fit_window
+from .latent import binary_memory_misfit, fit_latent
 from .stats import OverlapStats
 from .traces import BATCH_DRAWS, SAMPLES, SEED, Trace, empirical_unique, layer_stats
 from .unique import independent_unique, uniform_unique, unique_experts
@@ -39,9 +40,14 @@ PAIRS_EXACT_MAX_TOKENS = 12  # pairs/pooled: exact finite-n law (ipf) up to here
 
 @dataclass(frozen=True)
 class LayerSummary:
+    """Per layer: Σπ²/k, the pooled overlaps, and how closely the two kinds of memory reproduce them (largest
+    |model − measured| overlap): the latent-score model (§2.16) and the binary-memory profile F + (1 − F)·θ^d."""
+
     layer: int
     skew: float
     overlaps: tuple
+    latent_misfit: float = 0.0
+    binary_misfit: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,8 @@ class TraceReport:
             "trace": self.source, "sequences": self.sequences, "tokens_per_sequence": self.tokens,
             "layers": self.layers, "experts": self.experts, "top_k": self.top_k, "window": self.window,
             "statistics": [{"layer": s.layer, "independent_overlap": float(s.skew),
-                            "overlaps": [float(o) for o in s.overlaps]} for s in self.summaries],
+                            "overlaps": [float(o) for o in s.overlaps], "latent_misfit": s.latent_misfit,
+                            "binary_memory_misfit": s.binary_misfit} for s in self.summaries],
             "predictions": rows,
             "mean_abs_rel_error": self.mean_abs_error(),
             "best": None if self.best() is None else {"predictor": self.best()[0], "mean_abs_rel_error":
@@ -145,7 +152,10 @@ def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, 
     for layer in chosen:
         win = window if "window" in predictors else 0
         stats = layer_stats(trace, layer, max_lag=max(ns[-1] - 1, win - 1, 1), window=win)
-        summaries.append(LayerSummary(layer, stats.skew, stats.overlaps))
+        pooled = OverlapStats(stats.popularity, stats.top_k, stats.overlaps)
+        latent = fit_latent(pooled.popularity, pooled.pair_probs, stats.top_k).misfit
+        binary = binary_memory_misfit(stats.overlaps, stats.skew)[0]
+        summaries.append(LayerSummary(layer, stats.skew, stats.overlaps, float(latent), float(binary)))
         for n in ns:
             emp, emp_std = empirical_unique(trace, layer, n, bs, samples=samples, seed=seed)
             preds = {m: _predict_layer(stats, m, n, bs) for m in predictors}

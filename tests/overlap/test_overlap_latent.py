@@ -209,3 +209,19 @@ def test_many_distinct_experts_are_binned_within_the_stated_error(monkeypatch):
     assert "grouped" not in exact.approximation
     assert abs(float((exact.p_zero - binned.p_zero).sum())) <= bound
     assert 0 < np.max(np.abs(exact.p_zero - binned.p_zero)) < 0.02
+
+
+def test_fit_reports_which_memory_and_which_model_explains_the_trace(capsys, tmp_path):
+    """`overlap fit` on an AR(1) trace: the latent model reproduces the lag profile more closely than binary memory,
+    the latent predictor is in the table, and the best predictor is named."""
+    import json
+
+    path = str(tmp_path / "t.npz")
+    assert main(["overlap", "synth", "--experts", "32", "--top-k", "4", "--sequences", "80", "--tokens", "64",
+                 "--persistence", "0.9", "--skew", "0.25", "--seed", "3", "--out", path]) == 0
+    capsys.readouterr()
+    assert main(["overlap", "fit", path, "--tokens", "4,8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    layer = out["statistics"][0]
+    assert layer["latent_misfit"] < layer["binary_memory_misfit"]
+    assert "latent" in out["predictions"][0] and out["best"]["predictor"] == "latent"
