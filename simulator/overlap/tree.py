@@ -36,8 +36,7 @@ import numpy as np
 from ..errors import InfeasibleError, ParameterError
 from ..validation import Interval, Options, Param, check_params
 from .constraints import lag_problems, pair_table
-from .latent import binary_memory_misfit, fit_latent
-from .latent_tree import latent_tree_p_zero, subtree_shapes
+from .latent_union import clear_latent_cache, latent_union
 from .maxent import fit_stationary, window_features
 from .maxent.junction import block_marginals
 from .maxent.markov import markov_p_zero
@@ -67,11 +66,6 @@ MAX_TREE_NODES = 4096  # engines verify at most a few hundred draft tokens per r
 MAX_CLIQUE_NODES = 12  # ipf: cliques of at most 2^12 cells; a tree and lag set needing more is refused
 TREE_METHODS = ("auto", "latent", "ipf", "stationary", "independent", "uniform")
 BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children per node")
-MISFIT_NOTE = 1e-4  # the latent model's overlap misfit is stated when larger than this
-LATENT_MAX_DISTINCT = 256  # latent: more distinct experts than this are grouped into bins (stated, with a check)
-BIN_LOGIT, BIN_LAMBDA = 0.03, 0.003  # finest bin widths: logit π and the lag correlations λ_d (doubled as needed)
-MAX_BINS = 96  # binned: at most this many groups
-CHECKED = 12  # binned: experts also fitted exactly, to state the binning error
 
 
 # ---- trees --------------------------------------------------------------------------------------------------------
@@ -213,66 +207,6 @@ def _fit_q(pi: np.ndarray, pairs: np.ndarray, lags: int, tol: float) -> np.ndarr
     return q
 
 
-@lru_cache(maxsize=64)
-def _latent_params(pi: bytes, pairs: bytes, lags: int, top_k: float):
-    """The latent model's parameters, cached per statistics: every tree of the same statistics reuses them."""
-    p = np.frombuffer(pi)
-    return fit_latent(p, np.frombuffer(pairs).reshape(p.size, lags), top_k)
-
-
-def _binned_latent(pi: np.ndarray, pairs: np.ndarray, parents: tuple, top_k: float, inverse: np.ndarray) -> tuple:
-    """More than LATENT_MAX_DISTINCT distinct experts: experts are grouped by their statistics (logit π in steps of
-    BIN_LOGIT, each lag's pair correlation λ_d = (p − π²)/(π − π²) in steps of BIN_LAMBDA, both doubled until at most
-    MAX_BINS groups remain), each group's mean
-    statistics are fitted for all its members, and CHECKED experts (spread over π) are also fitted exactly: the
-    largest |ΔP(0…0)| among them is stated with the union bound it implies."""
-    safe = np.clip(pi, 1e-12, 1 - 1e-12)
-    lam = (pairs - safe[:, None] ** 2) / (safe - safe ** 2)[:, None]
-    logit = np.log(safe / (1 - safe))[:, None]
-    width = 1.0
-    while True:  # the finest bins (BIN_LOGIT, BIN_LAMBDA times 1, 2, 4, ..) that give at most MAX_BINS groups
-        keys = np.concatenate([np.round(logit / (BIN_LOGIT * width)), np.round(lam / (BIN_LAMBDA * width))], 1)
-        _, member, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-        if counts.size <= MAX_BINS:
-            break
-        width *= 2
-    member = member.ravel()
-    rep_pi = np.bincount(member, weights=pi) / counts  # each group's mean statistics (a feasible row: the bounds
-    rep_pairs = np.stack([np.bincount(member, weights=pairs[:, d]) / counts for d in range(pairs.shape[1])], 1)
-    p0_rep, method, lags, note, it, err = _latent(rep_pi, rep_pairs, parents, top_k)  # are convex)
-    binned = p0_rep[member]
-    check = np.argsort(pi, kind="stable")[np.linspace(0, pi.size - 1, CHECKED).round().astype(int)]
-    exact = latent_tree_p_zero(fit_latent(pi[check], pairs[check], top_k), parents, _shapes(parents))
-    gap = float(np.max(np.abs(exact - binned[check])))
-    mean = float(np.mean(exact - binned[check])) * inverse.size
-    bins = (f"{pi.size} distinct experts grouped into {counts.size} bins (logit π step {BIN_LOGIT * width:g}, lag "
-            f"correlations step {BIN_LAMBDA * width:g}); check on {CHECKED} experts fitted exactly: largest "
-            f"|ΔP(0…0)| {gap:.1e} (E × that: {gap * inverse.size:.2g} experts; E × their mean ΔP: {mean:+.2g})")
-    return binned[inverse], method, lags, "; ".join(x for x in (note, bins) if x), it, err
-
-
-def _latent(pi: np.ndarray, pairs: np.ndarray, parents: tuple, top_k: float) -> tuple:
-    params = _latent_params(pi.tobytes(), np.ascontiguousarray(pairs).tobytes(), pairs.shape[1], top_k)
-    p0 = latent_tree_p_zero(params, parents, _shapes(parents))
-    notes = []
-    if params.misfit > MISFIT_NOTE:
-        notes.append(f"latent-score model: its correlation c + (1 - c)·r^d reproduces the given overlaps "
-                     f"o(1..{params.lags}) within {params.misfit:.4f} (largest |model - given|)")
-        overlaps = pairs.sum(axis=0) / top_k
-        binary, _, _ = binary_memory_misfit(overlaps, float(pi @ pi) / top_k)
-        if binary < params.misfit:
-            notes.append(f"the lag profile looks like binary memory (F + (1 - F)·θ^d fits within {binary:.4f}): "
-                         "routers whose expert sets persist as discrete states are under-predicted by this model "
-                         "(up to 31% in benchmarks/results/overlap_trees.md); compare --tree-method stationary")
-    note = "; ".join(notes)
-    return p0, "latent", params.lags, note, 0, params.misfit
-
-
-@lru_cache(maxsize=256)
-def _shapes(parents: tuple) -> tuple:
-    return subtree_shapes(parents)
-
-
 def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, tol: float, max_iter: int,
                 top_k: float) -> tuple:
     """P(0…0) per row of (π, p(1..L)) on the tree: (p_zero, method, lags used, approximation, iterations, error)."""
@@ -285,10 +219,8 @@ def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, 
     inverse = inverse.ravel()
     gp, gpairs = pi[first], pairs[first]
     if method in ("auto", "latent"):
-        if gp.size > LATENT_MAX_DISTINCT:
-            return _binned_latent(gp, gpairs, parents, top_k, inverse)
-        p0, *rest = _latent(gp, gpairs, parents, top_k)
-        return (p0[inverse], *rest)
+        p0, lags, note, misfit = latent_union(gp, gpairs, parents, top_k)
+        return p0[inverse], "latent", lags, note, 0, misfit
     depth = tree_depths(parents)
     lags = min(given, int(depth.max()) * 2)  # no two nodes are further apart than twice the depth
     if lags == 1:
@@ -370,8 +302,7 @@ def _frozen(fit: TreeFit) -> TreeFit:
 def clear_tree_cache() -> None:
     """Forget cached tree fits, subtree shapes, junction trees and chain fits (for timing)."""
     _tree_fit.cache_clear()
-    _shapes.cache_clear()
-    _latent_params.cache_clear()
+    clear_latent_cache()
     tree_junction.cache_clear()
     _Q_CACHE.clear()
 

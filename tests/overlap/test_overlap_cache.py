@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import simulator.overlap.latent_union as union_module
 from simulator.cost import routing
 from simulator.cost.routing import LONG_PASS, OverlapInput
 from simulator.overlap import OverlapStats, clear_tree_cache, fit_window, full_tree, tree_p_zero
-from simulator.overlap import tree as tree_module
 
 
 def test_tree_fits_are_cached_and_read_only():
@@ -19,7 +19,7 @@ def test_tree_fits_are_cached_and_read_only():
     assert not first.p_zero.flags.writeable
     for shape in ((3,), (2, 2, 2), (4, 1)):
         tree_p_zero(stats, full_tree(shape))
-    info = tree_module._latent_params.cache_info()
+    info = union_module._latent_params.cache_info()
     assert info.misses == 1 and info.hits == 3  # one parameter fit for four trees of the same statistics
 
 

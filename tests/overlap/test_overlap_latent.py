@@ -193,8 +193,8 @@ def test_binary_memory_is_flagged_only_where_the_profile_says_so():
 def test_many_distinct_experts_are_binned_within_the_stated_error(monkeypatch):
     """Above LATENT_MAX_DISTINCT distinct experts the latent fit groups them into bins and states the largest
     |ΔP(0…0)| of a checked sample; the exact union (binning switched off) is within E × that."""
+    import simulator.overlap.latent_union as union_module
     from simulator.overlap import clear_tree_cache
-    from simulator.overlap import tree as tree_module
 
     weights = np.random.default_rng(3).pareto(1.5, 300) + 0.05
     stats = OverlapStats.from_overlaps(300, 8, (0.5, 0.42, 0.38), weights)
@@ -203,7 +203,7 @@ def test_many_distinct_experts_are_binned_within_the_stated_error(monkeypatch):
     binned = tree_p_zero(stats, parents)
     assert "grouped into" in binned.approximation
     bound = float(binned.approximation.split("(E × that: ")[1].split(" experts")[0])
-    monkeypatch.setattr(tree_module, "LATENT_MAX_DISTINCT", 10_000)
+    monkeypatch.setattr(union_module, "LATENT_MAX_DISTINCT", 10_000)
     clear_tree_cache()
     exact = tree_p_zero(stats, parents)
     assert "grouped" not in exact.approximation
