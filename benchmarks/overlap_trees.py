@@ -37,7 +37,7 @@ ROUTERS = [
 ]
 SHAPES = [(2, 2, 2), (4, 2, 1), (2, 2, 2, 2), (3, 3, 2), (2, 2, 2, 2, 2), (4, 4, 3), (2,) * 7]
 BATCHES = (1, 4)
-METHODS = ("latent", "stationary", "ipf")
+METHODS = ("auto", "latent", "stationary", "ipf")  # auto: the default (latent, or stationary on binary memory)
 IPF_MAX_NODES = 31  # ipf takes seconds per fit beyond this (benchmarks/results history) and refuses wide cliques
 LAGS = 4
 MOE_SPEC = {31: 39, 255: 54}  # MoE-Spec (arXiv 2602.16052) on OLMoE-1B-7B; docs/sources/published.md addendum
@@ -78,6 +78,7 @@ def accuracy(lines: list) -> dict:
                     errors.setdefault((name, m), []).append(u / mc - 1)
                     cells.append(f"{u:.2f} ({100 * (u / mc - 1):+.1f}%)")
                 ind = float(np.atleast_1d(preds["latent"].independent)[i])
+                cells[0] += f" [{preds['auto'].method}]"
                 rows.append(f"| {name} | {','.join(map(str, shape))} | {n} | {b} | {mc:.2f} ± {se:.2f} | "
                             + " | ".join(cells) + f" | {ind:.2f} |")
             print(f"accuracy {name} {shape}", file=sys.stderr)

@@ -110,8 +110,9 @@ def _least_squares(corr: np.ndarray, weight: np.ndarray, grid: np.ndarray) -> tu
     return g[rows, best], c[rows, best]
 
 
-def fit_latent(pi: np.ndarray, pairs: np.ndarray, top_k: float | None = None) -> LatentParams:
-    """(τ, c, r) per expert from π_e and p_e(1..D) (rows of ``pairs``); see the module docstring."""
+def fit_latent(pi: np.ndarray, pairs: np.ndarray, top_k: float | None = None, weights=None) -> LatentParams:
+    """(τ, c, r) per expert from π_e and p_e(1..D) (rows of ``pairs``); see the module docstring. ``weights``: how
+    many experts each row stands for (distinct rows of a larger set), for the pooled misfit."""
     pi = np.asarray(pi, dtype=float)
     pairs = np.asarray(pairs, dtype=float).reshape(pi.size, -1)
     lags = pairs.shape[1]
@@ -137,8 +138,9 @@ def fit_latent(pi: np.ndarray, pairs: np.ndarray, top_k: float | None = None) ->
             model = upper_orthant(tau[live, None], share[live, None] + (1 - share[live, None])
                                   * np.sign(coef[live, None]) ** np.arange(1, lags + 1)
                                   * np.abs(coef[live, None]) ** np.arange(1, lags + 1))
-            k = float(pi.sum()) if top_k is None else float(top_k)
-            misfit = float(np.max(np.abs((model - pairs[live]).sum(axis=0))) / k)
+            w = np.ones(pi.size) if weights is None else np.asarray(weights, dtype=float)
+            k = float(w @ pi) if top_k is None else float(top_k)
+            misfit = float(np.max(np.abs(w[live] @ (model - pairs[live]))) / k)
     return LatentParams(tau, share, coef, constant, misfit, lags)
 
 

@@ -64,6 +64,7 @@ __all__ = [
 
 MAX_TREE_NODES = 4096  # engines verify at most a few hundred draft tokens per request
 MAX_CLIQUE_NODES = 12  # ipf: cliques of at most 2^12 cells; a tree and lag set needing more is refused
+AUTO_STATIONARY_CELLS = 1 << 13  # auto on binary-memory profiles: stationary when distinct experts × 2^(L+1) <= this
 TREE_METHODS = ("auto", "latent", "ipf", "stationary", "independent", "uniform")
 BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children per node")
 
@@ -218,11 +219,19 @@ def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, 
     _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     gp, gpairs = pi[first], pairs[first]
-    if method in ("auto", "latent"):
-        p0, lags, note, misfit = latent_union(gp, gpairs, parents, top_k)
-        return p0[inverse], "latent", lags, note, 0, misfit
     depth = tree_depths(parents)
     lags = min(given, int(depth.max()) * 2)  # no two nodes are further apart than twice the depth
+    if method in ("auto", "latent"):
+        weights = np.bincount(inverse, minlength=first.size).astype(float)
+        p0, used, note, misfit, binary = latent_union(gp, gpairs, parents, top_k, weights)
+        if method == "auto" and binary and lags >= 2 and first.size << (lags + 1) <= AUTO_STATIONARY_CELLS:
+            try:  # the lag profile looks like binary memory: the pairwise chain did better there (§2.16)
+                res = _fit_arrays(pi, pairs, parents, "stationary", tol, max_iter, top_k)
+                return (*res[:3], f"auto chose the tree-indexed stationary chain (pairwise, every lag): the lag "
+                        f"profile looks like binary memory; {note}", 0, 0.0)
+            except InfeasibleError:
+                pass
+        return p0[inverse], "latent", used, note, 0, misfit
     if lags == 1:
         return markov_p_zero(gp, gpairs[:, 0], n)[inverse], method, 1, "", 0, 0.0
     if method == "stationary":

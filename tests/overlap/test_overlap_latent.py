@@ -179,15 +179,18 @@ def test_cli_tree_uses_every_lag_and_ipf_refuses(capsys):
 
 
 def test_binary_memory_is_flagged_only_where_the_profile_says_so():
-    """A set-Markov router's lag profile is fitted better by the binary-memory family than by the latent one, and
-    the prediction says so; an AR(1) router's is not flagged."""
-    flagged = []
+    """A set-Markov router's lag profile is fitted better by the binary-memory family than by the latent one: the
+    latent method says so and auto takes the pairwise stationary chain; an AR(1) router's is not flagged and auto
+    is the latent model."""
+    flagged, chosen = [], []
     for router in (set_router(32, 4, stick=3.0, boost=0.0, working=0, skew=0.3),
                    tree_router(32, 4, persistence=0.8, skew=0.25, seed=5)):
         m = layer_stats(router_trace(router, 200, 96, seed=2), 0, max_lag=4)
-        note = tree_p_zero(OverlapStats(m.popularity, 4, m.overlaps), full_tree((2, 2))).approximation
-        flagged.append("binary memory" in note)
+        stats = OverlapStats(m.popularity, 4, m.overlaps)
+        flagged.append("binary memory" in tree_p_zero(stats, full_tree((2, 2)), method="latent").approximation)
+        chosen.append(tree_p_zero(stats, full_tree((2, 2))).method)
     assert flagged == [True, False]
+    assert chosen == ["stationary", "latent"]
 
 
 def test_many_distinct_experts_are_binned_within_the_stated_error(monkeypatch):
