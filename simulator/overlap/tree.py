@@ -7,7 +7,8 @@ U(B) = Σ_e [1 − P_e(0…0)^B] as for chains.
 
 Methods (``TREE_METHODS``):
 
-- ``latent`` (the default, ``auto`` with any lag given): the latent-score model (:mod:`.latent`, §2.16): a
+- ``latent`` (the default: ``auto`` with any lag given, unless the lag profile looks like binary memory and the
+  stationary chain below is cheap, then that chain): the latent-score model (:mod:`.latent`, §2.16): a
   thresholded Gaussian latent per expert, a per-request component plus a Gaussian Markov (AR(1)) process along the
   tree, solved from π_e and p_e(1..D); P_e(0…0) by message passing over the tree (:mod:`.latent_tree`), linear in N,
   every lag used. It carries correlation among three and more nodes (siblings share their parent's latent score).
@@ -64,7 +65,7 @@ __all__ = [
 
 MAX_TREE_NODES = 4096  # engines verify at most a few hundred draft tokens per request
 MAX_CLIQUE_NODES = 12  # ipf: cliques of at most 2^12 cells; a tree and lag set needing more is refused
-AUTO_STATIONARY_CELLS = 1 << 13  # auto on binary-memory profiles: stationary when distinct experts × 2^(L+1) <= this
+AUTO_STATIONARY_CELLS = 1 << 13  # auto on binary-memory profiles: stationary when distinct experts × 2^(D+1) <= this
 TREE_METHODS = ("auto", "latent", "ipf", "stationary", "independent", "uniform")
 BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children per node")
 
@@ -224,7 +225,8 @@ def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, 
     if method in ("auto", "latent"):
         weights = np.bincount(inverse, minlength=first.size).astype(float)
         p0, used, note, misfit, binary = latent_union(gp, gpairs, parents, top_k, weights)
-        if method == "auto" and binary and lags >= 2 and first.size << (lags + 1) <= AUTO_STATIONARY_CELLS:
+        # the choice depends on the statistics only (every lag given), never on the tree: one model per statistics
+        if method == "auto" and binary and given >= 2 and first.size << (given + 1) <= AUTO_STATIONARY_CELLS:
             try:  # the lag profile looks like binary memory: the pairwise chain did better there (§2.16)
                 res = _fit_arrays(pi, pairs, parents, "stationary", tol, max_iter, top_k)
                 return (*res[:3], f"auto chose the tree-indexed stationary chain (pairwise, every lag): the lag "

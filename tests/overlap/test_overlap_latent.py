@@ -228,3 +228,25 @@ def test_fit_reports_which_memory_and_which_model_explains_the_trace(capsys, tmp
     layer = out["statistics"][0]
     assert layer["latent_misfit"] < layer["binary_memory_misfit"]
     assert "latent" in out["predictions"][0] and out["best"]["predictor"] == "latent"
+
+
+@FAST
+@given(trees(max_nodes=10), st.data())
+def test_auto_picks_one_model_per_statistics_and_stays_monotone(parents, data):
+    """auto's choice (latent or, on binary-memory profiles, the stationary chain) depends on the statistics only:
+    growing the tree keeps the model and never lowers the union."""
+    stats = data.draw(st.sampled_from([SET_MARKOV_STATS, AR_STATS]))
+    fit = tree_p_zero(stats, parents)
+    at = data.draw(st.integers(0, len(parents) - 1))
+    grown = tree_p_zero(stats, parents + (at,))
+    assert grown.method == fit.method == ("stationary" if stats is SET_MARKOV_STATS else "latent")
+    assert float((1 - grown.p_zero).sum()) >= float((1 - fit.p_zero).sum()) - 1e-9
+
+
+def _router_stats(router) -> OverlapStats:
+    m = layer_stats(router_trace(router, 200, 96, seed=2), 0, max_lag=4)
+    return OverlapStats(m.popularity, 4, m.overlaps)
+
+
+SET_MARKOV_STATS = _router_stats(set_router(32, 4, stick=3.0, boost=0.0, working=0, skew=0.3))
+AR_STATS = _router_stats(tree_router(32, 4, persistence=0.8, skew=0.25, seed=5))
