@@ -17,19 +17,17 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from ..cost.deployment import PRESETS, PRIOR_READINGS, WALK, Deployment, Mechanisms
-from ..cost.routing import OverlapInput
 from ..errors import ParameterError
-from ..overlap.tree import check_parents
-from ..specdec import Acceptance, StepCache, parse_drafter, speculative
-from ..specdec.tree import speculative_tree, tree_label
+from ..pricing import Request, Scenario, fitting_batches, price, resolve_hardware, resolve_models, resolved_line
+from ..pricing.resolve import request as make_request
+from ..render.figures import save
+from ..render.textable import WIDTH, Col, render
+from ..specdec import StepCache
+from ..specdec.tree import tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from .deploy import Layout, default_deployment, fitting_batches, resolved_line
-from .figures import save
-from .runner import DEFAULT_CONTEXT, resolve_acceptance, resolve_hardware, resolve_models
+from .runner import scenario_for
 from .shapley import Shapley, attribute, coalition_mechanisms, coalitions, players
-from .textable import WIDTH, Col, render
-from .variants import Variant
 
 
 @dataclass(frozen=True)
@@ -67,6 +65,8 @@ class Attribution:
     shapley: tuple[Shapley, ...] = ()  # decode_verify_ratio, speedup
     prior_range: tuple[tuple[str, float, float], ...] = ()  # (reading, T_decode/T_verify, speedup)
     tree: str = ""  # the draft tree's label when a tree is explained (draft_len = its drafted nodes)
+    # the refined model's execution mode and speedup band (docs/MODEL.md §4.6): sd_overlap, decode_overlap, low, high
+    engine: tuple = ()
 
     @property
     def prior(self) -> WalkStep:
@@ -89,6 +89,9 @@ class Attribution:
             d["walk_order"] = {sh.quantity: {p: {"first": sh.first[p], "last": sh.last[p], "shapley": v}
                                              for p, v in sh.contributions.items()} for sh in self.shapley}
         d["prior_range"] = [{"reading": r, "decode_verify_ratio": q, "speedup": sp} for r, q, sp in self.prior_range]
+        if self.engine:
+            d["engine"] = dict(zip(("sd_overlap", "decode_overlap", "speedup_low", "speedup_high"), self.engine,
+                                   strict=True))
         return d
 
 
@@ -104,52 +107,48 @@ def walk_mechanisms() -> list[tuple[str, Mechanisms]]:
     return steps
 
 
-def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm",
-            deployment: Deployment | Layout | None = None, *, batch: int = 1, draft_len: int = 3,
-            acceptance: Acceptance | float | None = None, drafter: str = "eagle", context: int = DEFAULT_CONTEXT,
-            overlap: OverlapInput | None = None, placement: str | None = None,
-            redundant_experts: int | None = None, tree: tuple | None = None,
-            mechanisms: tuple[tuple[str, str], ...] = ()) -> Attribution:
+def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm", request: Request | None = None, *,
+            batch: int = 1, draft_len: int = 3, **knobs) -> Attribution:
     """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK.
 
-    ``deployment``: a resolved :class:`Deployment` is used as given; a :class:`Layout` (or None) goes through the
-    default rule. ``overlap``: routing statistics replacing the model's own (see
-    :func:`~simulator.sweep.runner.overlap_input`). ``placement``/``redundant_experts``: replace the deployment's
-    (docs/MODEL.md §2.7). ``tree``: a draft tree's parent list priced instead of the chain
-    (:func:`simulator.specdec.tree.speculative_tree`; ``draft_len`` becomes its drafted nodes). ``mechanisms``:
-    (name, setting) pairs forced in every mechanism set priced (e.g. ``(("graph_padding", "off"),)``: the engine
-    term is off in every walk step, coalition and prior reading, so its Shapley value is 0)."""
-    if tree is not None:
-        tree = check_parents(tree, "explain")
-        draft_len = len(tree) - 1
+    ``request`` (:class:`simulator.pricing.Request`): every knob of the scenario (layout, engine, placement,
+    drafter, acceptance, context, routing statistics, a draft tree priced instead of the chain, ``draft_len`` then
+    being its drafted nodes). Its ``mechanisms`` (name, setting) pairs are forced in every mechanism set priced
+    (e.g. ``(("graph_padding", "off"),)``: the engine term is off in every walk step, coalition and prior reading,
+    so its Shapley value is 0). Keyword ``knobs`` change the request (:func:`simulator.pricing.request`)."""
+    req = make_request(request, **knobs)
+    (m,) = resolve_models([model])
+    (hw,) = resolve_hardware([hardware])
+    return explain_scenario(scenario_for(m, hw, req), batch=batch, draft_len=draft_len, forced=req.mechanisms)
+
+
+def explain_scenario(sc: Scenario, *, batch: int = 1, draft_len: int = 3,
+                     forced: tuple[tuple[str, str], ...] = ()) -> Attribution:
+    """:func:`explain` of a resolved scenario (its mechanisms are replaced along the walk; ``forced`` (name,
+    setting) pairs are kept in every mechanism set priced)."""
+    if sc.tree is not None:
+        draft_len = len(sc.tree) - 1
     if int(draft_len) < 1:
         raise ParameterError(f"the 'draft_len' parameter of explain must be >= 1 (γ = 0 is plain decoding). "
                              f"Got {draft_len} instead.")
     if int(batch) < 1:
         raise ParameterError(f"the 'batch' parameter of explain must be an integer >= 1. Got {batch} instead.")
-    (m,) = resolve_models([model])
-    (hw,) = resolve_hardware([hardware])
-    acc = resolve_acceptance(acceptance)
-    dr = parse_drafter(drafter)
-    dep = deployment if isinstance(deployment, Deployment) else default_deployment(m, hw, deployment)
-    dep = Variant(placement=placement, redundant_experts=redundant_experts).deployment(dep)
-    ok, why = fitting_batches(m, hw, dep, [batch], int(draft_len) + 1, context)
+    m, hw = sc.model, sc.hardware
+    ok, why = fitting_batches(m, hw, sc.deployment, [batch], int(draft_len) + 1, sc.context)
     if not ok:
         raise ParameterError(f"the 'batch' parameter of explain is {batch}: {why}")
     cache, priced = StepCache(), {}
-
-    forced = Variant(mechanisms=tuple(mechanisms))
+    forced = tuple(forced)
 
     def step(label: str, mech: Mechanisms) -> WalkStep:
-        forced_mech = forced.mechanisms_for(mech)
-        changed = [f"{k}={v}" for k, v in mechanisms if getattr(mech, k) != v]
+        own = label[2:].split("=")[0] if label.startswith("+ ") else None  # the field this walk step switches
+        changed = [f"{k}={v}" for k, v in forced if k == own and getattr(mech, k) != v]
         if label and changed:  # the walk's step is overridden by a forced setting: the label says so
             label = "+ " + ",".join(changed) + " (forced)"
-        mech = forced_mech
+        mech = mech.with_(**dict(forced))
         if mech not in priced:
-            priced[mech] = (speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
-                            if tree is None else speculative_tree(m, hw, dep, [batch], tree, acc, dr, context, mech,
-                                                                  overlap, cache).as_spec_result())
+            s = sc.edit(mechanisms=mech)
+            priced[mech] = price(s, [batch], None if s.tree is not None else [int(draft_len)], cache=cache).result
         r = priced[mech]
         us = 1e6
         tv, td = float(r.t_verify[0, 0]), float(r.t_decode[0])
@@ -165,8 +164,11 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
                  for q in ("decode_verify_ratio", "speedup"))
     readings = tuple((r, w.decode_verify_ratio, w.speedup)
                      for r, w in ((r, step(r, PRESETS[r])) for r in PRIOR_READINGS))
-    return Attribution(m.name, hw.name, dep, int(batch), int(draft_len), dr.label, acc.label, int(context),
-                       steps, shap, readings, tree_label(tree) if tree is not None else "")
+    r = priced[target.with_(**dict(forced))]
+    engine = (r.sd_overlap, r.decode_overlap, float(r.speedup_low[0, 0]), float(r.speedup_high[0, 0]))
+    return Attribution(m.name, hw.name, sc.deployment, int(batch), int(draft_len), sc.drafter.label,
+                       sc.accept.label, int(sc.context), steps, shap, readings,
+                       tree_label(sc.tree) if sc.tree is not None else "", engine)
 
 
 def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:
@@ -212,7 +214,13 @@ def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False
     gap = a.refined.speedup - a.prior.speedup
     notes = [f"prior -> refined: speedup {a.prior.speedup:.3f} -> {a.refined.speedup:.3f} ({gap:+.3f}); "
              f"verify runs at {a.prior.decode_verify_ratio:.0%} -> {a.refined.decode_verify_ratio:.0%} of "
-             f"decode speed (unique experts per MoE layer are all-rank totals)"]
+             f"decode speed (unique experts per MoE layer are all-rank totals)",
+             "units: T_dec, T_ver, T_round in µs; ver/dec, dec/ver time ratios; U: unique experts per MoE layer; "
+             "S: speedup over plain decoding (x), dS its change"]
+    if a.engine:
+        sd, dec, lo, hi = a.engine
+        notes.append(f"{a.deployment.engine} SD rounds overlapped {sd}, decode overlapped {dec} (docs/MODEL.md §4.6); "
+                     f"refined speedup band over the engine terms' public ranges {lo:.3f}-{hi:.3f}")
     table = render(cols, rows, title=head, notes=notes, width=width, wide=wide)
     shap = format_shapley(a, width=width)
     return resolved_line(a.deployment, a.context) + "\n" + table + ("\n\n" + shap if shap else "")
@@ -226,7 +234,7 @@ def plot_waterfall(a: Attribution, path) -> str:
     axes = fig.subplots(1, 2)
     labels = [s.name.replace("+ ", "+") for s in a.steps]
     for ax, key, ylabel in ((axes[0], "speedup", "speedup over plain decoding (x)"),
-                            (axes[1], "decode_verify_ratio", "T_decode / T_verify (verify speed vs decode)")):
+                            (axes[1], "decode_verify_ratio", "T_decode / T_verify")):
         vals = np.array([getattr(s, key) for s in a.steps])
         x = np.arange(len(vals) + 1)
         bottoms = np.concatenate([[0.0], vals[:-1], [0.0]])
@@ -244,6 +252,9 @@ def plot_waterfall(a: Attribution, path) -> str:
         ax.set_ylim(0.0, top * 1.12)
         ax.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
         ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle(f"Prior -> refined attribution: {a.model} on {a.hardware} ({a.deployment.label}), "
-                 f"B={a.batch}, draft length {a.draft_len}, drafter {a.drafter}, {a.acceptance}", fontsize=10)
+    import textwrap
+
+    shape = f"draft {a.tree}" if a.tree else f"draft length {a.draft_len}"  # the tree, not its depth
+    fig.suptitle(textwrap.fill(f"Prior -> refined attribution: {a.model} on {a.hardware} ({a.deployment.label}), "
+                               f"B={a.batch}, {shape}, drafter {a.drafter}, {a.acceptance}", 110), fontsize=10)
     return save(fig, path)

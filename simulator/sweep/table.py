@@ -2,7 +2,8 @@
 
 :class:`Case` is one priced (model, GPU, deployment, variant, mode) over the batch × draft-length grid;
 :class:`SweepResult` holds the cases and their columns (numpy arrays; ``records`` and ``to_array()`` are views).
-No I/O here: writers (:mod:`.io`), summaries (:mod:`.report`) and figures (:mod:`.figures`) import this module.
+No I/O here: writers (:mod:`.io`), summaries (:mod:`.report`) and figures (:mod:`simulator.render.figures`)
+import this module.
 """
 
 from __future__ import annotations
@@ -11,12 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost.deployment import Deployment
-from ..specdec import Acceptance, Drafter, SpecResult
-from ..specs.hardware import HardwareProfile
-from ..specs.model import ModelSpec
-
-REFERENCE = ("qwen3-235b-a22b", "fp8_block", 8, 8)  # the study's headline deployment: FP8, attention TP8, MoE EP8
+from ..pricing import Case
+from ..specdec import Acceptance, Drafter
 
 # Tidy-table columns: (name, numpy dtype; strings are sized to their longest value). Times in microseconds.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -28,48 +25,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("unique_experts_verify", "f8"), ("unique_experts_decode_rank", "f8"), ("unique_experts_verify_rank", "f8"),
     ("bound_decode", "U8"), ("bound_verify", "U8"), ("speedup", "f8"), ("tokens_per_s_request", "f8"),
     ("tokens_per_s_total", "f8"),
+    # engine terms of the round (docs/MODEL.md §4.6) and the band over their public ranges (and acceptance's)
+    ("sd_overlap", "U3"), ("decode_overlap", "U3"), ("t_extend_us", "f8"), ("t_kernels_us", "f8"),
+    ("t_host_us", "f8"), ("t_host_decode_us", "f8"), ("t_round_low_us", "f8"), ("t_round_high_us", "f8"),
+    ("speedup_low", "f8"), ("speedup_high", "f8"),
 )
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
-
-
-@dataclass(frozen=True)
-class Case:
-    """One (model, GPU, deployment, variant, mode) priced over the batch × draft-length grid."""
-
-    model: ModelSpec
-    hardware: HardwareProfile
-    deployment: Deployment
-    mode: str
-    result: SpecResult
-    drafter: Drafter
-    acceptance: Acceptance
-    context: int
-    variant: str = ""
-
-    @property
-    def key(self) -> tuple:
-        d = self.deployment
-        return (self.model.name, self.hardware.name, d.dtype, d.tp, d.dp, d.ep, self.variant)
-
-    @property
-    def is_reference(self) -> bool:
-        d = self.deployment
-        return (self.model.name, d.dtype, d.tp, d.ep) == REFERENCE and d.dp == 1 and self.hardware.name == "h100-sxm"
-
-    def best(self) -> tuple[np.ndarray, np.ndarray]:
-        """(best draft length, best speedup) per batch."""
-        return self.result.best()
-
-    def at_gamma(self, gamma: int) -> int:
-        """Row index of draft length ``gamma`` (ValueError naming the grid if it is not there)."""
-        idx = np.flatnonzero(self.result.gammas == gamma)
-        if not idx.size:
-            raise ValueError(f"draft length {gamma} is not in the grid {self.result.gammas.tolist()}")
-        return int(idx[0])
-
-    def decode_verify(self, gamma: int, bi: int = 0) -> float:
-        """T_decode / T_verify at draft length ``gamma`` and batch index ``bi``."""
-        return float(1 / self.result.verify_decode_ratio[self.at_gamma(gamma), bi])
 
 
 @dataclass(frozen=True)
@@ -127,6 +88,7 @@ def _block(case: Case) -> dict[str, np.ndarray]:
         return np.full(n, v, dtype=dt)
 
     us = 1e6
+    zeros = np.zeros((ng, nb))
     return {
         "model": const(case.model.name), "hardware": const(case.hardware.name), "dtype": const(d.dtype),
         "kv_dtype": const(d.kv_dtype), "tp": const(d.tp, int), "dp": const(d.dp, int), "ep": const(d.ep, int),
@@ -143,4 +105,16 @@ def _block(case: Case) -> dict[str, np.ndarray]:
         "bound_decode": per_b(r.bound_decode), "bound_verify": per_gb(r.bound_verify),
         "speedup": per_gb(r.speedup), "tokens_per_s_request": per_gb(r.tokens_per_s_request),
         "tokens_per_s_total": per_gb(r.tokens_per_s_total),
+        "sd_overlap": const(r.sd_overlap), "decode_overlap": const(r.decode_overlap),
+        "t_extend_us": per_gb(_or(r.t_extend, zeros)) * us, "t_kernels_us": per_gb(_or(r.t_kernels, zeros)) * us,
+        "t_host_us": per_gb(_or(r.t_host, zeros)) * us,
+        "t_host_decode_us": per_b(_or(r.t_host_decode, 0.0 * r.batch)) * us,
+        "t_round_low_us": per_gb(_or(r.t_round_low, r.t_round)) * us,
+        "t_round_high_us": per_gb(_or(r.t_round_high, r.t_round)) * us,
+        "speedup_low": per_gb(_or(r.speedup_low, r.speedup)), "speedup_high": per_gb(_or(r.speedup_high, r.speedup)),
     }
+
+
+def _or(a, default):
+    """A SpecResult field, or ``default`` where the result does not carry it (None)."""
+    return default if a is None else a
