@@ -84,10 +84,11 @@ def register(subparsers) -> None:
                     help=f"expert->rank placement with --ranks: random (expectation over placements), balanced "
                          f"(greedy packing by usage) or contiguous blocks (default {DEFAULT_PLACEMENT})")
     add_tree_choice(pp, "score", " instead of a chain")
-    pp.add_argument("--tree-method", default="auto", choices=TREE_METHODS, help="tree model: auto (default: "
-                    "latent, or stationary when the lags look like binary memory), latent (thresholded Gaussian "
-                    "latent score along the tree, every lag), ipf (pairwise maximum entropy on the junction tree; "
-                    "small cliques only), stationary (tree-indexed stationary chain), independent, uniform")
+    pp.add_argument("--tree-method", default="auto", choices=TREE_METHODS, metavar="METHOD",
+                    help="tree model: auto (default: latent, or stationary when the lags look like binary memory), "
+                    "latent (thresholded Gaussian latent score along the tree, every lag), ipf (pairwise maximum "
+                    "entropy on the junction tree; small cliques only), stationary (tree-indexed stationary chain), "
+                    "independent, uniform")
     pp.add_argument("--persistent", type=csv_list(float, "--persistent"), default=None, metavar="FLOOR[,SHARE]",
                     help="per-request working set: FLOOR = lag overlap at long lags (fraction), SHARE = probability "
                     "that an expert is hot in a request (default: the pure working set, Σπ²/(k·FLOOR))")
