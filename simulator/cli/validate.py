@@ -1,6 +1,7 @@
 """`validate`: check the model against measurements — end-to-end TPOT rows (`validate tpot FILE.csv`) in
-aiconfigurator's silicon_sample.csv layout, or per-op tables (`validate ops DIR`). Errors print as percents
-(predicted / measured − 1); JSON carries them as fractions."""
+aiconfigurator's silicon_sample.csv layout, per-op tables (`validate ops DIR`), or speculative-decoding speedups of
+the public SD corpus (`validate sd [CORPUS.csv]`). Errors print as percents (predicted / measured − 1); JSON carries
+them as fractions."""
 
 from __future__ import annotations
 
@@ -40,6 +41,15 @@ def register(sub) -> None:
                    help="hardware profile to price on (default: the GPU named in the tables)")
     add_json_flag(o)
     o.set_defaults(func=cmd_ops)
+    d = vs.add_parser("sd", help="speculative-decoding speedups of the public SD corpus (measured/sd/corpus.csv)",
+                      description="Price every corpus row at its level (serving or step), fit the engines' host-time "
+                                  "parameters leave-one-source-out, and report the error per engine and mode.",
+                      epilog="example: python -m simulator validate sd --report docs/SD_VALIDATION.md")
+    d.add_argument("file", nargs="?", metavar="CORPUS.csv", help="a corpus in measured/sd/README.md's layout "
+                                                                 "(default: the bundled corpus)")
+    d.add_argument("--report", metavar="PATH.md", help="also write the Markdown report (e.g. docs/SD_VALIDATION.md)")
+    add_json_flag(d)
+    d.set_defaults(func=cmd_sd)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -95,6 +105,22 @@ def cmd_tpot(args: argparse.Namespace) -> int:
               f"{_pct(g['bias']):>7}")
     for reason, n in s["not_priced"].items():
         print(_line(f"not priced ({n}): {reason}"))
+    return 0
+
+
+def cmd_sd(args: argparse.Namespace) -> int:
+    from ..outputs import atomic_text, check_writable
+    from ..validate.sd_report import markdown, run, text_lines
+
+    if args.report:  # before any work: exactly this file is written, or one line says why not
+        check_writable(args.report, param="report")
+    s = run(args.file)
+    if args.report:
+        atomic_text(args.report, markdown(s), param="report")
+    if args.json:
+        print_json(s)
+        return 0
+    print("\n".join(text_lines(s)))
     return 0
 
 

@@ -225,11 +225,11 @@ class RoundTerms:
 
 def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, gammas, accept_length, gpu_round,
                 t_decode, v_draft: int, v_target: int, drafter_kind: str = "eagle", tree: bool = False,
-                positions=None) -> RoundTerms:
+                positions=None, params: RoundParams | None = None) -> RoundTerms:
     """The round kernels and exposed host time (module docstring) at every level. ``gammas`` (ng,) are the draft
     steps per round, ``positions`` the drafted positions sampled per round (default: ``gammas``; a tree's nodes
     N − 1); ``gpu_round`` is the round's GPU time without T_kern, (ng, nb); ``accept_length`` (ng,) the central AL;
-    rows with γ = 0 get 0."""
+    rows with γ = 0 get 0. ``params``: other parameters than the engine's :data:`ROUND_PARAMS` (e.g. a fit's)."""
     engine = dep.engine
     b = np.atleast_1d(np.asarray(batch, dtype=float))[None, :]
     g = np.atleast_1d(np.asarray(gammas, dtype=float))[:, None]
@@ -240,7 +240,7 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     sd, dec = overlap_modes(mech, engine, drafter_kind)
     mode = engine_mode(engine)
     zero = np.zeros(np.broadcast_shapes(g.shape, b.shape))
-    params = round_params(hw, engine)
+    params = params or round_params(hw, engine)
     kern, host, host_dec, work = {}, {}, {}, {}
     gpu_round = np.asarray(gpu_round, dtype=float)
     for level in LEVELS:

@@ -220,7 +220,8 @@ def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False
     if a.engine:
         sd, dec, lo, hi = a.engine
         notes.append(f"{a.deployment.engine} SD rounds overlapped {sd}, decode overlapped {dec} (docs/MODEL.md §4.6); "
-                     f"refined speedup band over the engine terms' public ranges {lo:.3f}-{hi:.3f}")
+                     f"refined speedup band over the public ranges of the engine terms and the acceptance "
+                     f"{lo:.3f}-{hi:.3f}")
     table = render(cols, rows, title=head, notes=notes, width=width, wide=wide)
     shap = format_shapley(a, width=width)
     return resolved_line(a.deployment, a.context) + "\n" + table + ("\n\n" + shap if shap else "")

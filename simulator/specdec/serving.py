@@ -1,0 +1,195 @@
+"""Serving-level speedup: a closed loop of C requests in aggregated serving, with and without speculative decoding
+(docs/MODEL.md §4.7, "Serving-level speedup"). Pure equations over step times; pricing is in
+:mod:`simulator.sweep.serving`.
+
+Steady state (mean field): the engine runs N = min(C, cap) of the C requests at once (``cap``: its most running
+requests, e.g. a KV-capacity or scheduler limit; none by default), the others wait in its queue; every request is
+one prefill of ISL tokens (in n_p = ⌈ISL / chunk⌉ chunks of
+c = ⌈ISL / n_p⌉ tokens, one chunk per iteration) followed by R = OSL / AL decode iterations (AL = 1 without SD, AL(γ)
+with it). A request holds its slot for n_p + R iterations, so of the C slots
+
+    B = N · R / (R + n_p)           decode rows per iteration (the effective decode batch)
+    f = N · n_p / (R + n_p)         prefill chunks per iteration (B + f = N);  f · c ≈ N · ISL / (R + n_p) tokens
+
+and one iteration costs
+
+    T_iter = T_round(B, γ) + f · ΔT_chunk,   ΔT_chunk = max(T(1, c) − T(1, 1), 0)   prefill "mixed" (chunked into
+                                                                                      the decode iteration)
+    T_iter = T_round(B, γ) + f · T(1, c)                                                prefill "separate" (its own
+                                                                                      passes; decode waits)
+
+Throughput (output tokens/s) = B · AL / T_iter; TPOT (mean time between output tokens of a request while it decodes)
+= T_iter / AL. The serving-level speedups are the SD arm over the plain arm at the same C, ISL, OSL:
+
+    S_tpot = AL · T_iter,0 / T_iter,SD,      S_thr = S_tpot · B_SD / B_0      (B_SD ≤ B_0 since R_SD ≤ R_0)
+
+A request's end-to-end latency (queueing and prefill iterations included) is C / N · (R + n_p) · T_iter =
+C · OSL / throughput (Little's law in the closed loop), so its speedup is S_thr.
+
+Exact consequences (tested): ISL = 0 gives n_p = f = 0, B = C and both speedups equal the step-level speedup
+AL · T(C, 1) / T_round(C, γ); OSL → ∞ likewise (f → 0, B → C); γ = 0 gives 1; S_thr ≤ S_tpot; "mixed" never costs
+more per iteration than "separate".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..validation import Interval, Options, Param, declare
+
+__all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "ENGINE_SERVING", "LENGTHS", "PREFILL", "RUNNING_CAP",
+           "EngineServing", "Occupancy", "ServingPoint",
+           "iteration_time", "occupancy", "serving_point"]
+
+# Tokens a prefill chunk may hold per iteration: vLLM's default max_num_batched_tokens for the OpenAI server on GPUs
+# with >= 70 GiB (vllm/engine/arg_utils.py, "For GPUs like H100 and MI300x"); TRT-LLM's max_num_tokens default and
+# SGLang's chunked_prefill_size on 80-141 GB GPUs are 8192 too (assumed from their server-argument defaults).
+DEFAULT_CHUNK = 8192
+CHUNK = Param(Interval(int, 1, None), unit="prefill tokens per chunk")
+CONCURRENCY = Param(Interval(float, 1.0, None), unit="concurrent requests", many=True)
+LENGTHS = Param(Interval(float, 0.0, None), unit="tokens per request", many=True)
+RUNNING_CAP = Param(Interval(float, 1.0, None), None, unit="running requests")
+PREFILL = Param(Options(("mixed", "separate")), unit="how prefill meets decode")
+
+
+@dataclass(frozen=True)
+class EngineServing:
+    """How an engine serves by default: whether prefill chunks join decode iterations, and the most requests an SD
+    server runs at once unless the user sets it (None: no limit beside memory)."""
+
+    prefill: str
+    cap_sd: float | None
+    source: str
+
+
+ENGINE_SERVING = {
+    "sglang": EngineServing("separate", 48.0,
+                            "sglang server_args._handle_speculative_decoding: for EAGLE, EAGLE3 and STANDALONE (NEXTN "
+                            "runs as EAGLE) 'if self.max_running_requests is None: self.max_running_requests = 48' "
+                            "('Max running requests is reset to 48 for speculative decoding') and enable_mixed_chunk "
+                            "is turned off; enable_mixed_chunk defaults to False, so plain decoding runs prefill "
+                            "batches as their own iterations too"),
+    "vllm": EngineServing("mixed", None, "vLLM V1 scheduler: chunked prefill always on; prefill chunks share each "
+                                         "step's max_num_batched_tokens with the decode rows, with and without SD"),
+    "trtllm": EngineServing("mixed", None, "assumed: TensorRT-LLM in-flight batching runs context (prefill) "
+                                           "requests in the same iteration as generation requests"),
+}
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How C closed-loop slots split between decoding and prefilling in steady state (arrays, broadcast)."""
+
+    concurrency: np.ndarray  # C
+    running: np.ndarray  # N = min(C, cap): requests the engine runs at once (the others wait in its queue)
+    rounds: np.ndarray  # R = OSL / AL decode iterations per request
+    chunks_per_request: np.ndarray  # n_p = ceil(ISL / chunk)
+    chunk_tokens: np.ndarray  # c = ceil(ISL / n_p) (0 when ISL = 0)
+    decode_batch: np.ndarray  # B = N · R / (R + n_p)
+    chunks: np.ndarray  # f = N · n_p / (R + n_p) prefill chunks per iteration
+
+    @property
+    def prefill_tokens(self) -> np.ndarray:
+        """Prefill tokens per iteration, f · c (≈ C · ISL / (R + n_p))."""
+        return self.chunks * self.chunk_tokens
+
+
+@declare(concurrency=CONCURRENCY, isl=LENGTHS, osl=LENGTHS, chunk=CHUNK, cap=RUNNING_CAP)
+def occupancy(concurrency, isl, osl, accept_length, chunk: int = DEFAULT_CHUNK, cap: float | None = None) -> Occupancy:
+    """Steady-state split of C slots (module docstring). ``osl`` must be > 0 (a request decodes at least once);
+    ``accept_length`` ≥ 1 (tokens per decode iteration; 1 without SD); ``cap``: the most requests the engine runs at
+    once (None: no cap), the rest wait in its queue."""
+    c, i, o, al = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (concurrency, isl, osl, accept_length)))
+    n = c if cap is None else np.minimum(c, float(cap))
+    if np.any(o <= 0):
+        raise ParameterError(f"osl must be > 0 (a served request decodes at least one token); got {o.min():g}")
+    if np.any(al < 1):
+        raise ParameterError(f"accept_length must be >= 1 (tokens per decode iteration); got {al.min():g}")
+    n_p = np.ceil(i / chunk)
+    c_tok = np.where(n_p > 0, np.ceil(i / np.maximum(n_p, 1)), 0.0)
+    r = o / al
+    return Occupancy(c, n, r, n_p, c_tok, n * r / (r + n_p), n * n_p / (r + n_p))
+
+
+@declare(prefill=PREFILL)
+def iteration_time(t_step, occ: Occupancy, t_chunk, t_token, prefill: str = "mixed") -> np.ndarray:
+    """T_iter = T_round(B, γ) + f · (mixed: max(T(1, c) − T(1, 1), 0); separate: T(1, c)); ``t_step`` is the decode
+    or round time at the occupancy's decode batch, ``t_chunk`` = T(1, c), ``t_token`` = T(1, 1)."""
+    t_chunk = np.asarray(t_chunk, dtype=float)
+    extra = np.maximum(t_chunk - np.asarray(t_token, dtype=float), 0.0) if prefill == "mixed" else t_chunk
+    return np.asarray(t_step, dtype=float) + occ.chunks * np.where(occ.chunks > 0, extra, 0.0)
+
+
+@dataclass(frozen=True)
+class ServingPoint:
+    """Both arms of one served workload and their speedups (arrays, broadcast over the inputs)."""
+
+    base: Occupancy
+    sd: Occupancy
+    accept_length: np.ndarray
+    t_iter_base: np.ndarray  # seconds per iteration without SD
+    t_iter_sd: np.ndarray  # seconds per iteration (one round) with SD
+    step_speedup: np.ndarray  # AL · T(C, 1) / T_round(C, γ), the decode-step ratio at batch C
+
+    @property
+    def throughput_base(self) -> np.ndarray:
+        """Output tokens/s without SD, B_0 / T_iter,0."""
+        return self.base.decode_batch / self.t_iter_base
+
+    @property
+    def throughput_sd(self) -> np.ndarray:
+        return self.sd.decode_batch * self.accept_length / self.t_iter_sd
+
+    @property
+    def tpot_base(self) -> np.ndarray:
+        return self.t_iter_base
+
+    @property
+    def tpot_sd(self) -> np.ndarray:
+        return self.t_iter_sd / self.accept_length
+
+    @property
+    def speedup_throughput(self) -> np.ndarray:
+        return self.throughput_sd / self.throughput_base
+
+    @property
+    def speedup_tpot(self) -> np.ndarray:
+        return self.tpot_base / self.tpot_sd
+
+    @property
+    def latency_base(self) -> np.ndarray:
+        """Mean end-to-end seconds per request without SD, queueing included: C / N · (R_0 + n_p) · T_iter,0
+        = C · OSL / throughput."""
+        return _latency(self.base, self.t_iter_base)
+
+    @property
+    def latency_sd(self) -> np.ndarray:
+        return _latency(self.sd, self.t_iter_sd)
+
+    def as_dict(self) -> dict:
+        f = (lambda x: np.asarray(x, dtype=float).tolist())  # noqa: E731
+        return {"concurrency": f(self.base.concurrency), "accept_length": f(self.accept_length),
+                "decode_batch_base": f(self.base.decode_batch), "decode_batch_sd": f(self.sd.decode_batch),
+                "prefill_tokens_per_iter_base": f(self.base.prefill_tokens),
+                "prefill_tokens_per_iter_sd": f(self.sd.prefill_tokens),
+                "t_iter_base_us": f(self.t_iter_base * 1e6), "t_iter_sd_us": f(self.t_iter_sd * 1e6),
+                "throughput_base": f(self.throughput_base), "throughput_sd": f(self.throughput_sd),
+                "tpot_base_ms": f(self.tpot_base * 1e3), "tpot_sd_ms": f(self.tpot_sd * 1e3),
+                "speedup_throughput": f(self.speedup_throughput), "speedup_tpot": f(self.speedup_tpot),
+                "step_speedup": f(self.step_speedup)}
+
+
+def _latency(o: Occupancy, t_iter) -> np.ndarray:
+    return o.concurrency / o.running * (o.rounds + o.chunks_per_request) * t_iter
+
+
+def serving_point(base: Occupancy, sd: Occupancy, accept_length, t_decode_base, t_round_sd, t_chunk_base,
+                  t_chunk_sd, t_token, step_speedup, prefill: str = "mixed") -> ServingPoint:
+    """Both arms from their step times: ``t_decode_base`` = T(B_0, 1), ``t_round_sd`` = T_round(B_SD, γ),
+    ``t_chunk_*`` = T(1, c) of each arm's chunk (the same when both use the same chunk), ``t_token`` = T(1, 1)."""
+    t0 = iteration_time(t_decode_base, base, t_chunk_base, t_token, prefill)
+    t1 = iteration_time(t_round_sd, sd, t_chunk_sd, t_token, prefill)
+    return ServingPoint(base, sd, np.asarray(accept_length, dtype=float), t0, t1, np.asarray(step_speedup, float))

@@ -1,0 +1,247 @@
+"""The SD-corpus validation: every row priced (:mod:`.sd_speedup`), the engine host-time parameters that no spec sheet
+gives fitted on the corpus with leave-one-source-out cross-validation, and the errors per engine and execution mode
+(docs/SD_VALIDATION.md; docs/MODEL.md §7.2).
+
+Fit. Per engine, the parameters :data:`FIT_PARAMS` of :data:`simulator.specdec.engine_round.ROUND_PARAMS` minimise
+
+    Σ_rows w_row · (log predicted(θ) − log measured)²,    w_row = 1 / n_rows(source)   (each source weighs the same)
+
+within their public ranges (``Band.low`` … ``Band.high``; scipy ``least_squares``, trust-region reflective, started at
+the central values). The GPU passes are priced once; a candidate θ only re-evaluates the engine terms
+(:func:`~simulator.specdec.engine_round.round_terms` with ``params``) and the serving equations. ``sync`` and
+``per_token`` stay at their central values: with a fixed sync count per mode and an AL that varies little within a
+source, they are collinear with ``round_host`` and ``per_request``. Held-out error: each source's rows predicted by
+the fit on every other source. A parameter is *pinned* when rows move it (non-zero sensitivity), its one-σ
+(Gauss-Newton, at the in-sample fit) is under a quarter of its public range, and it does not sit on a bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..specdec import StepCache
+from ..specdec.engine_round import ROUND_PARAMS, Band, RoundParams, round_terms
+from ..specdec.rounds import draft_vocab
+from ..specdec.tree import is_chain, node_depths
+from .sd_corpus import SDRow, by_source
+from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
+
+__all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
+           "params_at", "validate_sd"]
+
+FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host")
+# The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
+SIX_CASES = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n4",
+             "as163-q30b-4xh100-b1-s3k3n4", "tw-glm47f-1xh200-b1", "tw-glm47f-1xh200-b32")
+WIDEN = 10.0  # the diagnostic fit's upper bounds: the public high × WIDEN (lower bounds 0); never used to predict
+PIN_SIGMA = 0.25  # a parameter is pinned when its one-σ is under this share of its public range
+
+
+@dataclass(frozen=True)
+class RowModel:
+    """What a candidate θ needs to re-evaluate one priced row: its GPU round and plain step over the batch grid."""
+
+    priced: Priced
+    gpu: np.ndarray  # (nb,) round GPU time without round kernels and host time
+    t_decode: np.ndarray  # (nb,) plain decode step, GPU only
+    v_draft: int
+    v_target: int
+    tree: bool
+    positions: int  # drafted positions sampled per round (a tree's N − 1)
+    steps: int  # draft steps per round (a tree's depth)
+
+    @classmethod
+    def of(cls, p: Priced) -> RowModel:
+        r, case = p.result, p.serving.step
+        kern = np.zeros_like(r.t_round[0]) if r.t_kernels is None else r.t_kernels[0]
+        host = np.zeros_like(r.t_round[0]) if r.t_host is None else r.t_host[0]
+        par = p.setup.parents
+        tree = par is not None and not is_chain(par)
+        steps = int(node_depths(par).max()) if par is not None else p.setup.gamma
+        return cls(p, r.t_round[0] - kern - host, np.asarray(r.t_decode, float), draft_vocab(case.drafter, case.model),
+                   case.model.vocab_size, tree, (len(par) - 1) if par is not None else steps, steps)
+
+    @property
+    def engine(self) -> str:
+        return self.priced.serving.step.deployment.engine
+
+    def predict(self, params: RoundParams | None = None) -> float:
+        """The compared speedup under ``params`` (None: the engine's ROUND_PARAMS)."""
+        p, case = self.priced, self.priced.serving.step
+        grid = p.serving.grid
+        terms = round_terms(case.hardware, case.deployment, case.scenario.mechanisms, grid, [self.steps],
+                            [p.serving.accept_length], self.gpu[None, :], self.t_decode, self.v_draft, self.v_target,
+                            case.drafter.kind, tree=self.tree, positions=[self.positions], params=params)
+        t_round = self.gpu + terms.kernels["central"][0] + terms.host["central"][0]
+        return p.predicted(self.t_decode + terms.host_decode["central"], t_round)
+
+
+def _bounds(engine: str):
+    base = ROUND_PARAMS[engine]
+    bands = [getattr(base, n) for n in FIT_PARAMS]
+    return base, np.array([b.low for b in bands]), np.array([b.high for b in bands]), np.array([b.central
+                                                                                                  for b in bands])
+
+
+def params_at(engine: str, values) -> RoundParams:
+    """The engine's parameters with :data:`FIT_PARAMS` set to ``values`` (seconds; band = the point)."""
+    base = ROUND_PARAMS[engine]
+    return base.with_(**{n: Band(float(v), float(v), float(v), "fit on the SD corpus")
+                         for n, v in zip(FIT_PARAMS, values, strict=True)})
+
+
+@dataclass(frozen=True)
+class EngineFit:
+    engine: str
+    values: np.ndarray  # seconds, in FIT_PARAMS order
+    sigma: np.ndarray  # one-σ (seconds), NaN where not estimable
+    sensitivity: np.ndarray  # |∂ residual / ∂ θ| summed over rows (per unit of the public range)
+    rows: int
+    sources: int
+
+    def pinned(self) -> list[str]:
+        """Per parameter: 'pinned' or why not."""
+        _, lo, hi, _ = _bounds(self.engine)
+        out = []
+        for i in range(len(FIT_PARAMS)):
+            width = hi[i] - lo[i]
+            if self.rows == 0:
+                out.append("no rows")
+            elif self.sensitivity[i] < 1e-6:
+                out.append("no row moves it")
+            elif min(self.values[i] - lo[i], hi[i] - self.values[i]) <= 1e-3 * width:
+                out.append("at the " + ("low" if self.values[i] - lo[i] <= 1e-3 * width else "high") + " bound")
+            elif not np.isfinite(self.sigma[i]) or self.sigma[i] >= PIN_SIGMA * width:
+                out.append("σ ≥ a quarter of its range")
+            else:
+                out.append("pinned")
+        return out
+
+
+def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> EngineFit:
+    """Least squares on log speedup over one engine's rows, θ within the public ranges (module docstring);
+    ``widen`` > 1 is a diagnostic only: the upper bounds × ``widen`` and the lower bounds 0 (what the data want)."""
+    from scipy.optimize import least_squares
+
+    base, lo, hi, central = _bounds(engine)
+    if widen != 1.0:
+        lo, hi = np.zeros_like(lo), hi * widen
+    mine = [m for m in models if m.engine == engine]
+    if not mine:
+        nan = np.full(len(FIT_PARAMS), np.nan)
+        return EngineFit(engine, central, nan, np.zeros(len(FIT_PARAMS)), 0, 0)
+    counts = {}
+    for m in mine:
+        counts[m.priced.setup.row.source_key] = counts.get(m.priced.setup.row.source_key, 0) + 1
+    w = np.sqrt([1.0 / counts[m.priced.setup.row.source_key] for m in mine])
+    meas = np.log([m.priced.measured for m in mine])
+    scale = np.where(hi > lo, hi - lo, 1.0)
+
+    def resid(x):
+        prm = params_at(engine, lo + x * scale)
+        return w * (np.log([m.predict(prm) for m in mine]) - meas)
+
+    free = hi > lo
+    x0 = np.where(free, (central - lo) / scale, 0.0)
+    res = least_squares(resid, x0, bounds=(np.zeros_like(x0), np.where(free, 1.0, 1e-12)), method="trf",
+                        diff_step=1e-3, xtol=1e-8, ftol=1e-10)
+    jac = res.jac
+    sens = np.abs(jac).sum(axis=0)
+    dof = max(len(mine) - int((sens > 1e-6).sum()), 1)
+    s2 = 2 * res.cost / dof
+    sigma = np.full(len(FIT_PARAMS), np.nan)
+    live = sens > 1e-6
+    if live.any():
+        jtj = jac[:, live].T @ jac[:, live]
+        try:
+            cov = np.linalg.inv(jtj) * s2
+            sigma[live] = np.sqrt(np.clip(np.diag(cov), 0, None)) * scale[live]
+        except np.linalg.LinAlgError:
+            pass
+    return EngineFit(engine, lo + res.x * scale, sigma, sens, len(mine), len(counts))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One corpus row: priced or why not, measured, predicted (engine defaults, in-sample fit, held out), band."""
+
+    row: SDRow
+    status: str  # priced | assumed (no AL anywhere: default acceptance; never fitted) | unmapped | refused
+    reason: str = ""
+    setup: object = None
+    measured: float = float("nan")
+    central: float = float("nan")  # the engines' central ROUND_PARAMS
+    fitted: float = float("nan")  # the in-sample fit
+    held_out: float = float("nan")  # fit on every other source
+    band: tuple[float, float] | None = None
+    mode: str = ""  # "sd off / decode on" (the execution mode priced)
+    step_level: float = float("nan")  # the step-level speedup at batch C (central), beside a serving-level compare
+
+    def error(self, which: str) -> float:
+        return getattr(self, which) / self.measured - 1
+
+
+@dataclass(frozen=True)
+class Validation:
+    corpus: str
+    outcomes: tuple[Outcome, ...]
+    fits: dict = field(default_factory=dict)  # engine -> EngineFit (all sources)
+    folds: dict = field(default_factory=dict)  # source -> {engine: EngineFit} (that source held out)
+    wide: dict = field(default_factory=dict)  # diagnostic: engine -> EngineFit with the ranges widened (WIDEN)
+    wide_held_out: dict = field(default_factory=dict)  # diagnostic: row id -> held-out prediction under ``wide``
+
+    @property
+    def priced(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "priced"]
+
+    @property
+    def assumed(self) -> list[Outcome]:
+        """Rows priced with the default acceptance (no AL stated): reported apart, not fitted, not in the targets."""
+        return [o for o in self.outcomes if o.status == "assumed"]
+
+
+def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | None = None) -> Validation:
+    """Price every row, fit per engine on all sources and per held-out source, and collect the outcomes."""
+    cache = cache or StepCache()
+    outcomes, models, assumed = [], {}, {}
+    for r in rows:
+        try:
+            p = price_row(setup(r, rows), cache)
+        except Skip as s:
+            outcomes.append(Outcome(r, s.status, s.reason))
+            continue
+        (assumed if p.setup.al_from == ASSUMED else models)[r.id] = RowModel.of(p)
+    engines = sorted({m.engine for m in models.values()})
+    # the fit trains on rows whose AL was measured at that point (a borrowed AL is one more unknown the host time
+    # would absorb); every priced row is predicted and validated
+    trainable = [m for m in models.values() if m.priced.setup.al_from == "row"]
+    fits = {e: fit_engine(trainable, e) for e in engines}
+    sources = [s for s, rs in by_source(rows).items() if any(x.id in models for x in rs)]
+    wide = {e: fit_engine(trainable, e, WIDEN) for e in engines}
+    folds, held, wide_held = {}, {}, {}
+    for s in sources:
+        train = [m for m in trainable if m.priced.setup.row.source_key != s]
+        test = [m for m in models.values() if m.priced.setup.row.source_key == s]
+        folds[s] = {e: fit_engine(train, e) for e in sorted({m.engine for m in test})}
+        wfold = {e: fit_engine(train, e, WIDEN) for e in sorted({m.engine for m in test})}
+        for m in test:
+            f, w = folds[s][m.engine], wfold[m.engine]
+            held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values)) if f.rows else m.predict()
+            wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values)) if w.rows else m.predict()
+    by_id = {o.row.id: o for o in outcomes}
+    out = []
+    for r in rows:
+        if r.id in by_id:
+            out.append(by_id[r.id])
+            continue
+        m = models.get(r.id) or assumed[r.id]
+        res = m.priced.result
+        fit = fits.get(m.engine)
+        fitted = m.predict(params_at(m.engine, fit.values)) if fit is not None and fit.rows else m.predict()
+        status, why = ("priced", "") if r.id in models else ("assumed", "no AL stated: the default acceptance")
+        mode = f"sd {res.sd_overlap} / decode {res.decode_overlap}"
+        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(), fitted,
+                           held.get(r.id, fitted), m.priced.band(), mode, float(m.priced.serving.point.step_speedup)))
+    return Validation(corpus, tuple(out), fits, folds, wide, wide_held)
