@@ -18,7 +18,7 @@ import numpy as np
 
 from ..specs.dtypes import FALLBACK_COMPUTE
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import KernelClass
+from ..specs.kernels import DEFAULT_COMPUTE, KernelClass
 from .deployment import Mechanisms
 from .ops import Op
 
@@ -193,7 +193,7 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
     else:
         eta = eta_act = k.global_efficiency
         q = np.inf
-    mu = kc.compute(x[kc.compute.x]) if kc.compute else 1.0
+    mu = kc.compute(x[kc.compute.x]) if kc.compute else DEFAULT_COMPUTE.get(op.cls, 1.0)
 
     peak = hw.peak(op.compute) or hw.peak(FALLBACK_COMPUTE)  # weight-only dequantisation where no such cores
     t_comp = flops / (peak * mu)

@@ -165,6 +165,15 @@ class Curve:
                 "source": self.source}
 
 
+# μ of a class whose profile entry states no compute curve (docs/MODEL.md §3.4). Decode attention: FlashMLA, the
+# compute-bound decode kernel (MLA: 2·(r_kv + d_rope + r_kv) FLOPs per query head per cached token, above the ridge
+# point of every GPU here), reaches 660 TFLOPS on H800 SXM5, 0.667 of its 989.4 dense BF16 TFLOPS
+# (https://github.com/deepseek-ai/FlashMLA README, "Performance Update (2025.04.22)"; the previous kernel 580,
+# 0.586). The calibration's attention tables are GQA decode rows, memory-bound, so they cannot identify μ.
+FLASHMLA_COMPUTE_EFFICIENCY = 660.0 / 989.4
+DEFAULT_COMPUTE = {"attention": FLASHMLA_COMPUTE_EFFICIENCY}
+
+
 @dataclass(frozen=True)
 class KernelClass:
     """Kernel parameters of one op class and variant."""

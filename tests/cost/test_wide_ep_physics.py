@@ -1,0 +1,72 @@
+"""Issue 18 item 4: MLA's work unit, the attention compute efficiency, FP8 MLA and DSA indexer caches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.cost.deployment import Deployment, Mechanisms
+from simulator.cost.engine import op_time
+from simulator.cost.memory import kv_bytes_per_request
+from simulator.cost.ops import INDEXER_KEY_BYTES, Workload, attention_ops, mla_cache_bytes
+from simulator.specs import load_hardware, load_model
+from simulator.specs.kernels import DEFAULT_COMPUTE
+
+L = 4096.0
+
+
+def _attention(model, dep, batch, tokens=1, context=2048):
+    wl = Workload(np.array([float(batch)]), np.array([float(tokens)]), context)
+    return next(op for op in attention_ops(model, dep, wl, "full") if op.name == "attention")
+
+
+def test_mla_work_unit_is_one_per_request_not_per_query_head():
+    m = load_model("deepseek-v3")  # 128 query heads, one latent KV head
+    for tp, dp in ((1, 8), (8, 1)):
+        op = _attention(m, Deployment(dtype="fp8_block", tp=tp, dp=dp, ep=8), 64)
+        assert float(np.ravel(op.parallel)[0]) == pytest.approx(64 / dp)  # B per attention group x 1 latent head
+
+
+def test_mla_per_parallel_floor_is_paid_once_per_request():
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    kc = hw.kernels.get("attention", "bf16")
+    per = kc.params["per_parallel"]
+    assert per > 0
+    dep = Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)
+    mech = Mechanisms()
+    fixed = [float(op_time(_attention(m, dep, b), hw, mech).fixed[0]) for b in (8, 800)]
+    # 100 requests per rank more add 99 per-unit floors (not 99 x 128)
+    assert fixed[1] - fixed[0] == pytest.approx(99 * per, rel=1e-9)
+
+
+def test_attention_compute_efficiency_defaults_to_flashmla():
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    assert hw.kernels.get("attention", "bf16").compute is None  # the profile states none: the default applies
+    assert DEFAULT_COMPUTE["attention"] == pytest.approx(0.667, abs=1e-3)
+    dep = Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)
+    op = _attention(m, dep, 2048, tokens=2)  # 256 requests per rank, one MTP token: compute-bound on H100
+    c = op_time(op, hw, Mechanisms())
+    expect = float(np.ravel(op.flops)[0]) / (hw.peak("bf16") * DEFAULT_COMPUTE["attention"])
+    assert float(c.compute[0]) == pytest.approx(expect)
+    assert float(c.compute[0]) > float(c.memory[0])
+
+
+def test_fp8_mla_cache_is_flashmla_layout_656_bytes():
+    m = load_model("deepseek-v3")
+    assert mla_cache_bytes(m, "fp8") == pytest.approx(656.0)
+    assert mla_cache_bytes(m, "bf16") == pytest.approx(1152.0)
+    got = kv_bytes_per_request(m, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8), L)
+    assert got == pytest.approx(m.layers * L * 656.0)
+    op = _attention(m, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8), 4, context=int(L) - 1)
+    assert float(np.ravel(op.other_bytes)[0]) > 4 * L * 656.0  # the attention op reads the same layout
+
+
+def test_dsa_indexer_key_cache_is_counted():
+    m = load_model("deepseek-v3.2")
+    a = m.attention
+    assert a.sparse
+    for kv in ("bf16", "fp8"):
+        got = kv_bytes_per_request(m, Deployment(dtype="fp8_block", kv_dtype=kv, tp=8, ep=8), L)
+        main = m.layers * L * mla_cache_bytes(m, kv)
+        assert got == pytest.approx(main + m.layers * L * a.indexer_head_dim * INDEXER_KEY_BYTES)
+        assert 0.10 < got / main - 1 < 0.21  # +11% (bf16 cache) to +20% (fp8 cache)
