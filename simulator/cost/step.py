@@ -23,6 +23,7 @@ from ..validation import declare
 from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
 from .engine import OpCost, op_time, step_fixed
 from .graph import critical_path, structure
+from .imbalance import with_busiest_pairs
 from .memory import kv_bytes_per_gpu
 from .ops import BATCH, CONTEXT, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
 from .routing import OverlapInput, expert_load, layer_overlaps, mean_load
@@ -69,8 +70,10 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     info: dict = {}
     # MoE layers with the same statistics share one expert load (a pooled profile: one load for every MoE layer)
     layer_stats = layer_overlaps(model, overlap) if model.ffn.is_moe else ()
-    loads = {st: expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, st, dep.placement,
-                             dep.redundant_experts) for st in dict.fromkeys(layer_stats)}
+    loads = {st: with_busiest_pairs(expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, st, dep.placement,
+                                                dep.redundant_experts), model.ffn, dep.ep, wl.batch, wl.tokens,
+                                    mech.routing, st, dep.placement, dep.redundant_experts)
+             for st in dict.fromkeys(layer_stats)}
     if loads:
         info["load"] = mean_load([loads[st] for st in layer_stats])
     groups: dict[str, list] = {}
