@@ -20,7 +20,14 @@ from ..specs.hardware import HardwareProfile
 from ..specs.kernels import A2A_MODES
 from ..specs.model import ModelSpec
 from ..validation import declare
-from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
+from .deployment import (
+    MEMORY_HEADROOM,
+    Deployment,
+    Mechanisms,
+    resolve_all_to_all,
+    two_batch_overlap_on,
+    validate,
+)
 from .engine import OpCost, op_time, step_fixed
 from .graph import critical_path, structure
 from .imbalance import with_busiest_pairs
@@ -29,10 +36,6 @@ from .ops import BATCH, CONTEXT, TOKENS, LayerGroup, Op, Workload, attention_ops
 from .routing import OverlapInput, expert_load, layer_overlaps, mean_load
 
 A = ACTIVATION_BYTES
-# Bytes per hidden element a token carries in the MoE dispatch (docs/MODEL.md §3.9): bf16 activations for the
-# engine's all-to-all; DeepEP casts dispatched tokens to fp8 with one fp32 scale per 128 channels (its low-latency
-# kernels always, its normal kernels as SGLang runs DeepSeek); the combine returns bf16 in every mode.
-DISPATCH_BYTES = {"nccl": A, "deepep_normal": 1.0 + 4.0 / 128, "deepep_low_latency": 1.0 + 4.0 / 128}
 CLASSES = ("gemm", "moe", "attention", "elementwise", "router", "embedding", "sampling", "collective", "host")
 
 
@@ -102,7 +105,13 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
                       after=tuple(_sinks(ops))))
         groups[key] = [1, ops]
     out = [LayerGroup(k, c, tuple(o)) for k, (c, o) in groups.items()]
-    V = model.vocab_size
+    return out, head_ops(model, dep, wl), info
+
+
+def head_ops(model: ModelSpec, dep: Deployment, wl: Workload) -> list[Op]:
+    """The once-per-step ops: embedding, final norm, LM head (+ logits gather), sampling."""
+    H, V = model.hidden_size, model.vocab_size
+    T_attn = wl.total_tokens.astype(float) / dep.dp
     head: list[Op] = [
         Op("embedding", "embedding", other_bytes=T_attn * H * A * 2, tokens=T_attn),
         Op("final_norm", "elementwise", other_bytes=2 * T_attn * H * A, tokens=T_attn),
@@ -111,7 +120,7 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     if dep.tp > 1:
         head.append(collective_op("logits_gather", "all_gather", T_attn * V * A, dep.tp))
     head.append(Op("sampling", "sampling", other_bytes=T_attn * V * 4.0, tokens=T_attn))
-    return out, head, info
+    return head
 
 
 def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list[Op]:
@@ -125,7 +134,7 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
     ops = [router]
     if dep.dp > 1:
         kind = A2A_MODES[dep.all_to_all]
-        ops += [collective_op("moe_dispatch", kind, T_attn * k * H * DISPATCH_BYTES[dep.all_to_all], dep.gpus),
+        ops += [collective_op("moe_dispatch", kind, T_attn * k * H * dep.dispatch_bytes, dep.gpus),
                 experts,
                 collective_op("moe_combine", kind, T_attn * k * H * A, dep.gpus, after=("experts",))]
     else:
@@ -135,6 +144,22 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
     if shared:
         ops += [replace(shared[0], after=("experts",)), *shared[1:]]
     return ops
+
+
+def _overlapped(ops, costs: list[OpCost]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One micro-batch of a layer under two-batch overlap (docs/MODEL.md §3.5), ``costs`` priced at B/2. Compute
+    (the critical path with communication taken out, C) and communication (the collectives in series, M) are two
+    streams, each running both micro-batches; in the steady state over the layers the busier stream sets the pace,
+    2·max(C, M) per layer. Returns max(C, M) and each op's 0/1 weight on that stream's path."""
+    comm = [c.cls == "collective" for c in costs]
+    zero = np.zeros_like(costs[0].time)
+    c_len, c_path = critical_path(structure(ops), {c.name: (zero if m else c.time)
+                                                   for c, m in zip(costs, comm, strict=True)})
+    m_len = sum((c.time for c, m in zip(costs, comm, strict=True) if m), zero)
+    comm_wins = m_len > c_len
+    weights = [np.where(comm_wins, 1.0 if m else 0.0, 0.0 if m else c_path[c.name])
+               for c, m in zip(costs, comm, strict=True)]
+    return np.maximum(c_len, m_len), weights
 
 
 def _sinks(ops: list[Op]) -> list[str]:
@@ -171,6 +196,7 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     mech = mech or Mechanisms()
     validate(model, hw, dep)
     hw = hw.for_engine(dep.engine)  # the engine's kernel parameters (docs/MODEL.md §3.7)
+    dep = resolve_all_to_all(hw, dep)
     batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                         np.atleast_1d(np.asarray(tokens, dtype=float)))
     batch, tokens = batch.copy(), tokens.copy()
@@ -178,6 +204,11 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
         check_memory(model, hw, dep, float(batch.max()), float(tokens.max()), context)
     wl = Workload(batch, tokens, int(context))
     groups, head, info = describe(model, dep, wl, mech, overlap)
+    # Two-batch overlap: each layer runs as two micro-batches of B/2 where every attention rank has two requests
+    # to split (elsewhere unsplit); the once-per-step ops keep the whole batch.
+    split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, dep) else np.zeros(batch.shape, dtype=bool)
+    halves = describe(model, dep, Workload(batch / 2.0, tokens, int(context)), mech, overlap)[0] \
+        if split.any() else [None] * len(groups)
     shape = batch.shape
     total = np.zeros(shape)
     breakdown = {c: np.zeros(shape) for c in CLASSES}
@@ -189,7 +220,8 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
         is exactly x, so the sums are the same numbers with fewer array operations."""
         nonlocal hbm, l2, flops, comp_bound, fixed_sum
         for c, weight in zip(costs, weights, strict=True):
-            w = weight if count == 1 else count * weight
+            one = isinstance(count, int) and count == 1
+            w = weight if one else count * weight
             bound = np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
             if w is None:
                 breakdown[c.cls] += c.time
@@ -199,7 +231,7 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
                 breakdown[c.cls] += w * c.time
                 fixed_sum += w * c.fixed
                 comp_bound += w * bound
-            if count == 1:
+            if one:
                 hbm += c.hbm_bytes
                 l2 += c.l2_bytes
                 flops += c.flops
@@ -208,11 +240,21 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
                 l2 += count * c.l2_bytes
                 flops += count * c.flops
 
-    for g in groups:
+    for g, half in zip(groups, halves, strict=True):
         costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in g.ops]
         length, on_path = critical_path(structure(g.ops), {c.name: c.time for c in costs})
-        total += g.count * length
-        account(costs, [on_path[c.name] for c in costs], g.count)
+        weights = [on_path[c.name] for c in costs]
+        if half is None:
+            total += g.count * length
+            account(costs, weights, g.count)
+            continue
+        whole = g.count * (~split)  # points left unsplit, and the split ones: two micro-batches per layer
+        total += whole * length
+        account(costs, weights, whole)
+        half_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in half.ops]
+        pace, stream = _overlapped(half.ops, half_costs)
+        total += 2.0 * g.count * split * pace
+        account(half_costs, stream, 2.0 * g.count * split)
     head_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in head]
     for c in head_costs:
         total += c.time

@@ -69,6 +69,24 @@ COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")  # every profile states
 # docs/MODEL.md §3.9): DeepEP's normal (high-throughput) and low-latency modes. Optional in a profile.
 A2A_MODES = {"nccl": "all_to_all", "deepep_normal": "deepep_normal", "deepep_low_latency": "deepep_low_latency"}
 OPTIONAL_COLLECTIVES = ("deepep_normal", "deepep_low_latency")
+# ``Deployment.all_to_all = "auto"`` (the default; docs/MODEL.md §3.9): what engines deploy. Inside one scale-up
+# domain the engine's all-to-all (the single-node defaults, unchanged); across domains DeepEP's low-latency kernels
+# for decode, which SGLang (--moe-a2a-backend deepep, --deepep-mode auto: low_latency for decode batches), vLLM
+# (--all2all-backend deepep_low_latency in its wide-EP recipe) and TensorRT-LLM (alltoall method DeepEPLowLatency on
+# HGX; NVL72 is one domain) run for decode across nodes, where the profile has its parameters.
+A2A_AUTO = "auto"
+A2A_ACROSS_DOMAINS = "deepep_low_latency"
+# Bytes per hidden element a dispatched token carries (Deployment.dispatch_dtype; docs/MODEL.md §3.9): bf16; fp8
+# with one fp32 scale per 128 channels (DeepEP's dispatch, low-latency always, normal as SGLang runs DeepSeek);
+# nvfp4 with one fp8 scale per 16 values (TensorRT-LLM's NVFP4 dispatch for nvfp4 checkpoints). The combine returns
+# bf16 in every mode.
+DISPATCH_BYTES = {"bf16": 2.0, "fp8": 1.0 + 4.0 / 128, "nvfp4": 0.5 + 1.0 / 16}
+MODE_DISPATCH = {"nccl": "bf16", "deepep_normal": "fp8", "deepep_low_latency": "fp8"}  # dispatch_dtype "auto"
+# Two-batch overlap (Mechanisms.two_batch_overlap = "auto"): the engines whose wide-EP deployments split a batch in
+# two micro-batches so that one's dispatch/combine runs beside the other's compute: SGLang --enable-two-batch-overlap
+# (off by default in server_args; on in the LMSYS 96xH100 and GB200 NVL72 DeepEP recipes), vLLM --enable-dbo (dual
+# batch overlap, on in its wide-EP recipe). TensorRT-LLM's wide-EP path states no such split: off.
+TBO_ENGINES = ("sglang", "vllm")
 # Serving engines whose kernels a profile may state (docs/MODEL.md §3.7). The profile's ``kernels:`` block is the
 # default engine's; ``engines: {<engine>: {kernels: ...}}`` states another engine's measured values, each replacing
 # the same entry of the default block (everything it does not state is the default engine's: the documented

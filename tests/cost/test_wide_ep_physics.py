@@ -70,3 +70,69 @@ def test_dsa_indexer_key_cache_is_counted():
         main = m.layers * L * mla_cache_bytes(m, kv)
         assert got == pytest.approx(main + m.layers * L * a.indexer_head_dim * INDEXER_KEY_BYTES)
         assert 0.10 < got / main - 1 < 0.21  # +11% (bf16 cache) to +20% (fp8 cache)
+
+
+# ---- all-to-all defaults, dispatch precision, two-batch overlap ------------------------------------------------
+from simulator.cost.deployment import resolve_all_to_all, two_batch_overlap_on  # noqa: E402
+from simulator.cost.step import step_time  # noqa: E402
+
+
+def test_auto_all_to_all_is_deepep_low_latency_across_domains_only():
+    h100, a100 = load_hardware("h100-sxm"), load_hardware("a100-sxm")
+    one = Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)
+    two = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16)
+    assert one.all_to_all == "auto"
+    assert resolve_all_to_all(h100, one).all_to_all == "nccl"  # single-node default unchanged
+    assert resolve_all_to_all(h100, two).all_to_all == "deepep_low_latency"
+    assert resolve_all_to_all(a100, replace_dtype(two)).all_to_all == "nccl"  # no DeepEP parameters for A100
+    assert "deepep_low_latency" in load_hardware("gb200").kernels.collectives  # fitted on the gb200 tables
+
+
+def replace_dtype(dep):
+    from dataclasses import replace
+    return replace(dep, dtype="bf16")
+
+
+def test_dispatch_precision_sets_the_dispatched_bytes():
+    assert Deployment(all_to_all="nccl").dispatch_bytes == 2.0
+    assert Deployment(all_to_all="deepep_low_latency").dispatch_bytes == pytest.approx(1 + 4 / 128)
+    assert Deployment(all_to_all="deepep_low_latency", dispatch_dtype="nvfp4").dispatch_bytes == pytest.approx(
+        0.5 + 1 / 16)
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    t = {d: step_time(m, hw, Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, dispatch_dtype=d), [16 * 64], 1,
+                      1024).breakdown["collective"][0] for d in ("bf16", "fp8", "nvfp4")}
+    assert t["bf16"] > t["fp8"] > t["nvfp4"]
+
+
+def test_two_batch_overlap_default_per_engine():
+    mech = Mechanisms()
+    wide = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, all_to_all="deepep_low_latency")
+    assert two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang"}))
+    assert two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "vllm"}))
+    assert not two_batch_overlap_on(mech, wide)  # trtllm
+    assert not two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang", "all_to_all": "nccl"}))
+    assert two_batch_overlap_on(Mechanisms(two_batch_overlap="on"), wide)
+    assert not two_batch_overlap_on(Mechanisms(two_batch_overlap="on"), Deployment(dtype="fp8_block", tp=8, ep=8))
+
+
+def _fields(dep):
+    from dataclasses import fields
+    return {f.name: getattr(dep, f.name) for f in fields(dep)}
+
+
+def test_two_batch_overlap_hides_the_smaller_stream_at_half_the_batch():
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="fp8_block", tp=1, dp=64, ep=64, all_to_all="deepep_low_latency", engine="sglang")
+    batch = np.array([64.0, 64 * 2, 64 * 128])  # 1, 2, 128 requests per attention rank (4 experts per rank)
+    on = step_time(m, hw, dep, batch, 1, 1024, mech=Mechanisms(two_batch_overlap="on"))
+    off = step_time(m, hw, dep, batch, 1, 1024, mech=Mechanisms(two_batch_overlap="off"))
+    assert on.time[0] == off.time[0]  # one request per rank: nothing to split
+    assert on.time[2] < off.time[2]  # communication hidden behind the other micro-batch's compute
+    assert on.time[2] > off.time[2] - off.breakdown["collective"][2]  # but the halves pay floors twice
+    parts = sum(on.breakdown.values())
+    np.testing.assert_allclose(parts, on.time, rtol=1e-12)  # the breakdown adds up to the step
+    # two micro-batches read every weight twice: at 16 experts per rank (2 nodes) that costs more than it hides
+    dep16 = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, all_to_all="deepep_low_latency", engine="sglang")
+    on16, off16 = (step_time(m, hw, dep16, [16 * 128], 1, 1024, mech=Mechanisms(two_batch_overlap=t)).breakdown
+                   for t in ("on", "off"))
+    assert on16["moe"][0] > 1.5 * off16["moe"][0]
