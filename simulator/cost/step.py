@@ -167,14 +167,16 @@ def _sinks(ops: list[Op]) -> list[str]:
 
 
 def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_max: float, tokens: float,
-                 context: int) -> dict:
-    """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU."""
+                 context: int, extra_weights: float = 0.0) -> dict:
+    """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU. ``extra_weights``:
+    bytes per GPU resident beside the target's (a drafter's: an MTP module or EAGLE head, which engines load on
+    every rank of the target's group)."""
     c = param_counts(model)
     fmt = FORMATS[dep.dtype]
     copies = 1 + dep.redundant_experts / model.ffn.experts if model.ffn.experts else 1.0  # EPLB replicas
     experts = (c.routed_experts * copies / dep.ep / dep.moe_tp) * fmt.bytes_per_weight
     rest = weight_bytes(model, dep.attn_dtype) - c.routed_experts * FORMATS[dep.attn_dtype].bytes_per_weight
-    w = experts + rest / dep.tp
+    w = experts + rest / dep.tp + extra_weights
     kv = kv_bytes_per_gpu(model, dep, batch_max, tokens, context)  # window-limited, replicated KV (cost.memory)
     need, have = w + kv, hw.hbm_capacity * MEMORY_HEADROOM
     if need > have:

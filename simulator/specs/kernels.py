@@ -82,11 +82,13 @@ A2A_ACROSS_DOMAINS = "deepep_low_latency"
 # bf16 in every mode.
 DISPATCH_BYTES = {"bf16": 2.0, "fp8": 1.0 + 4.0 / 128, "nvfp4": 0.5 + 1.0 / 16}
 MODE_DISPATCH = {"nccl": "bf16", "deepep_normal": "fp8", "deepep_low_latency": "fp8"}  # dispatch_dtype "auto"
-# Two-batch overlap (Mechanisms.two_batch_overlap = "auto"): the engines whose wide-EP deployments split a batch in
-# two micro-batches so that one's dispatch/combine runs beside the other's compute: SGLang --enable-two-batch-overlap
-# (off by default in server_args; on in the LMSYS 96xH100 and GB200 NVL72 DeepEP recipes), vLLM --enable-dbo (dual
-# batch overlap, on in its wide-EP recipe). TensorRT-LLM's wide-EP path states no such split: off.
-TBO_ENGINES = ("sglang", "vllm")
+# Two-batch overlap (Mechanisms.two_batch_overlap = "auto"): the engines whose published wide-EP deployments split a
+# batch in two micro-batches so that one's DeepEP dispatch/combine runs beside the other's compute. SGLang: the flag
+# --enable-two-batch-overlap is off in server_args but on in every DeepEP wide-EP recipe it publishes (the LMSYS
+# 96xH100 decode command, sgl-project/sglang#6017; the GB200 NVL72 recipes). vLLM's --enable-dbo (dual batch
+# overlap) and TensorRT-LLM: off by default and not in the deployments the validation rows come from: off. The
+# cost of the split is real (every weight is read once per micro-batch), so "auto" never turns it on elsewhere.
+TBO_ENGINES = ("sglang",)
 # Serving engines whose kernels a profile may state (docs/MODEL.md §3.7). The profile's ``kernels:`` block is the
 # default engine's; ``engines: {<engine>: {kernels: ...}}`` states another engine's measured values, each replacing
 # the same entry of the default block (everything it does not state is the default engine's: the documented

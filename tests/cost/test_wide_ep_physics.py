@@ -108,7 +108,7 @@ def test_two_batch_overlap_default_per_engine():
     mech = Mechanisms()
     wide = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, all_to_all="deepep_low_latency")
     assert two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang"}))
-    assert two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "vllm"}))
+    assert not two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "vllm"}))  # --enable-dbo: opt-in
     assert not two_batch_overlap_on(mech, wide)  # trtllm
     assert not two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang", "all_to_all": "nccl"}))
     assert two_batch_overlap_on(Mechanisms(two_batch_overlap="on"), wide)
