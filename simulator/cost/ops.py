@@ -132,12 +132,13 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
     if a.kind == "mla":
         qd = a.qk_nope_head_dim + a.qk_rope_head_dim
         lat = a.kv_lora_rank + a.qk_rope_head_dim
-        if a.q_lora_rank:
-            ops.append(gemm("q_a_proj", T, a.q_lora_rank, H, wd, cd))
+        if a.q_lora_rank:  # the engines fuse the two down-projections of the hidden state into one GEMM (TRT-LLM
+            # DeepseekV3 "fused_a", SGLang fused_qkv_a_proj_with_mqa, vLLM fused_qkv_a_proj): one floor, not two
+            ops.append(gemm("qkv_a_proj", T, a.q_lora_rank + lat, H, wd, cd))
             ops.append(gemm("q_b_proj", T, qh * qd, a.q_lora_rank, wd, cd))
         else:
             ops.append(gemm("q_proj", T, qh * qd, H, wd, cd))
-        ops.append(gemm("kv_a_proj", T, lat, H, wd, cd))
+            ops.append(gemm("kv_a_proj", T, lat, H, wd, cd))
         # Absorbed MLA: W_UK folds into the query and W_UV into the output (MQA over the latent cache).
         ops.append(gemm("k_up_absorb", T, qh * a.kv_lora_rank, a.qk_nope_head_dim, wd, cd))
         if a.sparse:  # DeepSeek Sparse Attention (docs/MODEL.md §7): the indexer scores all L cached tokens,

@@ -136,3 +136,13 @@ def test_two_batch_overlap_hides_the_smaller_stream_at_half_the_batch():
     on16, off16 = (step_time(m, hw, dep16, [16 * 128], 1, 1024, mech=Mechanisms(two_batch_overlap=t)).breakdown
                    for t in ("on", "off"))
     assert on16["moe"][0] > 1.5 * off16["moe"][0]
+
+
+def test_mla_down_projections_are_one_fused_gemm():
+    m = load_model("deepseek-v3")
+    a = m.attention
+    wl = Workload(np.array([4.0]), np.array([1.0]), 128)
+    ops = {op.name: op for op in attention_ops(m, Deployment(dtype="fp8_block", tp=8, ep=8), wl, "full")}
+    assert "q_a_proj" not in ops and "kv_a_proj" not in ops
+    fused = ops["qkv_a_proj"]
+    assert float(np.ravel(fused.parallel)[0]) * 128 == a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
