@@ -18,6 +18,7 @@ from ..specs.kernels import (
     A2A_ACROSS_DOMAINS,
     A2A_AUTO,
     A2A_MODES,
+    A2A_NCCL_MAX_GPUS,
     DEFAULT_ENGINE,
     DISPATCH_BYTES,
     ENGINES,
@@ -178,10 +179,11 @@ class Deployment:
 
 def resolve_all_to_all(hw: HardwareProfile, dep: Deployment) -> Deployment:
     """``all_to_all = "auto"`` made concrete: DeepEP low-latency when attention DP spans more than one scale-up
-    domain and the profile has its parameters, else the engine's all-to-all (nccl)."""
+    domain, or more than ``A2A_NCCL_MAX_GPUS`` GPUs inside one (NVL72), and the profile has its parameters; else
+    the engine's all-to-all (nccl)."""
     if dep.all_to_all != A2A_AUTO:
         return dep
-    across = dep.dp > 1 and hw.domain_size > 0 and dep.gpus > hw.domain_size
+    across = dep.dp > 1 and (dep.gpus > A2A_NCCL_MAX_GPUS or (hw.domain_size > 0 and dep.gpus > hw.domain_size))
     mode = A2A_ACROSS_DOMAINS if across and A2A_MODES[A2A_ACROSS_DOMAINS] in hw.kernels.collectives else "nccl"
     return replace(dep, all_to_all=mode)
 

@@ -147,19 +147,34 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
 
 
 def _overlapped(ops, costs: list[OpCost]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One micro-batch of a layer under two-batch overlap (docs/MODEL.md §3.5), ``costs`` priced at B/2. Compute
-    (the critical path with communication taken out, C) and communication (the collectives in series, M) are two
-    streams, each running both micro-batches; in the steady state over the layers the busier stream sets the pace,
-    2·max(C, M) per layer. Returns max(C, M) and each op's 0/1 weight on that stream's path."""
-    comm = [c.cls == "collective" for c in costs]
+    """Both micro-batches of one layer under two-batch overlap (docs/MODEL.md §3.5), ``costs`` priced at B/2. The
+    compute of one micro-batch runs beside the dispatch or combine of the other, stage by stage, as DeepSeek's
+    decode profile and SGLang's TBO schedule it: with A the layer's compute outside the routed and shared experts,
+    X the routed experts, S the shared experts, D the dispatch and C the combine,
+
+        T = max(A + S, C) + max(A, D) + max(X, D) + max(S + X, C)
+
+    (each of A, X, S, D, C run twice). A layer without dispatch/combine runs its halves in series: 2 × its path.
+    Returns T and each op's weight on the path (the breakdown adds up to T)."""
+    names = [c.name for c in costs]
     zero = np.zeros_like(costs[0].time)
-    c_len, c_path = critical_path(structure(ops), {c.name: (zero if m else c.time)
-                                                   for c, m in zip(costs, comm, strict=True)})
-    m_len = sum((c.time for c, m in zip(costs, comm, strict=True) if m), zero)
-    comm_wins = m_len > c_len
-    weights = [np.where(comm_wins, 1.0 if m else 0.0, 0.0 if m else c_path[c.name])
-               for c, m in zip(costs, comm, strict=True)]
-    return np.maximum(c_len, m_len), weights
+    comm = {"moe_dispatch", "moe_combine"}
+    path_len, path = critical_path(structure(ops), {c.name: (zero if c.name in comm else c.time) for c in costs})
+    if not comm <= set(names):
+        return 2.0 * path_len, [2.0 * path[n] for n in names]
+    t = {c.name: c.time for c in costs}
+    shared = [n for n in names if n.startswith("shared_")]
+    X, D, C = t["experts"], t["moe_dispatch"], t["moe_combine"]
+    S = sum((t[n] for n in shared), zero)
+    A = path_len - X - S  # the compute path holds every compute op in series
+    w1, w2, w3, w4 = A + S >= C, A >= D, X >= D, S + X >= C
+    group = {n: "X" if n == "experts" else "D" if n == "moe_dispatch" else "C" if n == "moe_combine"
+             else "S" if n in shared else "A" for n in names}
+    stage = {"A": lambda: w1 * 1.0 + w2, "S": lambda: w1 * 1.0 + w4, "X": lambda: w3 * 1.0 + w4,
+             "D": lambda: (~w2) * 1.0 + ~w3, "C": lambda: (~w1) * 1.0 + ~w4}
+    weights = [stage[group[n]]() * (path[n] if group[n] == "A" else 1.0) for n in names]
+    T = np.maximum(A + S, C) + np.maximum(A, D) + np.maximum(X, D) + np.maximum(S + X, C)
+    return T, weights
 
 
 def _sinks(ops: list[Op]) -> list[str]:
@@ -216,13 +231,14 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     breakdown = {c: np.zeros(shape) for c in CLASSES}
     hbm, l2, flops, comp_bound, fixed_sum = (np.zeros(shape) for _ in range(5))
 
-    def account(costs: list[OpCost], weights, count: int) -> None:
-        """Add each op's path-weighted time, fixed and compute-bound parts (weight × part) and its traffic (every
-        op, on the path or not: count × part), op by op. A weight of None is 1 and a count of 1 is left out: x · 1
-        is exactly x, so the sums are the same numbers with fewer array operations."""
+    def account(costs: list[OpCost], weights, count: int, runs=None) -> None:
+        """Add each op's path-weighted time, fixed and compute-bound parts (count × weight × part) and its traffic
+        (every op, on the path or not: runs × part; ``runs`` defaults to ``count``), op by op. A weight of None is 1
+        and a count of 1 is left out: x · 1 is exactly x, so the sums are the same numbers with fewer array
+        operations."""
         nonlocal hbm, l2, flops, comp_bound, fixed_sum
         for c, weight in zip(costs, weights, strict=True):
-            one = isinstance(count, int) and count == 1
+            one = isinstance(count, int) and count == 1 and runs is None
             w = weight if one else count * weight
             bound = np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
             if w is None:
@@ -238,9 +254,10 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
                 l2 += c.l2_bytes
                 flops += c.flops
             else:
-                hbm += count * c.hbm_bytes
-                l2 += count * c.l2_bytes
-                flops += count * c.flops
+                n = count if runs is None else runs
+                hbm += n * c.hbm_bytes
+                l2 += n * c.l2_bytes
+                flops += n * c.flops
 
     for g, half in zip(groups, halves, strict=True):
         costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in g.ops]
@@ -254,9 +271,9 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
         total += whole * length
         account(costs, weights, whole)
         half_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in half.ops]
-        pace, stream = _overlapped(half.ops, half_costs)
-        total += 2.0 * g.count * split * pace
-        account(half_costs, stream, 2.0 * g.count * split)
+        both, stream = _overlapped(half.ops, half_costs)
+        total += g.count * split * both
+        account(half_costs, stream, g.count * split, runs=2.0 * g.count * split)  # each half-batch op runs twice
     head_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in head]
     for c in head_costs:
         total += c.time

@@ -85,6 +85,10 @@ def test_auto_all_to_all_is_deepep_low_latency_across_domains_only():
     assert resolve_all_to_all(h100, one).all_to_all == "nccl"  # single-node default unchanged
     assert resolve_all_to_all(h100, two).all_to_all == "deepep_low_latency"
     assert resolve_all_to_all(a100, replace_dtype(two)).all_to_all == "nccl"  # no DeepEP parameters for A100
+    gb200 = load_hardware("gb200")  # one NVL72 domain: DeepEP beyond an 8-GPU node's worth of EP ranks
+    assert resolve_all_to_all(gb200, Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)).all_to_all == "nccl"
+    assert resolve_all_to_all(gb200, Deployment(dtype="fp8_block", tp=1, dp=16, ep=16)).all_to_all == \
+        "deepep_low_latency"
     assert "deepep_low_latency" in load_hardware("gb200").kernels.collectives  # fitted on the gb200 tables
 
 
@@ -129,6 +133,7 @@ def test_two_batch_overlap_hides_the_smaller_stream_at_half_the_batch():
     assert on.time[0] == off.time[0]  # one request per rank: nothing to split
     assert on.time[2] < off.time[2]  # communication hidden behind the other micro-batch's compute
     assert on.time[2] > off.time[2] - off.breakdown["collective"][2]  # but the halves pay floors twice
+    assert on.hbm_bytes[2] > off.hbm_bytes[2]  # each micro-batch reads the weights again
     parts = sum(on.breakdown.values())
     np.testing.assert_allclose(parts, on.time, rtol=1e-12)  # the breakdown adds up to the step
     # two micro-batches read every weight twice: at 16 experts per rank (2 nodes) that costs more than it hides
