@@ -22,7 +22,7 @@ from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import DEFAULT_ENGINE, Collective, Curve, KernelClass
 from .calibrate_guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed
-from .engine import collective_seconds, op_time
+from .engine import collective_seconds, kernel_time, op_time
 from .measured import (
     ATTN_FIT_MIN_KV,
     COLLECTIVES,
@@ -146,15 +146,16 @@ def gemm_host_timed(rows: list[dict], hw: HardwareProfile, dtype_csv: str, ref: 
 
 # --- MoE ----------------------------------------------------------------------------------------------------------
 def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, compute_mu: Curve,
-            ref: Reference = REF) -> Fit:
-    r = moe_rows(rows, dtype_csv, ref)
+            ref: Reference = REF, cls: str = "moe") -> Fit:
+    """The MoE kernel of one format (``cls`` "moe"), or TensorRT-LLM's min-latency kernel ("moe_min_latency")."""
+    r = moe_rows(rows, dtype_csv, ref, min_latency=cls == "moe_min_latency")
     dtype = DTYPE_NAMES[dtype_csv]
     op = moe_row_op(r, dtype, None if dtype_csv == MXFP4_W4A8 else moe_compute(dtype))
     y = col(r, "latency_us") * 1e-6
     groups = np.array([f'{q["model"]}|{q["moe_tp_size"]}|{q["moe_ep_size"]}' for q in r])  # deterministic keys
     fit_mask = moe_fit_mask(op)
     # tile_rows is hand-set in the profile (the balanced rows cannot identify it); the fit uses it and keeps it
-    tile_rows = hw.kernels.classes.get("moe", {}).get(dtype, KernelClass()).params.get("tile_rows", MOE_TILE_ROWS)
+    tile_rows = hw.kernels.classes.get(cls, {}).get(dtype, KernelClass()).params.get("tile_rows", MOE_TILE_ROWS)
 
     def kernel(th):
         f0, fe, eta, eta_act = th
@@ -163,19 +164,19 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
                                              "tile_rows": tile_rows}))
 
     def res(th, mask):
-        h = _with_class(hw, "moe", dtype, kernel(th))
-        return (op_time(op, h, REFINED).time[mask] - y[mask]) / y[mask]
+        return (kernel_time(op, kernel(th), hw, REFINED).time[mask] - y[mask]) / y[mask]  # this kernel alone
 
     lo, hi = [0.0, 0.0, 0.3, 0.01], [200.0, 5.0, 1.0, 1.0]
     th, mf, ml = _fit(res, [25.0, 0.1, 0.9, 0.3], lo, hi, groups, fit_mask)
-    h = _with_class(hw, "moe", dtype, kernel(th))
     # a per-local-expert term at 0 and an activation efficiency at 1 are physical ends, not artefacts of the box
     bound = tuple(b for b in at_bounds(th, lo, hi, ("fixed", "per_local_expert", "eta", "activation_efficiency"))
                   if not b.startswith(("per_local_expert=lower", "activation_efficiency=upper")))
-    return Fit("moe", dtype, kernel(th), int(fit_mask.sum()), mf, ml, mape(op_time(op, h, REFINED).time, y),
-               f"{engine_display(ref.framework)} balanced rows streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of "
-               "weights" + (f", {dtype_csv} table" if dtype == "mxfp4" else ""),
-               "(model, tp, ep)", {"rows_total": len(y), "at_bounds": bound})
+    what = (("min-latency kernel, " if cls != "moe" else "") + f"{engine_display(ref.framework)} balanced rows "
+            f"streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of weights"
+            + (f", {dtype_csv} table" if dtype == "mxfp4" else ""))
+    return Fit(cls, dtype, kernel(th), int(fit_mask.sum()), mf, ml,
+               mape(kernel_time(op, kernel(th), hw, REFINED).time, y), what, "(model, tp, ep)",
+               {"rows_total": len(y), "at_bounds": bound})
 
 
 # --- attention ----------------------------------------------------------------------------------------------------
@@ -354,6 +355,9 @@ def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-
         mu = hw.kernels.get("gemm", name).compute if refused_gemm else \
             gemm_fits.get(name, gemm_fits["bf16"]).kernel.compute
         keep(fit_moe(moe, hw, dt, source, mu, ref))
+        if moe_rows(moe, dt, ref, min_latency=True):
+            say(f"calibrate: moe min-latency {dt}")
+            keep(fit_moe(moe, hw, dt, source, mu, ref, cls="moe_min_latency"))
     for kv in KV_DTYPES:
         if not [x for x in attention_rows(attn, kv, ref) if float(x["kv_len"]) >= ATTN_FIT_MIN_KV]:
             missing.append(f"attention {DTYPE_NAMES[kv]}")

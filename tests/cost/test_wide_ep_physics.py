@@ -151,3 +151,22 @@ def test_mla_down_projections_are_one_fused_gemm():
     assert "q_a_proj" not in ops and "kv_a_proj" not in ops
     fused = ops["qkv_a_proj"]
     assert float(np.ravel(fused.parallel)[0]) * 128 == a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
+
+
+def test_trtllm_min_latency_moe_is_selected_where_faster():
+    """B200 TensorRT-LLM: DeepSeek nvfp4 at moe_tp 8, 4 tokens, measured 25.2 us on the min-latency kernel (87.5 us
+    on the throughput kernel; aiconfigurator-core 0.12.0 b200 tables): priced on the faster of the two."""
+    from dataclasses import replace as _replace
+
+    from simulator.cost.opviews import moe_op
+    hw = load_hardware("b200")
+    assert "moe_min_latency" in hw.kernels.classes
+    assert "moe_min_latency" not in hw.for_engine("sglang").kernels.classes  # TRT-LLM's own kernel
+    op = moe_op(7168, 2048, 256, 8, 4, "nvfp4", tp=8, ep=1)
+    both = float(op_time(op, hw, Mechanisms()).time)
+    k = hw.kernels
+    alone = hw.with_changes(kernels=_replace(k, classes={n: v for n, v in k.classes.items()
+                                                         if n != "moe_min_latency"}))
+    throughput = float(op_time(op, alone, Mechanisms()).time)
+    assert both < 0.5 * throughput
+    assert 15e-6 < both < 35e-6
