@@ -131,10 +131,10 @@ def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str,
                f"all {engine_display(ref.framework)} rows",
                "(n, k)",
                {"eta_max": th[1], "tiles_scale": th[2], "mu": th[3], "q": th[4],
-                # q at its top is the plain roofline max (q -> inf), a physical end, not the box's answer
+                # physical ends: q at 1 (compute and memory in series) or its top (the plain roofline max), no ramp
                 "at_bounds": tuple(b for b in at_bounds(th, lo, hi, ("fixed", "eta_max", "tiles_scale", "mu",
                                                                       "combine_q"))
-                                   if not b.startswith("combine_q=upper"))})
+                                   if not b.startswith(("combine_q=", "tiles_scale=lower")))})
 
 
 def gemm_host_timed(rows: list[dict], hw: HardwareProfile, dtype_csv: str, ref: Reference = REF) -> str:

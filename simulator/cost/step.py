@@ -133,7 +133,7 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
     H, k = model.hidden_size, model.ffn.top_k
     ops = [router]
     if dep.dp > 1:
-        kind = A2A_MODES[dep.all_to_all]
+        kind = A2A_MODES.get(dep.all_to_all, A2A_MODES["nccl"])  # "auto" unresolved (no profile here): NCCL
         ops += [collective_op("moe_dispatch", kind, T_attn * k * H * dep.dispatch_bytes, dep.gpus),
                 experts,
                 collective_op("moe_combine", kind, T_attn * k * H * A, dep.gpus, after=("experts",))]
