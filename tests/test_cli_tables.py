@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.cli import main
+from simulator.render.textable import WIDTH, Col, max_width, render
 from simulator.sweep.progress import Meter
-from simulator.sweep.textable import WIDTH, Col, max_width, render
 
 SWEEP = ["sweep", "--model", "qwen3-235b-a22b", "--batch", "1,16", "--draft-len", "1,3", "--no-plots", "--quiet"]
 STEP = ["step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--batch", "1,16", "--tokens", "4"]

@@ -1,10 +1,10 @@
-"""The CLI side of the one table formatter (:mod:`simulator.sweep.textable`): the ``--wide`` flag."""
+"""The CLI side of the one table formatter (:mod:`simulator.render.textable`): the ``--wide`` flag."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..sweep.textable import WIDTH, Col, max_width, render
+from ..render.textable import WIDTH, Col, max_width, render
 
 
 def add_wide_flag(p: argparse.ArgumentParser) -> None:

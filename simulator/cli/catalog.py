@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..render.textable import fill
 from ..specs import catalog, derived
-from ..sweep.textable import fill
 from ._common import add_json_flag, print_json
 from ._table import WIDTH, Col, add_wide_flag, render
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ._common import add_json_flag, print_json
+from ._scenario import add_scenario_flags, request_from
 from ._table import add_wide_flag, wide
-from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, engine_terms, trees_from
+from .sweep import add_tree_flags, trees_from
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -26,7 +27,7 @@ def register(sub) -> None:
                 "--plot waterfall.png"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_study_options(p, single=True)
+    add_scenario_flags(p, single=True)
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--draft-len", type=int, default=3, help="draft length γ >= 1 (default 3)")
     p.add_argument("--plot", metavar="FILE", help="write a waterfall figure to FILE (.png, .svg or .pdf)")
@@ -39,23 +40,15 @@ def register(sub) -> None:
 def cmd_explain(args) -> int:
     from ..errors import ParameterError
     from ..outputs import check_writable
-    from ..sweep import Layout, explain, format_attribution, overlap_input, plot_waterfall
-    from ..sweep.runner import resolve_models
+    from ..sweep import explain, format_attribution, plot_waterfall
 
-    check_common(args)
     trees = trees_from(args)
     if len(trees) > 1:
         raise ParameterError(f"explain takes one draft tree; got {len(trees)} (--tree/--tree-parents): give one")
     if args.plot:  # before any work: exactly this file is written, or one line says why not
         check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
-    (model,) = resolve_models([args.model])
-    layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus,
-                    options=(("engine", args.engine),))
-    a = explain(model, args.hardware, layout, batch=args.batch, draft_len=args.draft_len,
-                acceptance=acceptance_from(args), drafter=args.drafter, context=args.context,
-                tree=trees[0] if trees else None,
-                overlap=overlap_input(model, args.overlap, args.popularity), placement=args.placement,
-                redundant_experts=args.redundant_experts, mechanisms=engine_terms(args))
+    a = explain(args.model, args.hardware, request_from(args, trees[0] if trees else None), batch=args.batch,
+                draft_len=args.draft_len)
     path = plot_waterfall(a, args.plot) if args.plot else None
     if args.json:
         d = a.as_dict()

@@ -12,8 +12,8 @@ import warnings
 from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PREDICTORS, TREE_METHODS
 from ..overlap.trace_formats import DEFAULT_SEQ_TOKENS
 from ..overlap.trace_formats import FORMATS as TRACE_FORMATS
+from ..render.textable import fill
 from ..specs.routing_profile import SPLITS
-from ..sweep.textable import fill
 from ._common import OneLineParser, add_json_flag, add_tree_choice, csv_list, print_json, tree_choice
 from ._table import WIDTH, Col, add_wide_flag, render, wide
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from ..sweep.textable import Col, render
+from ..render.textable import Col, render
 from ._common import csv_list
+from ._scenario import add_scenario_flags, request_from
 from ._table import add_wide_flag, wide
 from .explain import FIGURE_SUFFIXES
-from .sweep import acceptance_from, add_study_options, add_tree_flags, check_common, engine_terms, trees_from
+from .sweep import add_tree_flags, trees_from
 
 
 def register(sub) -> None:
@@ -21,7 +22,7 @@ def register(sub) -> None:
                      "tokens/s per GPU against tokens/s per user with and without SD."),
         epilog="example: python -m simulator schedule --model qwen3-235b-a22b --format vllm --out sd.json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_study_options(p, single=True)
+    add_scenario_flags(p, single=True)
     p.add_argument("--batch", type=csv_list(int, "--batch"), default=None, metavar="B1,B2,...",
                    help="batches of the throughput view; the schedule covers every batch 1..max (default 1..256)")
     p.add_argument("--draft-len", type=csv_list(int, "--draft-len"), default=None, metavar="G1,G2,...",
@@ -39,13 +40,11 @@ def register(sub) -> None:
 
 def cmd_schedule(args) -> int:
     from ..outputs import atomic_text, check_writable
-    from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, Layout, overlap_input
-    from ..sweep.runner import resolve_hardware, resolve_models
+    from ..pricing import resolve_hardware, resolve_models
+    from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN
     from ..sweep.schedule import FORMAT, build_schedule, plot_throughput, throughput_rows
     from ..sweep.schedule import render as render_file
-    from ..sweep.variants import Variant
 
-    check_common(args)
     FORMAT.check(args.format, "format", "schedule")
     if args.format == "sglang":
         render_file(None, "sglang")  # the one-line refusal
@@ -55,14 +54,9 @@ def cmd_schedule(args) -> int:
     trees = trees_from(args)
     (model,) = resolve_models([args.model])
     (hw,) = resolve_hardware([args.hardware])
-    layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp, ep=args.ep, gpus=args.gpus)
-    variant = Variant(overlap=overlap_input(model, args.overlap, args.popularity), placement=args.placement,
-                      redundant_experts=args.redundant_experts, engine=args.engine, mechanisms=engine_terms(args))
     contexts = list(dict.fromkeys([args.context] + list(args.contexts or ())))
-    s = build_schedule(model, hw, layout, batch=args.batch or DEFAULT_BATCH,
-                       draft_len=args.draft_len or DEFAULT_DRAFT_LEN, contexts=contexts,
-                       acceptance=acceptance_from(args), drafter=args.drafter, mode=args.mode, trees=trees,
-                       variant=variant)
+    s = build_schedule(model, hw, request_from(args), batch=args.batch or DEFAULT_BATCH,
+                       draft_len=args.draft_len or DEFAULT_DRAFT_LEN, contexts=contexts, mode=args.mode, trees=trees)
     written = atomic_text(args.out, render_file(s, args.format), param="out")
     c = s.primary
     cols = [Col("batch"), Col("K"), Col("speedup"), Col("tok/s/user SD", short="user SD"),

@@ -7,14 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import ParameterError
-from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
-from ..specs.dtypes import FORMATS, KV_DTYPES
-from ..sweep.runner import DEFAULT_CONTEXT, DEFAULT_DRAFTER
-from ..sweep.textable import fill
+from ..render.textable import fill
 from ._common import add_force_flag, csv_list, progress, run_folder
+from ._scenario import add_scenario_flags, forced_mechanisms, request_from
 from ._table import WIDTH, add_wide_flag, wide
-from .step import add_engine_flag
 
 DEFAULT_OUT = "results"
 
@@ -24,81 +20,6 @@ def _names(values: list[str] | None) -> list[str] | None:
         return None
     out = [x.strip() for v in values for x in v.split(",") if x.strip()]
     return out or None
-
-
-def _accept_length(text: str) -> tuple[float, int]:
-    al, _, at = text.partition("@")
-    try:
-        value, gamma = float(al), int(at) if at else 3
-        if gamma < 1:
-            raise ValueError
-        return value, gamma
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--accept-length must be AL or AL@GAMMA (mean accepted tokens per round incl. the bonus token, "
-            f"measured at draft length GAMMA >= 1; default 3), e.g. 2.73@3; got {text!r}") from None
-
-
-def add_study_options(p: argparse.ArgumentParser, single: bool = False) -> None:
-    """Options shared by `sweep` and `explain` (``single``: one model, one GPU, one batch and draft length)."""
-    if single:
-        p.add_argument("--model", required=True, metavar="NAME|PATH", help="target model (bundled name or YAML)")
-        p.add_argument("--hardware", default="h100-sxm", metavar="NAME|PATH", help="GPU (default h100-sxm)")
-    else:
-        p.add_argument("--model", action="append", metavar="NAME|PATH[,...]",
-                       help="target models, repeatable or comma list (default: every bundled MoE target that fits)")
-        p.add_argument("--hardware", action="append", metavar="NAME|PATH[,...]",
-                       help="GPUs, repeatable or comma list (default h100-sxm)")
-    p.add_argument("--dtype", choices=list(FORMATS), help="weight format (default: native, or fp8_block for bf16 "
-                   "checkpoints on GPUs with fp8)")
-    p.add_argument("--kv-dtype", choices=list(KV_DTYPES), default="bf16", help="KV-cache dtype (default bf16)")
-    p.add_argument("--gpus", type=int, help="GPUs of the deployment (default 8, capped at the scale-up domain)")
-    p.add_argument("--tp", type=int, help="attention tensor parallelism (default: largest valid ≤ gpus; "
-                   "dp = gpus / tp)")
-    p.add_argument("--ep", type=int, help="expert parallelism (default gcd(experts, gpus); moe_tp = gpus / ep)")
-    acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance", type=csv_list(float, "--acceptance"), metavar="ALPHA|A1,A2,...",
-                     help="per-token acceptance α, or per-position acceptances a1,a2,... (default: the decaying "
-                          "per-position vector of docs/MODEL.md §4.1, engine-logged rates with a geometric tail)")
-    acc.add_argument("--accept-length", type=_accept_length, metavar="AL[@GAMMA]",
-                     help="mean acceptance length incl. bonus token as engines report it, measured at draft "
-                          "length GAMMA (default 3); converted to α")
-    p.add_argument("--drafter", default=DEFAULT_DRAFTER, metavar="KIND",
-                   help="eagle (default) | mtp | model:NAME (e.g. model:qwen3-0.6b) | ratio:C")
-    p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
-                   help=f"tokens already in the KV cache (default {DEFAULT_CONTEXT})")
-    p.add_argument("--overlap", type=csv_list(float, "--overlap"), metavar="O1,O2,...",
-                   help="routing overlap at lags 1,2,... as fractions (replaces the models' own statistics)")
-    p.add_argument("--popularity", help="expert popularity: uniform, zipf:S or skew:X (with --overlap)")
-    add_engine_flag(p)
-    p.add_argument("--placement", choices=PLACEMENTS, default=None,
-                   help=f"expert -> EP rank placement (default {DEFAULT_PLACEMENT}: the expectation over random "
-                        "placements; balanced = greedy packing by popularity, contiguous = index blocks)")
-    p.add_argument("--redundant-experts", type=int, default=None, metavar="N",
-                   help="EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)")
-    add_engine_term_flags(p)
-
-
-# Engine round-overhead switches (Mechanisms fields; docs/MODEL.md §4.5): set in every mechanism set priced.
-ENGINE_TERMS = ("graph_padding", "round_overheads")
-ENGINE_TERM_HELP = {"graph_padding": "CUDA-graph padding staircase and eager fallback above the capture cap",
-                    "round_overheads": "per-round state work (linear-attention state checkpoints)"}
-
-
-def add_engine_term_flags(p: argparse.ArgumentParser) -> None:
-    """--graph-padding / --round-overheads on|off: force an engine round-overhead switch in every mode (default:
-    each mode's own setting: on in refined, off in the prior readings)."""
-    from ..cost.deployment import Mechanisms
-    from ._common import FLAGS, choices_of
-
-    for f in ENGINE_TERMS:
-        p.add_argument(FLAGS[f], choices=choices_of(Mechanisms, f), default=None,
-                       help=f"{ENGINE_TERM_HELP[f]}: on|off in every mode (default: the mode's own; refined on)")
-
-
-def engine_terms(args) -> tuple[tuple[str, str], ...]:
-    """The (mechanism, setting) pairs the engine-term flags force, for a Variant's ``mechanisms``."""
-    return tuple((f, getattr(args, f)) for f in ENGINE_TERMS if getattr(args, f, None) is not None)
 
 
 def add_tree_flags(p: argparse.ArgumentParser) -> None:
@@ -117,29 +38,6 @@ def trees_from(args) -> list[tuple]:
             + [read_parents(f) for f in getattr(args, "tree_parents", None) or ()])
 
 
-def acceptance_from(args):
-    """The :class:`~simulator.specdec.Acceptance` the flags ask for (None: the default)."""
-    from ..specdec import Acceptance
-
-    if args.accept_length is not None:
-        al, at = args.accept_length
-        return Acceptance.from_accept_length(al, at)
-    if args.acceptance is not None:
-        if len(args.acceptance) == 1:
-            return Acceptance.from_alpha(args.acceptance[0])
-        return Acceptance.from_positions(args.acceptance)
-    return None
-
-
-def check_common(args) -> None:
-    for flag in ("tp", "ep", "gpus"):
-        v = getattr(args, flag)
-        if v is not None and v < 1:
-            raise ParameterError(f"--{flag} must be an integer >= 1; got {v}")
-    if args.context < 0:
-        raise ParameterError(f"--context must be >= 0 tokens; got {args.context}")
-
-
 def register(sub) -> None:
     p = sub.add_parser(
         "sweep", help="speculative-decoding speedup vs batch, prior vs refined: table, CSV/JSON, figures",
@@ -155,7 +53,7 @@ def register(sub) -> None:
                 "          python -m simulator sweep --model mixtral-8x7b --drafter model:qwen2-0.5b --no-plots"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_study_options(p)
+    add_scenario_flags(p, single=False)
     p.add_argument("--batch", type=csv_list(int, "--batch"), default=None, metavar="B1,B2,...",
                    help="batch sizes (default 1,2,4,...,256)")
     p.add_argument("--draft-len", type=csv_list(int, "--draft-len"), default=None, metavar="G1,G2,...",
@@ -185,21 +83,18 @@ def cmd_sweep(args) -> int:
     )
     from ..sweep.variants import Variant
 
-    check_common(args)
     trees = trees_from(args)
-    terms = engine_terms(args)
+    forced = forced_mechanisms(args)
     start = time.perf_counter()
     folder = run_folder(args, args.out)  # checked before any work; files appear only when the run completes
 
     with folder as stage:
+        # forced mechanisms are priced as a variant named after them (the table's variant column says so)
         result = run_sweep(
-            _names(args.model), _names(args.hardware), dtype=args.dtype, kv_dtype=args.kv_dtype, tp=args.tp,
-            ep=args.ep, gpus=args.gpus, batch=args.batch or DEFAULT_BATCH,
-            draft_len=args.draft_len or DEFAULT_DRAFT_LEN, acceptance=acceptance_from(args), drafter=args.drafter,
-            context=args.context, modes=args.mode or DEFAULT_MODES, overlap=args.overlap,
-            popularity=args.popularity, progress=None if args.quiet else progress, placement=args.placement,
-            redundant_experts=args.redundant_experts, engine=args.engine, trees=trees,
-            variants=[Variant(name=",".join(f"{k}={v}" for k, v in terms), mechanisms=terms)] if terms else ())
+            _names(args.model), _names(args.hardware), request_from(args), batch=args.batch or DEFAULT_BATCH,
+            draft_len=args.draft_len or DEFAULT_DRAFT_LEN, modes=args.mode or DEFAULT_MODES, trees=trees,
+            progress=None if args.quiet else progress,
+            variants=[Variant(name=",".join(f"{k}={v}" for k, v in forced), mechanisms=forced)] if forced else ())
         for model, hw, why in result.skipped:
             progress(f"skipped {model} on {hw}: {why}", args.quiet)
         for note in result.notes:

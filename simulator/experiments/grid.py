@@ -1,5 +1,5 @@
 """Expand a study's grid (targets × hardware × formats × variants × modes) and price it through the sweep's one
-pricing path (:func:`simulator.sweep.price`); the variant specs of a study file (``grid.variants``, docs/MODEL.md
+pricing path (:func:`simulator.pricing.price`); the variant specs of a study file (``grid.variants``, docs/MODEL.md
 §6.1) become :class:`~simulator.sweep.Variant` objects here.
 """
 
@@ -17,12 +17,15 @@ from ..cost.routing import OverlapInput, model_overlap
 from ..errors import SimulatorError
 from ..overlap import PLACEMENTS, layer_stats, parse_popularity, synth_trace
 from ..overlap.popularity import independent_overlap
+from ..pricing import Case, Layout, Request, Scenario, price
+from ..pricing import HardwareEdit as ScenarioHardwareEdit
 from ..specdec import StepCache
 from ..specs.catalog import load_hardware, load_model
 from ..specs.kernels import ENGINES
 from ..specs.model import ModelSpec
-from ..sweep import Case, Layout, Variant, deploy, price
+from ..sweep import Variant
 from ..sweep.progress import Meter
+from ..sweep.runner import deploy, in_mode
 from ..sweep.variants import SCALABLE
 from ..validation import Interval, Options, Param, param_field
 from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
@@ -173,11 +176,13 @@ def build_variant(e: Expanded, model: ModelSpec, kernel_base=None) -> Variant | 
         return None
     hw = v.hardware or HardwareEdit()
     acc = v.acceptance
-    return Variant(name=e.name, scale=tuple((hw.scale or {}).items()), fixed_cost_scale=hw.fixed_cost_scale,
+    return Variant(name=e.name, hardware=ScenarioHardwareEdit(scale=tuple((hw.scale or {}).items()),
+                                                              fixed_cost_scale=hw.fixed_cost_scale,
+                                                              kernel_base=kernel_base),
                    overlap=overlap_for(v.overlap, model, e.profile, e.lag1) if v.overlap else None,
-                   acceptance=acc.build() if acc else None, acceptance_label=acc.label if acc else "",
-                   drafter=v.drafter, mechanisms=tuple((v.mechanisms or {}).items()), kernel_base=kernel_base,
-                   placement=v.placement, redundant_experts=v.redundant_experts, engine=v.engine)
+                   acceptance=acc.build() if acc else None, drafter=v.drafter,
+                   mechanisms=tuple((v.mechanisms or {}).items()), placement=v.placement,
+                   redundant_experts=v.redundant_experts, engine=v.engine)
 
 
 # -- pricing -----------------------------------------------------------------------------------------------------
@@ -228,12 +233,35 @@ class Priced:
 
 @dataclass(frozen=True)
 class Deployed:
+    """A study target deployed (refined scenario, the batches that fit, a note) and the request it came from."""
+
     target: Target
-    model: ModelSpec
-    hw: object
-    dep: object
+    scenario: Scenario
+    request: Request
     batch: tuple
     note: str
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.scenario.model
+
+    @property
+    def hw(self):
+        return self.scenario.hardware
+
+    @property
+    def dep(self):
+        return self.scenario.deployment
+
+
+def target_request(study: Study, t: Target, dtype: str | None = None, context: int | None = None) -> Request:
+    """The :class:`~simulator.pricing.Request` of a study target: its layout, engine, drafter and acceptance (else
+    the study's speculation settings) and the grid's context."""
+    sp = study.speculation
+    return Request(layout=Layout(dtype, t.kv_dtype, t.tp, t.ep, t.gpus, options=(("engine", t.engine),)
+                                 if t.engine else ()),
+                   drafter=t.drafter or sp.drafter, acceptance=(t.acceptance or sp.acceptance).build(),
+                   context=study.grid.context if context is None else context)
 
 
 def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: str | None = None, batch=None,
@@ -243,33 +271,31 @@ def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: s
     g = study.grid
     batch = tuple(batch or g.batch)
     gammas = tuple(gammas or g.draft_len)
-    context = g.context if context is None else context
     model = load_model(t.model)
     hw = load_hardware(hardware or t.hardware or "h100-sxm") if not hasattr(hardware, "kernels") else hardware
     first = ""
     for k, d in enumerate((dtype or t.dtype, *(g.fallback_dtypes if fallbacks is None else fallbacks))):
+        req = target_request(study, t, d, context)
         try:
-            lay = Layout(d, t.kv_dtype, t.tp, t.ep, t.gpus, options=(("engine", t.engine),) if t.engine else ())
-            dep, ok, why = deploy(model, hw, lay, batch, max(gammas), context)
+            sc, ok, why = deploy(model, hw, req, batch, max(gammas))
         except SimulatorError as exc:
             ok, why = [], str(exc)
         if ok:
             note = f"{d} fallback: the default deployment does not fit ({first})" if k else ""
             if len(ok) < len(batch):
                 note = (note + "; " if note else "") + f"batches above {ok[-1]:g} dropped (KV cache does not fit)"
-            return Deployed(t, model, hw, dep, tuple(ok), note), ""
+            return Deployed(t, sc, req, tuple(ok), note), ""
         first = first or why
     return None, first
 
 
 def price_target(study: Study, ctx: RunContext, dd: Deployed, mode: str, variant: Variant | None = None,
                  gammas=None, context: int | None = None) -> Case:
-    """One deployed target through :func:`simulator.sweep.price` with the study's speculation settings."""
-    t, sp = dd.target, study.speculation
-    acc = (t.acceptance or sp.acceptance).build()
-    return price(dd.model, dd.hw, dd.dep, dd.batch, gammas or study.grid.draft_len, mode=mode, variant=variant,
-                 acceptance=acc, drafter=t.drafter or sp.drafter,
-                 context=study.grid.context if context is None else context, cache=ctx.cache)
+    """One deployed target through :func:`simulator.pricing.price` in ``mode`` with ``variant``."""
+    sc = in_mode(dd.scenario, mode, dd.request, variant)
+    if context is not None:
+        sc = sc.edit(context=int(context))
+    return price(sc, dd.batch, gammas or study.grid.draft_len, cache=ctx.cache)
 
 
 def deploy_grid(study: Study, ctx: RunContext) -> tuple[list[tuple[str, str | None, Deployed]], list]:

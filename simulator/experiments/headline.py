@@ -10,9 +10,11 @@ import numpy as np
 
 from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
-from ..cost.step import CLASSES, step_time
-from ..sweep import explain, plot_waterfall
-from ..sweep import figures as plots
+from ..cost.step import CLASSES
+from ..pricing import price_pass
+from ..render import figures as plots
+from ..sweep import plot_waterfall
+from ..sweep.explain import explain_scenario
 from .outcome import Figure, Part, Table, fmt_pct, tidy_table, trend
 from .schema import fraction, on_grid, positive, variant_name
 
@@ -67,8 +69,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
                  ("mode", "predicted T_decode/T_verify", "study", "error (pred - study)", "relative error"),
                  tuple((md, pred[md], pub[md], pred[md] - pub[md], pred[md] / pub[md] - 1) for md in pub),
                  ("", "{:.3f}", "{:.2f}", "{:+.3f}", "{:+.1%}"))
-    attr = explain(model, hw, dep, batch=b0, draft_len=s.explain_draft_len, acceptance=ref.acceptance,
-                   drafter=ref.drafter, context=ref.context)
+    attr = explain_scenario(ref.scenario, batch=b0, draft_len=s.explain_draft_len)
     walk_rows, prev = [], None
     for st in attr.steps:
         walk_rows.append((st.name, st.t_decode_us, st.t_verify_us, st.decode_verify_ratio,
@@ -79,7 +80,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
                  ("step", "T_decode us", "T_verify us", "T_decode/T_verify", "change", "speedup", "change in speedup"),
                  tuple(walk_rows), ("", "{:.0f}", "{:.0f}", "{:.3f}", "{:+.3f}", "{:.2f}", "{:+.2f}"))
     shap, readings = _shapley_tables(attr, pub["prior"])
-    brk = _breakdown(model, hw, dep, b0, gam, ref.context)
+    brk = _breakdown(ref.scenario, b0, gam)
     bracket = {e.lag1: priced.find(m, "refined", e.name).case.decode_verify(gam, bi)
                for e in priced.variants if e.spec.name == s.bracket}
     br_t = Table("overlap_bracket", "Refined T_decode/T_verify across the study's measured overlap range",
@@ -163,12 +164,13 @@ def _profile_text(model) -> str:
     return f"o(1..{len(o.lags)}) = {', '.join(f'{x:.3f}' for x in o.lags)}, popularity {o.popularity}"
 
 
-def _breakdown(model, hw, dep, batch: int, gamma: int, context: int) -> Table:
+def _breakdown(sc, batch: int, gamma: int) -> Table:
     rows, res = [], {}
     for md in ("prior", "refined"):
-        st = step_time(model, hw, dep, [batch, batch], [1, gamma + 1], context, PRESETS[md])
-        res[md] = {c: (float(st.breakdown[c][0]) * 1e6, float(st.breakdown[c][1]) * 1e6) for c in CLASSES}
-        res[md]["total"] = (float(st.time[0]) * 1e6, float(st.time[1]) * 1e6)
+        s = sc.edit(mode=md, mechanisms=PRESETS[md])
+        dec, ver = (price_pass(s, [batch], n, check_fit=False) for n in (1, gamma + 1))
+        res[md] = {c: (float(dec.breakdown[c][0]) * 1e6, float(ver.breakdown[c][0]) * 1e6) for c in CLASSES}
+        res[md]["total"] = (float(dec.time[0]) * 1e6, float(ver.time[0]) * 1e6)
     for c in (*CLASSES, "total"):
         pr, rf = res["prior"][c], res["refined"][c]
         if max(pr + rf) > 0:

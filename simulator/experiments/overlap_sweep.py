@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..sweep import figures as plots
+from ..render import figures as plots
 from ..validation import Interval, Param
 from .grid import baseline, build_variant, deploy_target, price_target
 from .outcome import Figure, Part, Table

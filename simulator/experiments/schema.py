@@ -18,14 +18,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ..cost.deployment import MODE, WAYS
-from ..cost.ops import BATCH, CONTEXT
+from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..errors import SimulatorError
+from ..pricing import DEFAULT_DRAFTER
 from ..specdec.acceptance import ALPHA
 from ..specdec.rounds import DRAFT_LENS, MAX_DRAFT_LEN
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
 from ..specs.schema import Reader
-from ..sweep.runner import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_DRAFT_LEN, DEFAULT_DRAFTER, DEFAULT_MODES
+from ..sweep.runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES
 from ..validation import Interval, Options, Param, param_field
 
 SCHEMA = "study/v2"

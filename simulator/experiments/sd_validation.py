@@ -15,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..cost.deployment import PRESETS, PRIOR_READINGS
+from ..pricing import Layout, Request, price
 from ..specdec import Acceptance
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS
 from ..specs.kernels import ENGINES
-from ..sweep import Layout, Variant, deploy, price
+from ..sweep import Variant
+from ..sweep.runner import deploy, in_mode
 from ..sweep.shapley import players
 from ..validation import Interval, Param, param_field
 from .outcome import Part, Table
@@ -58,20 +60,19 @@ def predict(c: Measured) -> dict[str, float]:
     """Predicted speedup of one case under the refined model and every reading of the prior (and, under
     ``"deployment"``, the resolved deployment's label and GPU count)."""
     model, hw = load_model(c.model), load_hardware(c.hardware)
-    layout = Layout(dtype=c.dtype, tp=c.tp, ep=c.ep, gpus=c.tp, options=(("engine", c.engine),))
-    dep, _, _ = deploy(model, hw, layout, [c.batch], c.draft_len, c.context)
-    acc = Acceptance.from_accept_length(c.accept_length, c.draft_len)
+    req = Request(layout=Layout(dtype=c.dtype, tp=c.tp, ep=c.ep, gpus=c.tp, options=(("engine", c.engine),)),
+                  drafter=c.drafter, acceptance=Acceptance.from_accept_length(c.accept_length, c.draft_len),
+                  context=c.context)
+    sc, _, _ = deploy(model, hw, req, [c.batch], c.draft_len)
+    dep = sc.deployment
     out = {"deployment": f"{dep.label} ({dep.gpus} GPU{'s' if dep.gpus > 1 else ''})"}
     for mode in ("refined", *PRIOR_READINGS):
-        case = price(model, hw, dep, [c.batch], [c.draft_len], mode=mode, acceptance=acc, drafter=c.drafter,
-                     context=c.context)
-        out[mode] = float(case.result.speedup[0, 0])
+        out[mode] = float(price(in_mode(sc, mode, req), [c.batch], [c.draft_len]).result.speedup[0, 0])
     prior = PRESETS["prior"]
     for name in players(prior, PRESETS["refined"]):  # the refined model with one mechanism at the prior's setting
         v = Variant(name=f"no {name}", mechanisms=((name, getattr(prior, name)),))
-        case = price(model, hw, dep, [c.batch], [c.draft_len], variant=v, acceptance=acc, drafter=c.drafter,
-                     context=c.context)
-        out[f"without {name}"] = float(case.result.speedup[0, 0])
+        out[f"without {name}"] = float(price(in_mode(sc, "refined", req, v), [c.batch],
+                                             [c.draft_len]).result.speedup[0, 0])
     return out
 
 

@@ -11,9 +11,9 @@ import numpy as np
 
 from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
-from ..cost.step import step_time
+from ..pricing import price_pass
+from ..render import figures as plots
 from ..specs.derived import param_counts
-from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import lift
 from .outcome import Figure, Part, Table
@@ -108,8 +108,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
         c = ref.case
         share = {}
         for md in ("prior", "refined"):
-            st = step_time(c.model, c.hardware, c.deployment, c.result.batch[:1], [1], c.context, PRESETS[md],
-                           check_fit=False)
+            st = price_pass(c.scenario.edit(mode=md, mechanisms=PRESETS[md]), c.result.batch[:1], 1,
+                            check_fit=False)
             share[md] = float(st.breakdown["moe"][0] / st.time[0])
         rows.append(Row(c.model, c.deployment, c.hardware, ref.note, c.result.batch, res,
                         {v: classify(x.batch, x.best()[1], p.tolerance) for v, x in res.items()}, share))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..overlap import PREDICTORS, evaluate_trace
-from ..sweep import figures as plots
+from ..render import figures as plots
 from .grid import lift, measured_trace
 from .outcome import Figure, Part, Table, trend
 from .schema import on_grid, positive, variant_name

@@ -13,8 +13,8 @@ import numpy as np
 from ..cost.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
 from ..errors import ConfigError
 from ..overlap import evaluate_trace
+from ..render import figures as plots
 from ..specs.catalog import load_model, measured_dir
-from ..sweep import figures as plots
 from .grid import TraceSpec, deploy_target, measured_trace, price_target
 from .outcome import Figure, Part, Table
 from .schema import Target, choice, loadable

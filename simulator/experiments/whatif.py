@@ -10,10 +10,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..pricing import NO_EDIT, HardwareEdit
+from ..render import figures as plots
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
 from ..sweep import HARDWARE_GROUPS, Variant
-from ..sweep import figures as plots
 from ..validation import Interval, Param
 from .grid import deploy_target, price_target
 from .outcome import Figure, Part, Table, trend
@@ -43,22 +44,26 @@ def check(r, study, s: Settings) -> None:
                      "lower it or extend grid.batch")
 
 
-def variants(base, target, p: Attribution) -> list[tuple[str, str, object, Variant]]:
-    """(group, label, hardware profile, variant): one change at a time from ``base`` towards ``target`` and from
-    ``target`` back to ``base``. HBM bandwidth changes re-derive the byte-indexed kernel curves from ``base``."""
-    def one(h, src, fields):
-        return Variant(copy_from=src, copy_fields=fields, kernel_base=base)
+def variants(base, target, p: Attribution) -> list[tuple[str, str, object, str | None, Variant]]:
+    """(group, label, hardware profile, format (None: the attribution's), variant): one change at a time from
+    ``base`` towards ``target`` and from ``target`` back to ``base``. HBM bandwidth changes re-derive the
+    byte-indexed kernel curves from ``base``."""
+    def one(src, fields):
+        return Variant(hardware=HardwareEdit(copy_from=src, copy_fields=fields, kernel_base=base))
+
+    def scaled(f):
+        return Variant(hardware=HardwareEdit(fixed_cost_scale=f))
 
     f = p.fixed_cost_scale
-    out = [("base", f"{base.name} (base)", base, Variant(dtype=p.dtype))]
-    out += [("one change", f"{base.name} + {target.name} {n}", base, one(base, target, fl))
+    out = [("base", f"{base.name} (base)", base, p.dtype, Variant())]
+    out += [("one change", f"{base.name} + {target.name} {n}", base, None, one(target, fl))
             for n, fl in HARDWARE_GROUPS.items()]
-    out.append(("hypothetical", f"{base.name}, fixed costs x{f:g}", base, Variant(fixed_cost_scale=f)))
-    out.append(("target", f"{target.name} (all spec changes)", target, Variant()))
-    out += [("one reverted", f"{target.name} with {base.name} {n}", target, one(target, base, fl))
+    out.append(("hypothetical", f"{base.name}, fixed costs x{f:g}", base, None, scaled(f)))
+    out.append(("target", f"{target.name} (all spec changes)", target, None, Variant()))
+    out += [("one reverted", f"{target.name} with {base.name} {n}", target, None, one(base, fl))
             for n, fl in HARDWARE_GROUPS.items()]
-    out.append(("hypothetical", f"{target.name}, fixed costs x{f:g}", target, Variant(fixed_cost_scale=f)))
-    out.append(("4-bit", f"{target.name} + 4-bit experts ({p.four_bit})", target, Variant(dtype=p.four_bit)))
+    out.append(("hypothetical", f"{target.name}, fixed costs x{f:g}", target, None, scaled(f)))
+    out.append(("4-bit", f"{target.name} + 4-bit experts ({p.four_bit})", target, p.four_bit, Variant()))
     return out
 
 
@@ -139,16 +144,17 @@ def _attribution(study, ctx, p: Settings) -> list[AttrRow]:
     a = p.attribution
     t = Target(model=a.model, hardware=a.base)
     rows, base = [], None
-    for group, label, hw, v in variants(load_hardware(a.base), load_hardware(a.target), a):
-        hw, v = v.hardware(hw), replace(v, copy_fields=(), fixed_cost_scale=None)  # deploy on the edited GPU
-        dd, err = deploy_target(study, t, hw, v.dtype or a.dtype, fallbacks=())
+    for group, label, hw, dtype, v in variants(load_hardware(a.base), load_hardware(a.target), a):
+        hw, v = v.hardware.apply(hw), replace(v, hardware=NO_EDIT)  # deploy on the edited GPU
+        dtype = dtype or a.dtype
+        dd, err = deploy_target(study, t, hw, dtype, fallbacks=())
         if dd is None:
-            rows.append(AttrRow(group, label, v.dtype or a.dtype, *[None] * 8, err[:160]))
+            rows.append(AttrRow(group, label, dtype, *[None] * 8, err[:160]))
             continue
         res = {m: metrics(price_target(study, ctx, dd, m, v).result, p) for m in study.grid.modes}
         rf = res["refined"]
         base = base or rf
-        rows.append(AttrRow(group, label, v.dtype or a.dtype, rf.s_low, rf.advantage, rf.ratio, rf.s_low - base.s_low,
+        rows.append(AttrRow(group, label, dtype, rf.s_low, rf.advantage, rf.ratio, rf.s_low - base.s_low,
                             rf.advantage - base.advantage, rf.ratio - base.ratio, rf.peak_batch,
                             res["prior"].s_low if "prior" in res else None, ""))
     return rows

@@ -57,10 +57,6 @@ def padded_width(width: int, fmt: WeightFormat) -> int:
     return -(-width // fmt.pad) * fmt.pad if fmt.pad else width
 
 
-def weight_format(name: str) -> WeightFormat:
-    return FORMATS[name]
-
-
 def compute_dtype(fmt: WeightFormat, peak_flops: dict | None) -> str | None:
     """The peak-FLOPS key this format computes on for a GPU with ``peak_flops``; None if unsupported."""
     if peak_flops is None or fmt.compute in peak_flops:

@@ -21,20 +21,6 @@ UNITS: dict[str, dict[str, float]] = {
     "parameters": {"params": 1.0, "M": 1e6, "B": 1e9, "T": 1e12},
 }
 
-# The unit shown by `show` for each dimension.
-DISPLAY: dict[str, tuple[str, float]] = {
-    "bytes": ("GB", 1e9),
-    "bandwidth": ("GB/s", 1e9),
-    "flops": ("TFLOPS", 1e12),
-    "time": ("us", 1e-6),
-    "frequency": ("MHz", 1e6),
-    "count": ("", 1.0),
-    "fraction": ("", 1.0),
-    "power": ("W", 1.0),
-    "parameters": ("B", 1e9),
-}
-
-
 def to_si(value: float, unit: str, dimension: str) -> float | None:
     """Convert ``value`` in ``unit`` to SI for ``dimension``; None when the unit does not belong to it."""
     table = UNITS[dimension]

@@ -17,19 +17,17 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from ..cost.deployment import PRESETS, PRIOR_READINGS, WALK, Deployment, Mechanisms
-from ..cost.routing import OverlapInput
 from ..errors import ParameterError
-from ..overlap.tree import check_parents
-from ..specdec import Acceptance, StepCache, parse_drafter, speculative
-from ..specdec.tree import speculative_tree, tree_label
+from ..pricing import Request, Scenario, fitting_batches, price, resolve_hardware, resolve_models, resolved_line
+from ..pricing.resolve import request as make_request
+from ..render.figures import save
+from ..render.textable import WIDTH, Col, render
+from ..specdec import StepCache
+from ..specdec.tree import tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from .deploy import Layout, default_deployment, fitting_batches, resolved_line
-from .figures import save
-from .runner import DEFAULT_CONTEXT, resolve_acceptance, resolve_hardware, resolve_models
+from .runner import scenario_for
 from .shapley import Shapley, attribute, coalition_mechanisms, coalitions, players
-from .textable import WIDTH, Col, render
-from .variants import Variant
 
 
 @dataclass(frozen=True)
@@ -104,52 +102,47 @@ def walk_mechanisms() -> list[tuple[str, Mechanisms]]:
     return steps
 
 
-def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm",
-            deployment: Deployment | Layout | None = None, *, batch: int = 1, draft_len: int = 3,
-            acceptance: Acceptance | float | None = None, drafter: str = "eagle", context: int = DEFAULT_CONTEXT,
-            overlap: OverlapInput | None = None, placement: str | None = None,
-            redundant_experts: int | None = None, tree: tuple | None = None,
-            mechanisms: tuple[tuple[str, str], ...] = ()) -> Attribution:
+def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm", request: Request | None = None, *,
+            batch: int = 1, draft_len: int = 3, **knobs) -> Attribution:
     """Attribute the prior → refined gap at one (batch, draft length) to the mechanisms of WALK.
 
-    ``deployment``: a resolved :class:`Deployment` is used as given; a :class:`Layout` (or None) goes through the
-    default rule. ``overlap``: routing statistics replacing the model's own (see
-    :func:`~simulator.sweep.runner.overlap_input`). ``placement``/``redundant_experts``: replace the deployment's
-    (docs/MODEL.md §2.7). ``tree``: a draft tree's parent list priced instead of the chain
-    (:func:`simulator.specdec.tree.speculative_tree`; ``draft_len`` becomes its drafted nodes). ``mechanisms``:
-    (name, setting) pairs forced in every mechanism set priced (e.g. ``(("graph_padding", "off"),)``: the engine
-    term is off in every walk step, coalition and prior reading, so its Shapley value is 0)."""
-    if tree is not None:
-        tree = check_parents(tree, "explain")
-        draft_len = len(tree) - 1
+    ``request`` (:class:`simulator.pricing.Request`): every knob of the scenario (layout, engine, placement,
+    drafter, acceptance, context, routing statistics, a draft tree priced instead of the chain, ``draft_len`` then
+    being its drafted nodes). Its ``mechanisms`` (name, setting) pairs are forced in every mechanism set priced
+    (e.g. ``(("graph_padding", "off"),)``: the engine term is off in every walk step, coalition and prior reading,
+    so its Shapley value is 0). Keyword ``knobs`` change the request (:func:`simulator.pricing.request`)."""
+    req = make_request(request, **knobs)
+    (m,) = resolve_models([model])
+    (hw,) = resolve_hardware([hardware])
+    return explain_scenario(scenario_for(m, hw, req), batch=batch, draft_len=draft_len, forced=req.mechanisms)
+
+
+def explain_scenario(sc: Scenario, *, batch: int = 1, draft_len: int = 3,
+                     forced: tuple[tuple[str, str], ...] = ()) -> Attribution:
+    """:func:`explain` of a resolved scenario (its mechanisms are replaced along the walk; ``forced`` (name,
+    setting) pairs are kept in every mechanism set priced)."""
+    if sc.tree is not None:
+        draft_len = len(sc.tree) - 1
     if int(draft_len) < 1:
         raise ParameterError(f"the 'draft_len' parameter of explain must be >= 1 (γ = 0 is plain decoding). "
                              f"Got {draft_len} instead.")
     if int(batch) < 1:
         raise ParameterError(f"the 'batch' parameter of explain must be an integer >= 1. Got {batch} instead.")
-    (m,) = resolve_models([model])
-    (hw,) = resolve_hardware([hardware])
-    acc = resolve_acceptance(acceptance)
-    dr = parse_drafter(drafter)
-    dep = deployment if isinstance(deployment, Deployment) else default_deployment(m, hw, deployment)
-    dep = Variant(placement=placement, redundant_experts=redundant_experts).deployment(dep)
-    ok, why = fitting_batches(m, hw, dep, [batch], int(draft_len) + 1, context)
+    m, hw = sc.model, sc.hardware
+    ok, why = fitting_batches(m, hw, sc.deployment, [batch], int(draft_len) + 1, sc.context)
     if not ok:
         raise ParameterError(f"the 'batch' parameter of explain is {batch}: {why}")
     cache, priced = StepCache(), {}
-
-    forced = Variant(mechanisms=tuple(mechanisms))
+    forced = tuple(forced)
 
     def step(label: str, mech: Mechanisms) -> WalkStep:
-        forced_mech = forced.mechanisms_for(mech)
-        changed = [f"{k}={v}" for k, v in mechanisms if getattr(mech, k) != v]
+        changed = [f"{k}={v}" for k, v in forced if getattr(mech, k) != v]
         if label and changed:  # the walk's step is overridden by a forced setting: the label says so
             label = "+ " + ",".join(changed) + " (forced)"
-        mech = forced_mech
+        mech = mech.with_(**dict(forced))
         if mech not in priced:
-            priced[mech] = (speculative(m, hw, dep, [batch], [int(draft_len)], acc, dr, context, mech, overlap, cache)
-                            if tree is None else speculative_tree(m, hw, dep, [batch], tree, acc, dr, context, mech,
-                                                                  overlap, cache).as_spec_result())
+            s = sc.edit(mechanisms=mech)
+            priced[mech] = price(s, [batch], None if s.tree is not None else [int(draft_len)], cache=cache).result
         r = priced[mech]
         us = 1e6
         tv, td = float(r.t_verify[0, 0]), float(r.t_decode[0])
@@ -165,8 +158,9 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
                  for q in ("decode_verify_ratio", "speedup"))
     readings = tuple((r, w.decode_verify_ratio, w.speedup)
                      for r, w in ((r, step(r, PRESETS[r])) for r in PRIOR_READINGS))
-    return Attribution(m.name, hw.name, dep, int(batch), int(draft_len), dr.label, acc.label, int(context),
-                       steps, shap, readings, tree_label(tree) if tree is not None else "")
+    return Attribution(m.name, hw.name, sc.deployment, int(batch), int(draft_len), sc.drafter.label,
+                       sc.accept.label, int(sc.context), steps, shap, readings,
+                       tree_label(sc.tree) if sc.tree is not None else "")
 
 
 def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:

@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..pricing import resolved_line
+from ..render.textable import WIDTH, Col, render
 from ..specdec import best_gamma, pays_up_to
-from .deploy import resolved_line
-from .textable import WIDTH, Col, render
-
-SUMMARY_KEYS = ("model", "hardware", "grounding", "deployment", "dtype", "tp", "dp", "ep", "variant", "mode",
-                "reference", "batch_min", "batch_max",
-                "speedup_min_batch", "best_gamma_min_batch", "peak_speedup", "peak_batch", "peak_gamma",
-                "pays_from", "pays_up_to", "pays_at_max")
 
 
 def summarize(result) -> list[dict]:

@@ -1,10 +1,10 @@
 """Adaptive draft length exported to engines, and the throughput view (docs/MODEL.md §5, "Schedules").
 
-:func:`build_schedule` prices one deployment through the sweep's one pricing path (:func:`.runner.price`) at EVERY
+:func:`build_schedule` prices one deployment through the one pricing path (:func:`simulator.pricing.price`) at EVERY
 integer batch 1..B_max (B_max = the largest batch of the grid that fits memory), for each context; the best draft
 length per batch is the γ ≥ 1 of the largest speedup, or K = 0 where that speedup is ≤ 1 (SD does not pay). Because
 every batch is priced there is no interpolation between grid points: a range is a run of equal K. Draft trees
-(``trees``: parent lists) are priced with :func:`simulator.specdec.tree.speculative_tree` and reported per batch
+(``trees``: parent lists) are priced the same way (a tree scenario) and reported per batch
 beside the best chain.
 
 Formats (:func:`vllm_config`, :func:`schedule_json`):
@@ -24,16 +24,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost.deployment import Deployment, Mechanisms, preset
+from ..cost.deployment import Deployment
 from ..errors import InfeasibleError, ParameterError
-from ..specdec import StepCache, parse_drafter
-from ..specdec.tree import speculative_tree
+from ..pricing import Request, price
+from ..pricing.resolve import request as make_request
+from ..specdec import StepCache
+from ..specdec.tree import tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Options, Param
-from .deploy import Layout
-from .runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, deploy, grid_values, price, resolve_acceptance
-from .variants import Variant
+from .runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, deploy, grid_values, in_mode
 
 __all__ = ["FORMATS", "Schedule", "build_schedule", "k_ranges", "schedule_json", "throughput_rows", "vllm_config"]
 
@@ -88,12 +88,12 @@ def k_ranges(batch, k) -> list[tuple[int, int, int]]:
     return [(int(b[s]), int(b[e]), int(k[s])) for s, e in zip(starts, ends, strict=True)]
 
 
-def build_schedule(model: ModelSpec, hw: HardwareProfile, layout: Layout, *, batch=DEFAULT_BATCH,
-                   draft_len=DEFAULT_DRAFT_LEN, contexts=(1024,), acceptance=None, drafter="eagle",
-                   mode: str = "refined", trees=(), variant: Variant | None = None) -> Schedule:
-    """The schedule of one deployment (module docstring); ``contexts[0]`` is the one engines take. ``variant``
-    carries the overlap, placement, redundant experts and engine (as in :func:`.runner.run_sweep`)."""
-    variant = variant or Variant()
+def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | None = None, *, batch=DEFAULT_BATCH,
+                   draft_len=DEFAULT_DRAFT_LEN, contexts=(1024,), mode: str = "refined", trees=(), **knobs) -> Schedule:
+    """The schedule of one deployment (module docstring); ``contexts[0]`` is the one engines take. ``request``
+    carries every other knob (layout, engine, placement, drafter, acceptance, statistics, forced mechanisms), as in
+    :func:`.runner.run_sweep`; keyword ``knobs`` change it (:func:`simulator.pricing.request`)."""
+    req = make_request(request, **knobs)
     grid = grid_values(batch, "batch")
     gam = grid_values(draft_len, "draft_len")
     gam = gam[gam >= 1]
@@ -102,22 +102,19 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, layout: Layout, *, bat
                              f"{list(draft_len)}", owner="build_schedule", param="draft_len")
     if not contexts:
         raise ParameterError("build_schedule needs at least one context", owner="build_schedule", param="context")
-    acc = resolve_acceptance(acceptance)
-    dr = parse_drafter(drafter)
-    mech: Mechanisms = variant.mechanisms_for(preset(mode))
     n_max = max([int(gam.max()) + 1] + [len(t) for t in trees])
     every = np.arange(1, int(grid.max()) + 1)
-    dep, ok, why = deploy(model, hw, layout, every, n_max - 1, max(contexts), variant)
+    sc, ok, why = deploy(model, hw, req.edit(context=max(contexts)), every, n_max - 1)
     if not ok:
         raise InfeasibleError(f"{model.name} on {hw.name}: no batch fits ({why})")
+    sc = in_mode(sc, mode, req)
     notes = [f"batches above {ok[-1]:g} do not fit at context {max(contexts)} ({why})"] if len(ok) < len(every) else []
     dense = np.arange(1, int(ok[-1]) + 1)
     cache = StepCache()
     out = []
     for ctx in contexts:
-        case = price(model, hw, dep, dense, np.concatenate([[0], gam]), mode=mode, variant=variant, acceptance=acc,
-                     drafter=dr, context=int(ctx), cache=cache)
-        r = case.result
+        sc_ctx = sc.edit(context=int(ctx))
+        r = price(sc_ctx, dense, np.concatenate([[0], gam]), cache=cache).result
         k, best = r.best()
         k = np.where(best > 1.0, k, 0)
         idx = np.searchsorted(r.gammas, k)
@@ -126,15 +123,13 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, layout: Layout, *, bat
         plain = r.tokens_per_s_request[0]
         tree_best = []
         if trees:
-            hw2 = variant.hardware(hw.for_engine(dep.engine))  # as price() does
-            res = [speculative_tree(model, hw2, dep, dense, t, acc, dr, int(ctx), mech, variant.overlap, cache)
-                   for t in trees]
-            spd = np.stack([t.speedup for t in res])
+            res = [price(sc_ctx.edit(tree=t), dense, cache=cache) for t in trees]
+            spd = np.stack([c.result.speedup[0] for c in res])
             j = np.argmax(spd, axis=0)
-            tree_best = [(res[i].label, float(spd[i, c])) for c, i in enumerate(j)]
+            tree_best = [(tree_label(trees[i]), float(spd[i, c])) for c, i in enumerate(j)]
         out.append(ContextSchedule(int(ctx), dense, k, np.where(k > 0, best, 1.0), best, tok_user, plain, tree_best))
     shown = np.asarray([b for b in grid if b <= dense[-1]], dtype=int)
-    return Schedule(model, hw, dep, dr.label, acc.label, shown, tuple(out), tuple(notes))
+    return Schedule(model, sc.hw, sc.deployment, sc.drafter.label, sc.accept.label, shown, tuple(out), tuple(notes))
 
 
 def throughput_rows(s: Schedule, context: ContextSchedule | None = None) -> list[dict]:
@@ -195,7 +190,7 @@ def plot_throughput(s: Schedule, path) -> str:
     """tokens/s per GPU against tokens/s per user, with and without SD, over the grid batches."""
     from matplotlib.figure import Figure
 
-    from .figures import save
+    from ..render.figures import save
 
     rows = throughput_rows(s)
     fig = Figure(figsize=(6.4, 4.4))

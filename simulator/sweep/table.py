@@ -2,7 +2,8 @@
 
 :class:`Case` is one priced (model, GPU, deployment, variant, mode) over the batch × draft-length grid;
 :class:`SweepResult` holds the cases and their columns (numpy arrays; ``records`` and ``to_array()`` are views).
-No I/O here: writers (:mod:`.io`), summaries (:mod:`.report`) and figures (:mod:`.figures`) import this module.
+No I/O here: writers (:mod:`.io`), summaries (:mod:`.report`) and figures (:mod:`simulator.render.figures`)
+import this module.
 """
 
 from __future__ import annotations
@@ -11,12 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cost.deployment import Deployment
-from ..specdec import Acceptance, Drafter, SpecResult
-from ..specs.hardware import HardwareProfile
-from ..specs.model import ModelSpec
-
-REFERENCE = ("qwen3-235b-a22b", "fp8_block", 8, 8)  # the study's headline deployment: FP8, attention TP8, MoE EP8
+from ..pricing import Case
+from ..specdec import Acceptance, Drafter
 
 # Tidy-table columns: (name, numpy dtype; strings are sized to their longest value). Times in microseconds.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -30,46 +27,6 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("tokens_per_s_total", "f8"),
 )
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
-
-
-@dataclass(frozen=True)
-class Case:
-    """One (model, GPU, deployment, variant, mode) priced over the batch × draft-length grid."""
-
-    model: ModelSpec
-    hardware: HardwareProfile
-    deployment: Deployment
-    mode: str
-    result: SpecResult
-    drafter: Drafter
-    acceptance: Acceptance
-    context: int
-    variant: str = ""
-
-    @property
-    def key(self) -> tuple:
-        d = self.deployment
-        return (self.model.name, self.hardware.name, d.dtype, d.tp, d.dp, d.ep, self.variant)
-
-    @property
-    def is_reference(self) -> bool:
-        d = self.deployment
-        return (self.model.name, d.dtype, d.tp, d.ep) == REFERENCE and d.dp == 1 and self.hardware.name == "h100-sxm"
-
-    def best(self) -> tuple[np.ndarray, np.ndarray]:
-        """(best draft length, best speedup) per batch."""
-        return self.result.best()
-
-    def at_gamma(self, gamma: int) -> int:
-        """Row index of draft length ``gamma`` (ValueError naming the grid if it is not there)."""
-        idx = np.flatnonzero(self.result.gammas == gamma)
-        if not idx.size:
-            raise ValueError(f"draft length {gamma} is not in the grid {self.result.gammas.tolist()}")
-        return int(idx[0])
-
-    def decode_verify(self, gamma: int, bi: int = 0) -> float:
-        """T_decode / T_verify at draft length ``gamma`` and batch index ``bi``."""
-        return float(1 / self.result.verify_decode_ratio[self.at_gamma(gamma), bi])
 
 
 @dataclass(frozen=True)

@@ -80,15 +80,17 @@ def test_cli_engine_changes_the_step_time():
 def test_sweep_engine_and_a_variant_edit_of_the_engines_kernels():
     """run_sweep(engine=...) prices with that engine's block; a hardware variant edits the selected engine's kernels
     (not the default engine's)."""
-    from simulator.sweep import Variant, price
+    from simulator.pricing import HardwareEdit, price
+    from simulator.sweep import Variant
     from simulator.sweep.runner import run_sweep
 
     runs = {e: run_sweep([MODEL], ["h200-sxm"], batch=[1, 16], draft_len=[3], engine=e, modes=["refined"]).cases[0]
             for e in (None, "sglang")}
     assert runs[None].deployment.engine == "trtllm" and runs["sglang"].deployment.engine == "sglang"
     assert not (runs[None].result.t_decode == runs["sglang"].result.t_decode).all()
-    hw, dep = load_hardware("h200-sxm"), runs["sglang"].deployment
-    case = price(load_model(MODEL), hw, dep, [1], [3], variant=Variant(name="half", fixed_cost_scale=0.5))
+    hw = load_hardware("h200-sxm")
+    half = Variant(name="half", hardware=HardwareEdit(fixed_cost_scale=0.5))
+    case = price(half.apply(runs["sglang"].scenario), [1], [3])
     sg = hw.for_engine("sglang").kernels.classes["gemm"]["bf16"].fixed
     assert case.hardware.engine == "sglang"
     assert case.hardware.kernels.classes["gemm"]["bf16"].fixed == pytest.approx(0.5 * sg)

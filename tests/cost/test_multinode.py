@@ -140,7 +140,7 @@ def test_cli_all_to_all_mode_reaches_the_deployment(capsys):
 
 
 def test_default_rule_keeps_tp_inside_one_domain():
-    from simulator.sweep.deploy import Layout, default_deployment
+    from simulator.pricing import Layout, default_deployment
     wide = default_deployment(DSV3, H100, Layout(gpus=32))
     assert (wide.tp, wide.dp, wide.ep) == (8, 4, 32)
     assert default_deployment(DSV3, H100).tp == 8  # one node: unchanged (TP8 EP8)

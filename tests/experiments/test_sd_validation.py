@@ -13,9 +13,10 @@ from experiments_helpers import bundled_yaml, write_yaml
 from simulator.cost.deployment import PRESETS, PRIOR_READINGS
 from simulator.experiments import load_experiment
 from simulator.experiments.sd_validation import predict, run
+from simulator.pricing import price, request
 from simulator.specdec import Acceptance
 from simulator.specs.catalog import load_hardware, load_model
-from simulator.sweep import Layout, deploy, price
+from simulator.sweep.runner import deploy
 from simulator.sweep.shapley import players
 
 
@@ -38,8 +39,10 @@ def test_measured_values_are_not_inputs():
 def test_each_case_is_the_pricing_path():
     c = load_experiment("sd-validation").analyses["sd_validation"].cases[0]
     m, hw = load_model(c.model), load_hardware(c.hardware)
-    dep, _, _ = deploy(m, hw, Layout(dtype=c.dtype, tp=c.tp, ep=c.ep, gpus=c.tp, options=(("engine", c.engine),)),
-                       [c.batch], c.draft_len, c.context)
+    req = request(dtype=c.dtype, tp=c.tp, ep=c.ep, gpus=c.tp, engine=c.engine, drafter=c.drafter, context=c.context,
+                  acceptance=Acceptance.from_accept_length(c.accept_length, c.draft_len))
+    sc, _, _ = deploy(m, hw, req, [c.batch], c.draft_len)
+    dep = sc.deployment
     assert dep.tp == c.tp and dep.engine == c.engine
     p = predict(c)
     names = players(PRESETS["prior"], PRESETS["refined"])
@@ -47,8 +50,7 @@ def test_each_case_is_the_pricing_path():
     assert dep.label in p["deployment"]
     # a mechanism switched back to the prior's setting is a different model unless it changes nothing here
     assert any(p[f"without {n}"] != p["refined"] for n in names)
-    case = price(m, hw, dep, [c.batch], [c.draft_len], acceptance=Acceptance.from_accept_length(c.accept_length,
-                 c.draft_len), drafter=c.drafter, context=c.context)
+    case = price(sc, [c.batch], [c.draft_len])
     assert p["refined"] == pytest.approx(float(case.result.speedup[0, 0]), rel=1e-12)
     # the acceptance is the measured one: the predicted speedup is below the acceptance length
     assert 0 < p["refined"] < c.accept_length

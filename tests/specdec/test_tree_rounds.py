@@ -6,10 +6,10 @@ from hypothesis import strategies as st
 
 from simulator.cost.deployment import Mechanisms
 from simulator.overlap import full_tree
+from simulator.pricing import Layout, default_deployment
 from simulator.specdec import Acceptance, StepCache, speculative
 from simulator.specdec.tree import chain_parents, speculative_tree
 from simulator.specs.catalog import load_hardware, load_model
-from simulator.sweep.deploy import Layout, default_deployment
 
 MODEL = load_model("qwen3-30b-a3b")
 HW = load_hardware("h100-sxm")

@@ -8,8 +8,9 @@ import struct
 import numpy as np
 import pytest
 
-from simulator.sweep import figures, panels, run_sweep
-from simulator.sweep.panels import MAX_PANELS, batch_ticks, panel_grid, split_panels, y_range
+from simulator.render import figures, panels
+from simulator.render.panels import MAX_PANELS, batch_ticks, panel_grid, split_panels, y_range
+from simulator.sweep import run_sweep
 
 
 def _keys(models: int, gpus: int) -> list[tuple[str, str]]:
@@ -133,7 +134,7 @@ def test_nice_ticks_are_round_evenly_spaced_and_inside_the_range(lo, hi, integer
 
 
 def test_pillow_raster_draws_the_curves_grid_and_matches_the_matplotlib_fallback(tmp_path):
-    from simulator.sweep import raster
+    from simulator.render import raster
 
     if raster.font_path() is None:
         pytest.skip("Pillow without FreeType: the Matplotlib fallback draws")
@@ -156,8 +157,8 @@ def test_pillow_raster_draws_the_curves_grid_and_matches_the_matplotlib_fallback
 def test_ratio_figure_draws_tree_cases_beside_chains(tmp_path):
     """A sweep with a draft tree (one size: its node count) draws the ratio figure: the tree's panel shows its
     own verify pass instead of failing on a draft length it does not have."""
+    from simulator.render.figures import plot_ratio
     from simulator.sweep import run_sweep
-    from simulator.sweep.figures import plot_ratio
 
     res = run_sweep("qwen3-30b-a3b", "h100-sxm", batch=[1, 4], draft_len=[1, 3], modes=["refined"],
                     trees=[(-1, 0, 0)])

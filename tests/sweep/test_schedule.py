@@ -7,7 +7,6 @@ import pytest
 
 from simulator.cli import main
 from simulator.specs.catalog import load_hardware, load_model
-from simulator.sweep.deploy import Layout
 from simulator.sweep.schedule import build_schedule, k_ranges, schedule_json, vllm_config
 
 ARGS = ["schedule", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--gpus", "1", "--batch", "1,4,16,64",
@@ -21,7 +20,7 @@ def test_k_ranges_merge_and_cover():
 @pytest.fixture(scope="module")
 def sched():
     m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
-    return build_schedule(m, hw, Layout(gpus=1), batch=[1, 4, 16, 64], draft_len=[1, 2, 3, 4], contexts=[512, 2048],
+    return build_schedule(m, hw, gpus=1, batch=[1, 4, 16, 64], draft_len=[1, 2, 3, 4], contexts=[512, 2048],
                           acceptance=0.6)
 
 

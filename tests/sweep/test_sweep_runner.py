@@ -12,13 +12,11 @@ import pytest
 from simulator.cost.deployment import PRESETS, Deployment
 from simulator.cost.step import check_memory
 from simulator.errors import InfeasibleError, ParameterError
+from simulator.pricing import Layout, default_deployment, default_targets
 from simulator.specdec import Acceptance, speculative
 from simulator.specs import load_hardware, load_model
 from simulator.sweep import (
     COLUMN_NAMES,
-    Layout,
-    default_deployment,
-    default_targets,
     format_table,
     plot_all,
     run_sweep,

@@ -1,0 +1,161 @@
+"""What to price: one :class:`Scenario` (docs/MODEL.md §5.0).
+
+A scenario is everything one speculative-decoding answer depends on: the target model, the GPU profile (with any
+what-if edit), the deployment (formats, tp/dp/ep, engine, placement, redundant experts, all-to-all, CUDA graphs),
+the mechanism switches, the drafter and its acceptance, the context, the routing statistics and the draft shape
+(a chain, or a tree's parent list). :func:`simulator.pricing.price` prices it; every command and study builds one.
+
+There is one way to change a field, :meth:`Scenario.edit`: a scenario field by name, or a field of its
+:class:`~simulator.cost.deployment.Deployment` or :class:`~simulator.cost.deployment.Mechanisms` by *its* name
+(``sc.edit(engine="vllm", l2="off", context=8192)``); an unknown name is one error naming it. The engine is held
+once (``deployment.engine``) and selects the profile's kernel parameters in one place, :attr:`Scenario.hw`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
+
+from ..cost.deployment import PRESETS, Deployment, Mechanisms, validate
+from ..cost.ops import DEFAULT_CONTEXT
+from ..cost.routing import OverlapInput
+from ..errors import ParameterError
+from ..specdec import DEFAULT_ACCEPTANCE, Acceptance, Drafter, parse_drafter
+from ..specs.hardware import HardwareProfile
+from ..specs.kernels import TIME_PARAMS, KernelClass, Kernels
+from ..specs.model import ModelSpec
+from ..specs.whatif import derive_kernels
+
+__all__ = ["DEPLOYMENT_FIELDS", "HardwareEdit", "MECHANISM_FIELDS", "Scenario", "scale_fixed"]
+
+DEPLOYMENT_FIELDS = tuple(f.name for f in fields(Deployment))
+MECHANISM_FIELDS = tuple(f.name for f in fields(Mechanisms))
+
+
+@dataclass(frozen=True, eq=False)
+class HardwareEdit:
+    """A what-if edit of the engine-selected profile (all optional): ``copy_fields`` taken from ``copy_from``;
+    ``scale``: (field, factor) pairs; ``fixed_cost_scale``: every fixed cost × f; ``kernel_base``: the calibrated
+    profile whose byte-indexed curves are re-derived when HBM bandwidth changes (default: the unedited profile).
+    Compared by identity (profiles are not hashable)."""
+
+    copy_from: HardwareProfile | None = None
+    copy_fields: tuple[str, ...] = ()
+    scale: tuple[tuple[str, float], ...] = ()
+    fixed_cost_scale: float | None = None
+    kernel_base: HardwareProfile | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.copy_fields or self.scale or self.fixed_cost_scale is not None)
+
+    def apply(self, hw: HardwareProfile) -> HardwareProfile:
+        if self.empty:
+            return hw
+        changes = {f: getattr(self.copy_from, f) for f in self.copy_fields}
+        for f, k in self.scale:
+            v = changes.get(f, getattr(hw, f))
+            changes[f] = MappingProxyType({d: x * k for d, x in v.items()}) if f == "peak_flops" else v * k
+        out = hw.with_changes(**changes)
+        if out.hbm_bandwidth != hw.hbm_bandwidth:
+            out = out.with_changes(kernels=derive_kernels(out, self.kernel_base or hw))
+        if self.fixed_cost_scale is not None:
+            out = out.with_changes(kernels=scale_fixed(out.kernels, self.fixed_cost_scale))
+        return out
+
+
+NO_EDIT = HardwareEdit()
+
+# (id(profile), engine, id(edit)) -> the engine-selected, edited profile; the profiles and edits are kept alive with
+# it, so an id is never reused while its entry exists. One object per combination keeps step-cache keys stable.
+_SELECTED: dict[tuple, tuple] = {}
+_SELECTED_MAX = 256
+
+
+def _selected(hardware: HardwareProfile, engine: str, edit: HardwareEdit) -> HardwareProfile:
+    key = (id(hardware), engine, id(edit))
+    hit = _SELECTED.get(key)
+    if hit is None:
+        if len(_SELECTED) >= _SELECTED_MAX:
+            _SELECTED.clear()
+        hit = (edit.apply(hardware.for_engine(engine)), hardware, edit)
+        _SELECTED[key] = hit
+    return hit[0]
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    """One thing to price (module docstring). ``mode`` names the preset ``mechanisms`` came from (a label for
+    tables; the switches themselves are ``mechanisms``); ``name`` labels a variant in tables ("" = none);
+    ``acceptance`` None = the default for the drafter (:data:`simulator.specdec.DEFAULT_ACCEPTANCE`)."""
+
+    model: ModelSpec
+    hardware: HardwareProfile
+    deployment: Deployment
+    mechanisms: Mechanisms = PRESETS["refined"]
+    mode: str = "refined"
+    drafter: Drafter = Drafter()
+    acceptance: Acceptance | None = None
+    context: int = DEFAULT_CONTEXT
+    overlap: OverlapInput | None = None  # routing statistics replacing the model's own (None: the model's)
+    tree: tuple[int, ...] | None = None  # a draft tree's parent list (None: a chain)
+    hardware_edit: HardwareEdit = NO_EDIT
+    name: str = ""
+
+    @property
+    def hw(self) -> HardwareProfile:
+        """The profile the ops are priced with: the engine's kernel parameters, then the what-if edit."""
+        return _selected(self.hardware, self.deployment.engine, self.hardware_edit)
+
+    @property
+    def engine(self) -> str:
+        return self.deployment.engine
+
+    @property
+    def accept(self) -> Acceptance:
+        """The acceptance priced (the given one, else the default)."""
+        return self.acceptance if self.acceptance is not None else DEFAULT_ACCEPTANCE
+
+    def edit(self, **changes) -> Scenario:
+        """A copy with ``changes``: scenario fields, deployment fields or mechanism fields by name (a changed
+        deployment is re-validated against the model and GPU; ``drafter`` may be text such as ``mtp``)."""
+        own = {f.name for f in fields(self)}
+        dep = {k: v for k, v in changes.items() if k in DEPLOYMENT_FIELDS and k not in own}
+        mech = {k: v for k, v in changes.items() if k in MECHANISM_FIELDS and k not in own}
+        rest = {k: v for k, v in changes.items() if k not in dep and k not in mech}
+        bad = sorted(set(rest) - own)
+        if bad:
+            raise ParameterError(f"Scenario.edit: unknown field {bad[0]!r}; use a field of Scenario "
+                                 f"({', '.join(sorted(own))}), Deployment ({', '.join(DEPLOYMENT_FIELDS)}) or "
+                                 f"Mechanisms ({', '.join(MECHANISM_FIELDS)})", owner="Scenario.edit", param=bad[0])
+        if "drafter" in rest:
+            rest["drafter"] = parse_drafter(rest["drafter"])
+        out = replace(self, **rest)
+        if dep:
+            d = replace(out.deployment, **dep)
+            validate(out.model, out.hardware, d)
+            out = replace(out, deployment=d)
+        if mech:
+            out = replace(out, mechanisms=replace(out.mechanisms, **mech))
+        return out
+
+    def force(self, pairs) -> Scenario:
+        """The mechanisms with each (name, setting) of ``pairs`` forced (a variant's or a flag's override)."""
+        return replace(self, mechanisms=self.mechanisms.with_(**dict(pairs))) if pairs else self
+
+
+def scale_fixed(k: Kernels, f: float) -> Kernels:
+    """Every fixed cost of a profile (kernel floors, per-expert/token/parallel terms, collective latencies,
+    per-step costs) multiplied by ``f``."""
+    def kc(c: KernelClass) -> KernelClass:
+        params = {n: (v * f if n in TIME_PARAMS else v) for n, v in c.params.items()}
+        return replace(c, fixed=c.fixed * f, params=MappingProxyType(params))
+
+    classes = {n: MappingProxyType({v: kc(c) for v, c in vs.items()}) for n, vs in k.classes.items()}
+    cols = {n: replace(c, latency=c.latency * f, latency_per_gpu=c.latency_per_gpu * f,
+                       large_latency=None if c.large_latency is None else c.large_latency * f,
+                       fabric_latency=None if c.fabric_latency is None else c.fabric_latency * f,
+                       fabric_latency_per_doubling=c.fabric_latency_per_doubling * f)
+            for n, c in k.collectives.items()}
+    return replace(k, classes=MappingProxyType(classes), collectives=MappingProxyType(cols),
+                   step=MappingProxyType({n: v * f for n, v in k.step.items()}))
