@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..cost.deployment import Deployment, Mechanisms, resolve_all_to_all, two_batch_overlap_on
-from ..cost.step import step_time
+from ..pricing import Scenario, price_pass
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
@@ -65,7 +65,8 @@ def predict(c: Case) -> dict:
     runs = {"default": (dep, Mechanisms()), "nccl": (replace(dep, all_to_all="nccl"), Mechanisms()),
             "no_tbo": (dep, Mechanisms(two_batch_overlap="off"))}
     for key, (d, mech) in runs.items():
-        r = step_time(model, hw, d, [c.batch * c.gpus], 1, c.context, mech=mech, check_fit=False)
+        sc = Scenario(model, hw, d, mech, context=c.context)
+        r = price_pass(sc, [c.batch * c.gpus], 1, check_fit=False)
         t = float(r.time[0])
         out[key] = c.batch / t
         if key == "default":
@@ -126,5 +127,5 @@ def findings(cases, pred) -> tuple[str, ...]:
 
 def _settings(cases) -> tuple[str, ...]:
     return ("cases: experiments/multinode-validation.yaml (each with its public source and what it does not state)",
-            "pricing: cost.step.step_time at s = 1 (plain decode), attention DP over all GPUs (tp 1, dp = ep = GPUs),"
+            "pricing: pricing.price_pass at s = 1 (plain decode), attention DP over all GPUs (tp 1, dp = ep = GPUs),"
             " the engine's kernels, all_to_all and two_batch_overlap at their 'auto' defaults; nothing fitted")

@@ -1,5 +1,5 @@
 """multinode_validation analysis (experiments/multinode-validation.yaml): predictions never depend on the published
-throughputs, each case is the step model at its deployment, errors and findings follow the numbers."""
+throughputs, each case is the one pricing path at its deployment, errors and findings follow the numbers."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from simulator.cost.deployment import Deployment
-from simulator.cost.step import step_time
 from simulator.experiments import load_experiment
 from simulator.experiments.multinode_validation import predict, run
+from simulator.pricing import Scenario, price_pass
 from simulator.specs.catalog import load_hardware, load_model
 
 
@@ -32,7 +32,7 @@ def test_each_case_is_the_step_model_at_its_deployment():
     m, hw = load_model(c.model), load_hardware(c.hardware)
     dep = Deployment(dtype=c.dtype, kv_dtype=c.kv_dtype, tp=1, dp=c.gpus, ep=c.gpus, engine=c.engine,
                      redundant_experts=c.redundant_experts)
-    t = step_time(m, hw, dep, [c.batch * c.gpus], 1, c.context, check_fit=False).time[0]
+    t = price_pass(Scenario(m, hw, dep, context=c.context), [c.batch * c.gpus], 1, check_fit=False).time[0]
     p = predict(c)
     assert p["default"] == pytest.approx(c.batch / t, rel=1e-12)
     assert p["all_to_all"] == "deepep_low_latency" and p["tbo"]  # SGLang's wide-EP defaults across nodes
