@@ -29,14 +29,17 @@ HELP = {
                  "EPLB-style packing by usage, contiguous = index blocks; docs/MODEL.md §3.2)",
     "redundant_experts": "EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)",
     "engine": "serving engine whose measured kernel parameters price the ops (default trtllm)",
-    "all_to_all": "MoE dispatch/combine kernels under attention DP (default nccl; deepep_*: DeepEP's normal / "
-                  "low-latency modes, docs/MODEL.md §3.9)",
+    "all_to_all": "MoE dispatch/combine kernels under attention DP (default auto: DeepEP low-latency across "
+                  "scale-up domains or beyond 8 GPUs where the profile has it, else nccl; docs/MODEL.md §3.9)",
+    "dispatch_dtype": "precision of dispatched tokens (default auto: the all-to-all mode's; combine is bf16)",
     "routing": "unique-expert model: uniform (MoESD), independent (popularity), overlap (max-ent IPF)",
     "kernel_curves": "per-op-class kernel efficiency curves (off: one global bandwidth efficiency)",
     "fixed_costs": "kernel floors, launch/collective latencies, host overhead (per_expert: MoESD's reading)",
     "l2": "re-reads of co-routed experts served from L2",
     "graph_padding": "CUDA-graph padding staircase and eager fallback above the capture cap",
     "round_overheads": "per-round state work (linear-attention state checkpoints)",
+    "two_batch_overlap": "two micro-batches, one's dispatch/combine beside the other's compute (auto: as the "
+                         "engine deploys it; docs/MODEL.md §3.5)",
 }
 LAYOUT_FIELDS = tuple(f.name for f in fields(Deployment) if f.name not in ("moe_tp", "cuda_graphs"))
 MECHANISM_FLAGS = tuple(f.name for f in fields(Mechanisms))
