@@ -59,3 +59,7 @@ def test_llama4_scout_int4_fits_one_h100_as_deployed():
     assert out["weights_per_gpu"] > 0.9 * 80e9  # it would not fit 90% of 80e9 B
     with pytest.raises(InfeasibleError):  # drafter weights count against the same budget
         check_memory(m, hw, Deployment(dtype="int4_wo", tp=1), 1, 1, 1024, extra_weights=5e9)
+
+
+def test_hbm_capacities_are_binary_as_the_engines_see_them():
+    assert load_hardware("h200-sxm").hbm_capacity == pytest.approx(141 * 2**30)  # "141GB" is GiB
