@@ -170,3 +170,35 @@ def test_trtllm_min_latency_moe_is_selected_where_faster():
     throughput = float(op_time(op, alone, Mechanisms()).time)
     assert both < 0.5 * throughput
     assert 15e-6 < both < 35e-6
+
+
+def test_two_batch_overlap_step_is_the_stage_formula():
+    """T = Σ_layers [max(A+S, C) + max(A, D) + max(X, D) + max(S+X, C)] at B/2 (2 × path for layers without
+    dispatch), plus the once-per-step ops at the whole batch and the host overhead."""
+    from simulator.cost.engine import step_fixed
+    from simulator.cost.graph import critical_path, structure
+    from simulator.cost.step import describe, head_ops
+
+    m, hw0 = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="fp8_block", tp=1, dp=64, ep=64, all_to_all="deepep_low_latency", engine="sglang")
+    hw, mech, B = hw0.for_engine("sglang"), Mechanisms(two_batch_overlap="on"), 64 * 128.0
+    got = float(step_time(m, hw0, dep, [B], 1, 1024, mech=mech).time[0])
+    groups = describe(m, dep, Workload(np.array([B / 2]), np.array([1.0]), 1024), mech)[0]
+    want = 0.0
+    for g in groups:
+        t = {op.name: float(op_time(op, hw, mech).time[0]) for op in g.ops}
+        comm = {"moe_dispatch", "moe_combine"}
+        path = float(critical_path(structure(g.ops), {n: np.array([0.0 if n in comm else v])
+                                                     for n, v in t.items()})[0][0])
+        if comm <= set(t):
+            X, D, C = t["experts"], t["moe_dispatch"], t["moe_combine"]
+            S = sum(v for n, v in t.items() if n.startswith("shared_"))
+            A = path - X - S
+            layer = max(A + S, C) + max(A, D) + max(X, D) + max(S + X, C)
+        else:
+            layer = 2 * path
+        want += g.count * layer
+    wl = Workload(np.array([B]), np.array([1.0]), 1024)
+    want += sum(float(op_time(op, hw, mech).time[0]) for op in head_ops(m, dep, wl))
+    want += step_fixed(hw, mech, "host_overhead")
+    assert got == pytest.approx(want, rel=1e-9)
