@@ -40,7 +40,14 @@ HELP = {
     "round_overheads": "per-round state work (linear-attention state checkpoints)",
     "two_batch_overlap": "two micro-batches, one's dispatch/combine beside the other's compute (auto: as the "
                          "engine deploys it; docs/MODEL.md §3.5)",
+    "draft_extend": "one draft pass per round over the gamma+1 verified positions (docs/MODEL.md §4.6)",
+    "round_kernels": "sampling/top-k/rejection, tree-building and KV-slot kernels per round",
+    "host_time": "engine host work per round and per decode step, exposed where the mode does not hide it",
+    "sd_overlap": "CPU scheduling overlapped with GPU work in SD rounds",
+    "decode_overlap": "CPU scheduling overlapped with GPU work in plain decoding",
 }
+# Mechanisms whose default is the engine's (docs/MODEL.md §4.6, specdec.engine_round.ENGINE_MODES), not the mode's.
+ENGINE_DEFAULT = ("sd_overlap", "decode_overlap")
 LAYOUT_FIELDS = tuple(f.name for f in fields(Deployment) if f.name not in ("moe_tp", "cuda_graphs"))
 MECHANISM_FLAGS = tuple(f.name for f in fields(Mechanisms))
 LAYOUT_CORE = ("dtype", "kv_dtype", "tp", "ep", "dp")  # Layout's own fields; the others travel as options
@@ -62,8 +69,9 @@ def _add_declared(g, owner, name: str, what: str) -> None:
         kw["type"] = span.kind
     if kw.get("metavar") is None:
         kw.pop("metavar", None)
+    default = "the engine's" if name in ENGINE_DEFAULT else "the mode's own"
     g.add_argument(_flag(name), default=None, help=HELP.get(name, f"{what} {name}") +
-                   ("" if owner is Deployment else ": forced in every mode (default: the mode's own)"), **kw)
+                   ("" if owner is Deployment else f": forced in every mode (default: {default})"), **kw)
 
 
 def add_model_flags(p: argparse.ArgumentParser, single: bool) -> None:

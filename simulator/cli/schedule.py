@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from textwrap import fill
 
 from ..render.textable import Col, render
 from ._common import csv_list
@@ -15,12 +16,15 @@ from .sweep import add_tree_flags, trees_from
 def register(sub) -> None:
     p = sub.add_parser(
         "schedule", help="best draft length per batch as an engine config (vLLM speculative_config) + throughput",
-        description=("Price one deployment at every batch 1..max and write the best draft length per batch: "
-                     "--format vllm writes a speculative_config fragment (num_speculative_tokens and "
-                     "num_speculative_tokens_per_batch_size, inclusive 'a-b' ranges from 1, K = 0 where SD does not "
-                     "pay); --format json the full table per context (and the best draft tree with --tree). Prints "
-                     "tokens/s per GPU against tokens/s per user with and without SD."),
-        epilog="example: python -m simulator schedule --model qwen3-235b-a22b --format vllm --out sd.json",
+        description=fill("Price one deployment at every batch 1..max and write the best draft length per batch: "
+                     "--format vllm writes vLLM's SpeculativeConfig fields (method, num_speculative_tokens and "
+                     "num_speculative_tokens_per_batch_size as a list of inclusive [start, end, K] from 1, K = 0 "
+                     "where SD does not pay), priced with vLLM's kernels unless --engine names another, refused for "
+                     "data-parallel layouts; --format json the full table per context (and the best draft tree "
+                     "with --tree). Prints tokens/s per GPU against tokens/s per user with and without SD, and on "
+                     "vLLM what the schedule's own cost (vLLM issue #49548) does.", 100),
+        epilog=("example: python -m simulator schedule --model qwen3-235b-a22b --format vllm --out sd.json\n"
+                "then: vllm serve ... --speculative-config \"$(cat sd.json)\" (add the draft model's path)"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_scenario_flags(p, single=True)
     p.add_argument("--batch", type=csv_list(int, "--batch"), default=None, metavar="B1,B2,...",
@@ -35,6 +39,8 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (atomically)")
     p.add_argument("--plot", metavar="PATH", help="also draw the throughput view (.png/.svg/.pdf)")
     add_wide_flag(p)
+    eng = next(a for a in p._actions if a.dest == "engine")  # unset unless given: the format picks (engine_for)
+    eng.help = eng.help.replace("(default trtllm)", "(default: vllm with --format vllm, else trtllm)")
     p.set_defaults(func=cmd_schedule)
 
 
@@ -42,7 +48,7 @@ def cmd_schedule(args) -> int:
     from ..outputs import atomic_text, check_writable
     from ..pricing import resolve_hardware, resolve_models
     from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN
-    from ..sweep.schedule import FORMAT, build_schedule, plot_throughput, throughput_rows
+    from ..sweep.schedule import FORMAT, build_schedule, cost_note, plot_throughput, schedule_cost, throughput_rows
     from ..sweep.schedule import render as render_file
 
     FORMAT.check(args.format, "format", "schedule")
@@ -56,7 +62,8 @@ def cmd_schedule(args) -> int:
     (hw,) = resolve_hardware([args.hardware])
     contexts = list(dict.fromkeys([args.context] + list(args.contexts or ())))
     s = build_schedule(model, hw, request_from(args), batch=args.batch or DEFAULT_BATCH,
-                       draft_len=args.draft_len or DEFAULT_DRAFT_LEN, contexts=contexts, mode=args.mode, trees=trees)
+                       draft_len=args.draft_len or DEFAULT_DRAFT_LEN, contexts=contexts, mode=args.mode, trees=trees,
+                       fmt=args.format)
     written = atomic_text(args.out, render_file(s, args.format), param="out")
     c = s.primary
     cols = [Col("batch"), Col("K"), Col("speedup"), Col("tok/s/user SD", short="user SD"),
@@ -73,7 +80,9 @@ def cmd_schedule(args) -> int:
     title = (f"{model.name} on {hw.name}, {s.deployment.label}, engine {s.deployment.engine}, drafter {s.drafter}, "
              f"{s.acceptance}, context {c.context}")
     ranges = ", ".join(f"{lo}-{hi}: {k}" for lo, hi, k in c.ranges())
-    print(render(cols, rows, title=title, notes=[f"schedule (batch: K): {ranges}", *s.notes], wide=wide(args)))
+    cost = cost_note(schedule_cost(s))
+    print(render(cols, rows, title=title, notes=[f"schedule (batch: K): {ranges}", *s.notes, *([cost] if cost else [])],
+                 wide=wide(args)))
     if args.format == "vllm" and len(contexts) > 1:
         print("note: vLLM takes a batch schedule only (the context-length variant is an open PR); the per-context "
               "schedules are in --format json")

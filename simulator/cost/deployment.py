@@ -14,18 +14,16 @@ from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import (
+from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE, ENGINES
+from ..specs.model import ModelSpec
+from ..specs.wide_ep import (
     A2A_ACROSS_DOMAINS,
     A2A_AUTO,
-    A2A_MODES,
     A2A_NCCL_MAX_GPUS,
-    DEFAULT_ENGINE,
     DISPATCH_BYTES,
-    ENGINES,
     MODE_DISPATCH,
     TBO_ENGINES,
 )
-from ..specs.model import ModelSpec
 from ..validation import Interval, Options, Param, check_fields, param_field
 
 ROUTING = ("uniform", "independent", "overlap")
@@ -60,9 +58,26 @@ class Mechanisms:
     graph_padding: str = param_field(Param(Options(ONOFF)), "on")
     round_overheads: str = param_field(Param(Options(ONOFF)), "on")
     # two_batch_overlap (docs/MODEL.md §3.5): under attention DP each layer runs as two micro-batches of B/2, one's
-    # MoE dispatch/combine beside the other's compute; "auto" = as the engine deploys it (specs.kernels.TBO_ENGINES
+    # MoE dispatch/combine beside the other's compute; "auto" = as the engine deploys it (specs.wide_ep.TBO_ENGINES
     # with DeepEP dispatch), "on" = whenever dp > 1, "off" = never.
     two_batch_overlap: str = param_field(Param(Options((A2A_AUTO, *ONOFF))), A2A_AUTO)
+    # The round phase by phase as engines run it (docs/MODEL.md §4.6; simulator.specdec.engine_round):
+    # draft_extend: "on" = one draft pass per round runs over the γ + 1 verified positions (SGLang's draft-extend
+    #     after verify, vLLM's / TRT-LLM's first drafter pass over K + 1 tokens) instead of one token; "off" = γ
+    #     one-token draft passes.
+    # round_kernels: "on" = sampling / top-k / rejection kernels beyond the step model's sampling op (per drafted
+    #     position, over the vocabulary and the batch), tree-building kernels and KV slot allocation/free per round.
+    # host_time: "on" = the engine's host work (per round, per GPU->CPU sync, per request, per accepted token, per
+    #     draft step; and per plain decode step), exposed where the execution mode does not hide it; "off" = none.
+    draft_extend: str = param_field(Param(Options(ONOFF)), "on")
+    round_kernels: str = param_field(Param(Options(ONOFF)), "on")
+    host_time: str = param_field(Param(Options(ONOFF)), "on")
+    # Engine execution mode (docs/MODEL.md §4.6): is CPU scheduling overlapped with GPU work during SD rounds
+    # (sd_overlap) and during plain decoding (decode_overlap)? None = the engine's documented default for its
+    # version and drafter (simulator.specdec.engine_round.ENGINE_MODES); "on" hides host work up to the GPU time of
+    # the round (or step), "off" runs it in series.
+    sd_overlap: str | None = param_field(Param(Options(ONOFF), None), None)
+    decode_overlap: str | None = param_field(Param(Options(ONOFF), None), None)
 
     def __post_init__(self):
         check_fields(self)
@@ -77,23 +92,27 @@ class Mechanisms:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
 
+# MoESD models no engine round terms (padding, state checkpoints, draft-extend, round kernels, host time).
+_NO_ENGINE_TERMS = dict(graph_padding="off", round_overheads="off", draft_extend="off", round_kernels="off",
+                        host_time="off")
 PRESETS = {
     # MoESD's model (docs/MODEL.md §3.6). Its fitted terms read three ways: the default charges the calibrated MoE
     # floor once per unique expert (MoESD's "single-expert load time"); the other two bracket it.
     # MoESD models no engine round overheads: the prior's readings switch them off.
     "prior": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="per_expert", l2="off",
-                        graph_padding="off", round_overheads="off"),
+                        **_NO_ENGINE_TERMS),
     "prior-no-fixed": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="off", l2="off",
-                                 graph_padding="off", round_overheads="off"),
+                                 **_NO_ENGINE_TERMS),
     "prior-kernel-floors": Mechanisms(routing="uniform", kernel_curves="off", fixed_costs="on", l2="off",
-                                      graph_padding="off", round_overheads="off"),
+                                      **_NO_ENGINE_TERMS),
     "refined": Mechanisms(),  # the field defaults above are the refined model
 }
 # The readings of the prior reported as its range wherever the prior is reported (default first).
 PRIOR_READINGS = ("prior", "prior-no-fixed", "prior-kernel-floors")
 # The walk from prior to refined used by `explain` (one mechanism per step, in this order).
 WALK = tuple((f, getattr(PRESETS["refined"], f)) for f in ("routing", "kernel_curves", "fixed_costs", "l2",
-                                                                   "graph_padding", "round_overheads"))
+                                                                   "graph_padding", "round_overheads", "draft_extend",
+                                                                   "round_kernels", "host_time"))
 
 
 MODE = Param(Options(PRESETS))  # a mechanism preset by name
@@ -128,9 +147,9 @@ class Deployment:
     # MoE dispatch/combine kernels under attention DP (docs/MODEL.md §3.9): the engine's all-to-all (nccl), or
     # DeepEP's normal (high-throughput) or low-latency mode (the profile's deepep_* collectives)
     # "auto" (default): the engine's all-to-all inside one scale-up domain, DeepEP low-latency across domains
-    # (specs.kernels.A2A_ACROSS_DOMAINS) where the profile has it; resolved by resolve_all_to_all
+    # (specs.wide_ep.A2A_ACROSS_DOMAINS) where the profile has it; resolved by resolve_all_to_all
     all_to_all: str = param_field(Param(Options((A2A_AUTO, *A2A_MODES))), A2A_AUTO)
-    # precision of the dispatched tokens (combine: bf16); "auto" = the mode's (specs.kernels.MODE_DISPATCH)
+    # precision of the dispatched tokens (combine: bf16); "auto" = the mode's (specs.wide_ep.MODE_DISPATCH)
     dispatch_dtype: str = param_field(Param(Options((A2A_AUTO, *DISPATCH_BYTES))), A2A_AUTO)
 
     def __post_init__(self):

@@ -74,12 +74,14 @@ class AcceptanceSpec:
     source: str = ""
 
     def build(self):
-        from ..specdec import DEFAULT_ACCEPTANCE, Acceptance
+        """The Acceptance stated, or None: the library's default of the drafter's family for each target
+        (``specdec.acceptance.default_acceptance``, resolved where the target is priced)."""
+        from ..specdec import Acceptance
 
         if self.accept_length is not None:
             return Acceptance.from_accept_length(self.accept_length, self.draft_len)
-        if self.alpha is None:  # neither given: the library's default (specdec.acceptance.DEFAULT_ACCEPTANCE)
-            return DEFAULT_ACCEPTANCE
+        if self.alpha is None:
+            return None
         return Acceptance.from_alpha(self.alpha)
 
     @property
@@ -87,7 +89,7 @@ class AcceptanceSpec:
         if self.accept_length is not None:
             return f"AL {self.accept_length:g} at draft length {self.draft_len}"
         if self.alpha is None:
-            return "the default per-position acceptance (docs/MODEL.md §4.1)"
+            return "the default per-position acceptance of the drafter's family and target kind (docs/MODEL.md §4.1)"
         return f"alpha {self.alpha:g}"
 
 
@@ -127,7 +129,7 @@ class Grid:
 @dataclass(frozen=True)
 class Speculation:
     drafter: str = loadable("drafter", DEFAULT_DRAFTER)
-    acceptance: AcceptanceSpec = AcceptanceSpec()  # neither alpha nor accept_length: DEFAULT_ACCEPTANCE
+    acceptance: AcceptanceSpec = AcceptanceSpec()  # neither alpha nor accept_length: the family default
 
 
 @dataclass(frozen=True)
@@ -265,11 +267,32 @@ def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
                   r.string(top, "question", "", default=""), grid,
                   read_settings(r, top.get("speculation"), "speculation", Speculation),
                   MappingProxyType(chosen), where, notes=MappingProxyType(notes))
+    check_default_acceptance(r, study)
     for k, settings in chosen.items():
         check_settings(r, study, f"analyses.{k}", settings, analyses[k].modes)
         if analyses[k].check is not None:
             analyses[k].check(r, study, settings)
     return study
+
+
+def check_default_acceptance(r: Reader, study: Study) -> None:
+    """Every target (and drafter variant) priced with the default acceptance has a drafter with a default
+    (``specdec.acceptance.default_acceptance``: ngram has none), else the study field is named."""
+    from ..specdec import default_acceptance, parse_drafter
+
+    sp = study.speculation
+    drafters = [(f"grid.targets[{i}]" if i < len(study.grid.targets) else "speculation", t.drafter or sp.drafter,
+                 (t.acceptance or sp.acceptance).build()) for i, t in enumerate(study.grid.all_targets)]
+    stated = all(acc is not None for *_, acc in drafters)  # every target states one: variants inherit it
+    drafters += [(f"grid.variants[{i}]", v["drafter"], v.get("acceptance") or (True if stated else None))
+                 for i, v in enumerate(study.grid.variants) if isinstance(v, Mapping) and v.get("drafter")]
+    for path, drafter, acc in drafters:
+        if acc is None:
+            try:
+                default_acceptance(parse_drafter(drafter).kind)
+            except SimulatorError as exc:
+                raise r.fail(path, f"prices drafter {drafter!r} with the default acceptance: {exc}",
+                             "add acceptance: {accept_length: AL, draft_len: G} (or {alpha: A})") from None
 
 
 NOTE_KEYS = tuple(f.name for f in dataclasses.fields(Notes))

@@ -20,7 +20,7 @@ from ..cost.deployment import PRESETS, Deployment, Mechanisms, validate
 from ..cost.ops import DEFAULT_CONTEXT
 from ..cost.routing import OverlapInput
 from ..errors import ParameterError
-from ..specdec import DEFAULT_ACCEPTANCE, Acceptance, Drafter, parse_drafter
+from ..specdec import Acceptance, Drafter, acceptance_for, parse_drafter
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import TIME_PARAMS, KernelClass, Kernels
 from ..specs.model import ModelSpec
@@ -87,7 +87,8 @@ def _selected(hardware: HardwareProfile, engine: str, edit: HardwareEdit) -> Har
 class Scenario:
     """One thing to price (module docstring). ``mode`` names the preset ``mechanisms`` came from (a label for
     tables; the switches themselves are ``mechanisms``); ``name`` labels a variant in tables ("" = none);
-    ``acceptance`` None = the default for the drafter (:data:`simulator.specdec.DEFAULT_ACCEPTANCE`)."""
+    ``acceptance`` None = the default of the drafter's family for the target's kind
+    (:func:`simulator.specdec.default_acceptance`; refused for ngram)."""
 
     model: ModelSpec
     hardware: HardwareProfile
@@ -113,8 +114,8 @@ class Scenario:
 
     @property
     def accept(self) -> Acceptance:
-        """The acceptance priced (the given one, else the default)."""
-        return self.acceptance if self.acceptance is not None else DEFAULT_ACCEPTANCE
+        """The acceptance priced (the given one, else the default of the drafter's family for the target's kind)."""
+        return acceptance_for(self.acceptance, self.drafter.kind, self.model.ffn.is_moe)
 
     def edit(self, **changes) -> Scenario:
         """A copy with ``changes``: scenario fields, deployment fields or mechanism fields by name (a changed

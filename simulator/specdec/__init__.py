@@ -6,11 +6,13 @@
 """
 
 from .acceptance import (
-    DEFAULT_ACCEPTANCE,
     Acceptance,
+    AcceptanceDefault,
     accept_length,
     accept_length_positions,
+    acceptance_for,
     alpha_from_accept_length,
+    default_acceptance,
 )
 from .drafters import DRAFTER_KINDS, Drafter, drafter_deployment, drafter_spec, eagle_head_spec, mtp_spec, parse_drafter
 from .rounds import (
@@ -25,8 +27,9 @@ from .rounds import (
 )
 
 __all__ = [
-    "DEFAULT_ACCEPTANCE", "DRAFTER_KINDS", "Acceptance", "Drafter", "SpecResult", "StepCache",
-    "accept_length", "accept_length_positions", "alpha_from_accept_length", "best_gamma", "drafter_deployment",
+    "DRAFTER_KINDS", "Acceptance", "AcceptanceDefault", "Drafter", "SpecResult", "StepCache",
+    "accept_length", "accept_length_positions", "acceptance_for", "alpha_from_accept_length", "default_acceptance",
+    "best_gamma", "drafter_deployment",
     "drafter_spec", "eagle_head_spec", "mtp_spec", "pays_up_to", "parse_drafter", "rejection_time", "round_time",
     "speculative", "speedup",
 ]

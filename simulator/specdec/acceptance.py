@@ -13,6 +13,10 @@ With one per-token acceptance a_j = α this is the geometric sum (Leviathan et a
 
 Engines report the mean acceptance length AL measured at one draft length γ_ref; :func:`alpha_from_accept_length`
 inverts the sum for α (AL is strictly increasing in α on [0, 1], from 1 to γ_ref + 1).
+
+When no acceptance is stated, :func:`default_acceptance` (the one home of that rule) gives the engine-logged vector of
+the drafter's family on the target's kind (MoE or dense) and the band every public log of that family spans
+(:data:`PUBLISHED`); the n-gram drafter has none and is refused.
 """
 
 from __future__ import annotations
@@ -27,22 +31,19 @@ from ..validation import Interval, Param, check_params
 
 __all__ = [
     "ALPHA",
-    "DEFAULT_ACCEPTANCE",
-    "DEFAULT_ENGINE_RATES",
     "MAX_POSITIONS",
+    "PUBLISHED",
     "Acceptance",
+    "AcceptanceDefault",
+    "Published",
     "accept_length",
     "accept_length_positions",
+    "acceptance_for",
     "alpha_from_accept_length",
+    "as_acceptance",
+    "default_acceptance",
 ]
 
-# Default acceptance (docs/MODEL.md §4.1, "Default acceptance"): the per-position rates vLLM logs for an EAGLE head
-# (vLLM PR #24344, Llama-3.1-8B-Instruct + EAGLE, 3 drafts: u_i = P(first i drafts accepted) = 0.77, 0.45, 0.24,
-# AL(3) = 2.46), continued past the last measured position with the last measured conditional ratio u_3 / u_2 (a
-# geometric tail), so u_1 = 0.77 (> 70% at the first draft position) and u_7 = 0.019 (< 10% at the 7th), the decay
-# engines report (docs/sources/published.md).
-DEFAULT_ENGINE_RATES = (0.77, 0.45, 0.24)
-DEFAULT_ENGINE_SOURCE = "vLLM PR #24344"
 MAX_POSITIONS = 64  # drafted positions an acceptance can describe (the longest draft length, rounds.MAX_DRAFT_LEN)
 ALPHA = Param(Interval(float, 0.0, 1.0), unit="per-token acceptance")  # the declaration of a per-token α
 TEMPERATURE = Param(Interval(float, 0.0, 10.0), unit="sampling temperature")  # stated beside an acceptance
@@ -194,7 +195,117 @@ class Acceptance:
         return self.source or (f"alpha={self.alpha:g}" if self.alpha is not None else "per-position")
 
 
-DEFAULT_ACCEPTANCE = Acceptance.from_engine_rates(
-    DEFAULT_ENGINE_RATES, extend_to=MAX_POSITIONS,
-    source=f"default: {DEFAULT_ENGINE_SOURCE} rates " + ",".join(f"{x:g}" for x in DEFAULT_ENGINE_RATES)
-           + " + geometric tail")
+def as_acceptance(acceptance) -> Acceptance:
+    """An :class:`Acceptance` from what callers pass: itself, a per-token α (a number), or per-position
+    probabilities (a sequence)."""
+    if isinstance(acceptance, Acceptance):
+        return acceptance
+    if isinstance(acceptance, (int, float)):
+        return Acceptance.from_alpha(float(acceptance))
+    return Acceptance.from_positions(acceptance)
+
+
+# -- Default acceptance by drafter family and target kind (docs/MODEL.md §4.1, "Default acceptance") ------------
+@dataclass(frozen=True)
+class Published:
+    """One public acceptance measurement: engine per-position ``rates`` u_i = P(first i drafts accepted), or a mean
+    acceptance length ``al`` (bonus token included) at draft length ``at``. ``key`` cites it (docs/sources/
+    published.md). :meth:`rates_to` continues it to n positions by the stated rule: a log repeats its last conditional
+    ratio u_k / u_{k−1} (a geometric tail, as :meth:`Acceptance.from_engine_rates`); a mean AL is the per-token α
+    whose AL(at) equals it (u_i = α^i)."""
+
+    key: str
+    rates: tuple[float, ...] = ()
+    al: float = 0.0
+    at: int = 0
+
+    def acceptance(self, n: int = MAX_POSITIONS) -> Acceptance:
+        if self.rates:
+            return Acceptance.from_engine_rates(self.rates, extend_to=n, source=self.key)
+        return Acceptance(alpha=float(alpha_from_accept_length(self.al, self.at)), source=self.key)
+
+    def rates_to(self, n: int = MAX_POSITIONS) -> np.ndarray:
+        a = self.acceptance(n)
+        per = a.per_position if a.per_position is not None else (a.alpha,) * n
+        return np.cumprod(per[:n])
+
+
+# family -> (target is MoE or None for either) -> (central log, every public measurement of that family and kind).
+# Every entry is cited in docs/sources/published.md ("Default acceptance by drafter family") with its setup.
+_GPT_OSS = Published("vLLM PR #42764 gpt-oss EAGLE-3 log", (0.622, 0.356, 0.203, 0.119, 0.060))
+_LLAMA = Published("vLLM PR #24344 Llama-3.1-8B EAGLE log", (0.77, 0.45, 0.24))
+_MTP8 = Published("vLLM PR #48892 MTP log (8 modules, GSM8K, concurrency 64)",
+                  (0.7568, 0.6011, 0.4976, 0.4113, 0.3538, 0.2980, 0.2608, 0.2229))
+PUBLISHED: dict[tuple[str, bool | None], tuple[Published, tuple[Published, ...]]] = {
+    ("eagle", True): (_GPT_OSS, (
+        _GPT_OSS,
+        Published("vLLM PR #42764 gpt-oss EAGLE-3 (post-norm speculator)", (0.610, 0.342, 0.202, 0.120, 0.072)),
+        Published("RedHatAI Llama-4-Maverick EAGLE-3 card, summarisation", al=2.37, at=3),
+        Published("RedHatAI Llama-4-Maverick EAGLE-3 card, math", al=3.08, at=3),
+        Published("RedHatAI Llama-4-Maverick EAGLE-3 card, summarisation", al=2.63, at=7),
+        Published("RedHatAI Llama-4-Maverick EAGLE-3 card, math", al=4.02, at=7),
+        Published("Cohere 128-expert MoE EAGLE blog", al=2.73, at=3))),
+    ("eagle", False): (_LLAMA, (
+        _LLAMA,
+        Published("vLLM PR #24243 MiniCPM3 EAGLE-3", (0.58, 0.34, 0.22, 0.15, 0.11)),
+        Published("vLLM issue #26191 Llama-3.1-8B EAGLE-3", al=3.53, at=7))),
+    ("mtp", None): (_MTP8, (
+        _MTP8,
+        Published("vLLM PR #48892 MTP log (8 modules, GSM8K, maintainer comment)",
+                  (0.7617, 0.6158, 0.5125, 0.4243, 0.3640, 0.3094, 0.2722, 0.2365)),
+        Published("DeepSeek-V3 technical report, 2nd-token acceptance (low end)", (0.85,)),
+        Published("DeepSeek-V3 technical report, 2nd-token acceptance (high end)", (0.90,)),
+        Published("vLLM PR #12755 DeepSeek-R1 MTP k = 1 (low end)", (0.81,)),
+        Published("vLLM PR #12755 DeepSeek-R1 MTP k = 1 (high end)", (0.82,)),
+        Published("nebius DeepSeek-V3-0324 MTP card, 7 steps", al=3.20, at=7))),
+}
+# Drafter kind -> family. n-gram lookup has none (its acceptance is how often the text repeats itself: stated per
+# workload); a separate draft model and a fixed cost ratio borrow the EAGLE family's (no public per-position log of
+# draft models is bundled; docs/MODEL.md §4.1).
+FAMILY = {"eagle": "eagle", "eagle3": "eagle", "mtp": "mtp", "model": "eagle", "ratio": "eagle", "ngram": None}
+NGRAM_REFUSAL = ("the ngram drafter has no default acceptance (an n-gram lookup is accepted as often as the text "
+                 "repeats itself, which no public log fixes): state the 'acceptance' (CLI: --acceptance A or "
+                 "--accept-length AL@G; study: an acceptance under speculation or the target)")
+
+
+@dataclass(frozen=True)
+class AcceptanceDefault:
+    """The default acceptance of one drafter family on one target kind: the ``central`` log (priced), and the
+    ``low`` / ``high`` ends of the band every public measurement of that family spans (per position, the smallest and
+    largest u_i over :data:`PUBLISHED`'s entries, each continued by :meth:`Published.rates_to`)."""
+
+    central: Acceptance
+    low: Acceptance
+    high: Acceptance
+    source: str
+
+
+@lru_cache(maxsize=16)
+def default_acceptance(drafter_kind: str, target_is_moe: bool = True) -> AcceptanceDefault:
+    """The one home of the default acceptance (docs/MODEL.md §4.1). Refuses the ngram drafter (no default)."""
+    if drafter_kind not in FAMILY:
+        raise ParameterError(f"drafter kind {drafter_kind!r} is unknown; use one of {', '.join(FAMILY)}",
+                             owner="default_acceptance", param="drafter")
+    family = FAMILY[drafter_kind]
+    if family is None:
+        raise ParameterError(NGRAM_REFUSAL, owner="default_acceptance", param="acceptance")
+    key = (family, None) if (family, None) in PUBLISHED else (family, bool(target_is_moe))
+    central, every = PUBLISHED[key]
+    u = np.stack([p.rates_to(MAX_POSITIONS) for p in every])
+    kind = "" if key[1] is None else (" (MoE target)" if key[1] else " (dense target)")
+    borrowed = f", borrowed by {drafter_kind}" if FAMILY[drafter_kind] != drafter_kind != "eagle3" else ""
+    label = f"default {family}{kind}{borrowed}: {central.key}"
+
+    def band(rates, end):
+        return Acceptance.from_engine_rates(rates, source=f"{label}, {end} of {len(every)} public logs")
+
+    mid = Acceptance.from_engine_rates(central.rates, extend_to=MAX_POSITIONS, source=label)
+    return AcceptanceDefault(mid, band(u.min(axis=0), "low end"), band(u.max(axis=0), "high end"), label)
+
+
+def acceptance_for(acceptance, drafter_kind: str, target_is_moe: bool = True) -> Acceptance:
+    """``acceptance`` as an :class:`Acceptance` (:func:`as_acceptance`), or, when None, the central default of the
+    drafter's family for this target kind (:func:`default_acceptance`; refused for ngram)."""
+    if acceptance is None:
+        return default_acceptance(drafter_kind, target_is_moe).central
+    return as_acceptance(acceptance)

@@ -177,24 +177,26 @@ def drafter_deployment(drafter: Drafter, spec: ModelSpec, target_dep: Deployment
 def draft_step_time(drafter: Drafter, target: ModelSpec, hw, dep: Deployment, batch, tokens: int, context: int,
                     mech, overlap, cache, t_target=None):
     """(T_draft(B, tokens) over ``batch``, the drafter's deployment or None): one drafter pass over ``tokens`` tokens
-    per request (1 for a chain; a tree level's node count), as the engine runs it (graph padding included).
+    per request (1 for a chain; a tree level's node count; an array aligned with ``batch`` prices several pass
+    lengths in one call), as the engine runs it (graph padding included).
     ``t_target``: the target's T(B, tokens) if already priced (used by ``ratio:C``)."""
     from .overheads import padded_step  # overheads imports cost only; local import keeps this module's header small
 
     b = np.atleast_1d(np.asarray(batch, dtype=float))
+    s = np.rint(np.broadcast_to(np.asarray(tokens, dtype=float), b.shape)) if np.ndim(tokens) else int(tokens)
     if drafter.kind == "ngram":
         return np.zeros_like(b), None
     if drafter.kind == "ratio":
         if t_target is None:
-            t_target = padded_step(cache, target, hw, dep, b, int(tokens), context, mech, overlap).time
+            t_target = padded_step(cache, target, hw, dep, b, s, context, mech, overlap, True).time
         return drafter.ratio * np.asarray(t_target, dtype=float), None
     spec = drafter_spec(drafter, target)
     ddep = drafter_deployment(drafter, spec, dep, hw)
-    t = padded_step(cache, spec, hw, ddep, b, int(tokens), context, mech, overlap).time
+    t = padded_step(cache, spec, hw, ddep, b, s, context, mech, overlap, True).time  # a pass of a round
     # a draft pass pays the profile's per-draft-step host cost instead of a target step's (kernels.step)
     t = t + draft_host_delta(hw, ddep, mech)
     if PROJECTION_INPUTS.get(drafter.kind, (0, ""))[1] == "pass":  # MTP's eh_proj in every pass
-        t = t + input_projection_time(drafter, target, spec, hw, ddep, b * int(tokens), mech)
+        t = t + input_projection_time(drafter, target, spec, hw, ddep, b * s, mech)
     return t, ddep
 
 

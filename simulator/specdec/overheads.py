@@ -14,7 +14,9 @@ graphs`` for the others; :class:`simulator.specs.kernels.GraphCapture`, each wit
   uniform decode query length γ + 1 (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315), so a verify pass
   of B requests pads to the next captured multiple of γ + 1 and runs eagerly above 512 tokens.
 - SGLang: ``cuda_graph_bs`` counts *requests*: 1, 2, 4, 8, 12, then multiples of 8 to ``cuda_graph_max_bs``
-  (assumed 256: the default depends on GPU memory and TP size).
+  (assumed 256: the default depends on GPU memory and TP size); a server launched with SD captures 1..8, then
+  steps of 2 to 32, of 4 to 64 and of 8 (``server_args._generate_cuda_graph_batch_sizes``): ``sd_sizes``, used for
+  the passes of a round (verify, draft) while the plain-decoding baseline keeps ``sizes``.
 - TensorRT-LLM: ``cuda_graph_config.batch_sizes`` with ``enable_padding``: 1, 2, 4, then multiples of 8 to
   ``max_batch_size`` (assumed 128).
 
@@ -69,21 +71,26 @@ def graph_batch(graphs: GraphCapture, batch, tokens: int) -> tuple[np.ndarray, n
 
 
 def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context: int,
-                mech: Mechanisms, overlap=None) -> StepResult:
+                mech: Mechanisms, overlap=None, speculative=False) -> StepResult:
     """T(B, s) of a pass as the engine runs it: at the captured batch (graph_padding on) or as given (off).
     ``tokens`` is a scalar or an array aligned with ``batch``. Capture sizes apply per attention-DP rank (B / dp
-    requests each); a batch whose per-rank share is already a captured size is priced as given."""
+    requests each); a batch whose per-rank share is already a captured size is priced as given. ``speculative``
+    (a bool or an array aligned with ``batch``): the pass belongs to an SD round, so a server launched with SD
+    captures it (``GraphCapture.sd_sizes`` where the profile states them)."""
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     s = np.broadcast_to(np.atleast_1d(np.asarray(tokens, dtype=float)), b.shape)
     graphs = hw.for_engine(dep.engine).kernels.graphs
     if mech.graph_padding != "on" or not dep.cuda_graphs or graphs is None:
         return cache.step(model, hw, dep, b, s, context, mech, overlap)
+    sd = np.broadcast_to(np.atleast_1d(np.asarray(speculative, dtype=bool)), b.shape)
     pb, eager = b.copy(), np.zeros(b.shape, dtype=bool)
     per_rank = np.ceil(b / dep.dp)  # under attention DP every rank captures and replays its own batch
     for x in np.unique(s):
-        rows = s == x
-        padded, eager[rows] = graph_batch(graphs, per_rank[rows], int(x))
-        pb[rows] = np.where(padded == per_rank[rows], b[rows], padded * dep.dp)
+        for flag in (False, True):
+            rows = (s == x) & (sd == flag)
+            if rows.any():
+                padded, eager[rows] = graph_batch(graphs.for_round(flag), per_rank[rows], int(x))
+                pb[rows] = np.where(padded == per_rank[rows], b[rows], padded * dep.dp)
     res = cache.step(model, hw, dep, pb, s, context, mech, overlap)
     if eager.any():  # launches overlap the GPU's work: the pass takes max(T_graph, L), L = Σ per-kernel launch costs
         launches = cache.step(model, hw, replace(dep, cuda_graphs=False), pb, s, context, mech, overlap).time - res.time

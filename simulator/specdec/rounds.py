@@ -1,9 +1,14 @@
 """Speculative rounds: round time, speedup, best draft length (docs/MODEL.md §4, "Round time and speedup").
 
-    T_round(B, γ) = γ · T_draft(B, 1) + T_fuse(B, γ) + T(B, γ+1) + T_reject + T_gdn(B, γ)     (γ ≥ 1)
-    T_round(B, 0) = T(B, 1)                                             (plain decoding)
-    Speedup(B, γ) = AL(γ) · T(B, 1) / T_round(B, γ)
+    G(B, γ)       = γ · T_draft(B, 1) + T_fuse(B, γ) + T_ext(B, γ) + T(B, γ+1) + T_reject + T_gdn(B, γ) + T_kern
+    T_round(B, γ) = G(B, γ) + E_round(B, γ)                              (γ ≥ 1)
+    T_step(B)     = T(B, 1) + E_decode(B);   T_round(B, 0) = T_step(B)   (plain decoding)
+    Speedup(B, γ) = AL(γ) · T_step(B) / T_round(B, γ)
     tokens/s per request = AL(γ) / T_round(B, γ);   aggregate = B · AL(γ) / T_round(B, γ)
+
+T_ext (draft_extend), T_kern (round_kernels) and the exposed host times E (host_time, under the engine's execution
+mode) are :mod:`simulator.specdec.engine_round`'s; ``speedup_low``/``speedup_high`` price them (and the acceptance
+band, when given) at both ends of their public ranges.
 
 T_reject is the profile's ``kernels.step.rejection_sampling``, paid once per round when γ ≥ 1 and fixed costs are
 modelled (:attr:`Mechanisms.fixed_costs_on`, the engine's rule for host overhead, via
@@ -32,10 +37,11 @@ from ..specs.model import ModelSpec
 from ..validation import Interval, Param, declare
 from .acceptance import MAX_POSITIONS, Acceptance
 from .drafters import PROJECTION_INPUTS, Drafter, draft_step_time, drafter_spec, input_projection_time, parse_drafter
+from .engine_round import RoundTerms, round_terms
 from .overheads import gdn_checkpoint_time, padded_step
 
-__all__ = ["DRAFT_LENS", "SpecResult", "StepCache", "best_gamma", "pays_up_to", "rejection_time", "round_time",
-           "speculative", "speedup"]
+__all__ = ["DRAFT_LENS", "SpecResult", "StepCache", "acceptance_band_of", "assemble", "best_gamma", "draft_vocab",
+           "extend_time", "pays_up_to", "rejection_time", "round_time", "speculative", "speedup"]
 
 
 class StepCache:
@@ -132,12 +138,29 @@ class SpecResult:
     drafter_dep: Deployment | None = None
     t_overhead: np.ndarray | None = None  # (ng, nb) engine round overheads beside T_reject (docs/MODEL.md §4.5)
     t_fuse: np.ndarray | None = None  # (ng, nb) once-per-round drafter input projection (EAGLE-3 fc)
+    # Engine terms of the round (docs/MODEL.md §4.6; simulator.specdec.engine_round), central values:
+    t_extend: np.ndarray | None = None  # (ng, nb) T_ext: one draft pass over γ + 1 positions instead of 1
+    t_kernels: np.ndarray | None = None  # (ng, nb) T_kern: sampling/top-k/rejection, tree building, KV slots
+    t_host: np.ndarray | None = None  # (ng, nb) exposed host time of the round
+    t_host_decode: np.ndarray | None = None  # (nb,) exposed host time of a plain decode step
+    t_round_low: np.ndarray | None = None  # (ng, nb) round time with every ranged term at its low end
+    t_round_high: np.ndarray | None = None  # (ng, nb) ... at its high end
+    speedup_low: np.ndarray | None = None  # (ng, nb) lowest speedup over the ranged terms and acceptance band
+    speedup_high: np.ndarray | None = None  # (ng, nb)
+    sd_overlap: str = ""  # the execution mode priced (resolved: the flag or the engine's default)
+    decode_overlap: str = ""
 
     @property
     def t_draft(self) -> np.ndarray:
-        """Drafting time per round, γ · T_draft(B, 1) + T_fuse(B, γ), (ng, nb)."""
+        """Drafting time per round, γ · T_draft(B, 1) + T_fuse(B, γ) + T_ext(B, γ), (ng, nb)."""
         t = self.gammas[:, None] * self.t_draft_step[None, :]
-        return t if self.t_fuse is None else t + self.t_fuse
+        t = t if self.t_fuse is None else t + self.t_fuse
+        return t if self.t_extend is None else t + self.t_extend
+
+    @property
+    def t_step(self) -> np.ndarray:
+        """T_step(B): a plain decode step with its exposed host time, (nb,)."""
+        return self.t_decode if self.t_host_decode is None else self.t_decode + self.t_host_decode
 
     @property
     def verify_decode_ratio(self) -> np.ndarray:
@@ -166,8 +189,11 @@ DRAFT_LENS = Param(Interval(int, 0, MAX_DRAFT_LEN), unit="drafted tokens per rou
 @declare(batch=BATCH, gammas=DRAFT_LENS, context=CONTEXT)
 def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas, acceptance: Acceptance,
                 drafter: Drafter | str = "eagle", context: int = 0, mech: Mechanisms | None = None,
-                overlap: OverlapInput | None = None, cache: StepCache | None = None) -> SpecResult:
-    """Round times and speedup of speculative decoding over the batch × draft-length grid."""
+                overlap: OverlapInput | None = None, cache: StepCache | None = None,
+                acceptance_band: tuple[Acceptance, Acceptance] | None = None) -> SpecResult:
+    """Round times and speedup of speculative decoding over the batch × draft-length grid. ``acceptance_band``:
+    (low, high) acceptances whose ends widen ``speedup_low``/``speedup_high`` (default: the acceptance's own
+    ``band`` attribute when it has one, :func:`acceptance_band_of`)."""
     mech = mech or Mechanisms()
     cache = cache or StepCache()
     drafter = parse_drafter(drafter)
@@ -176,32 +202,120 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     # One engine call prices every pass length: the (s, B) grid is flattened, s = 1 (decode) and γ + 1.
     lengths = np.unique(np.concatenate([[1], g + 1]))
     nb = b.size
-    # graph_padding: each pass at the engine's captured batch (or eager above the cap), docs/MODEL.md §4.5
+    # graph_padding: each pass at the engine's captured batch (or eager above the cap), docs/MODEL.md §4.5; the
+    # verify passes (s > 1) are an SD server's, the decode pass (s = 1) the plain-decoding baseline's
     grid = padded_step(cache, target, hw, dep, np.tile(b, lengths.size), np.repeat(lengths, nb), context, mech,
-                       overlap)
+                       overlap, np.repeat(lengths, nb) > 1)
     row = {int(s): slice(i * nb, (i + 1) * nb) for i, s in enumerate(lengths)}
     bound = grid.bound  # computed once for the whole flattened grid
     dec = _StepRows(grid, row[1], bound)
     ver = [_StepRows(grid, row[int(x) + 1], bound) for x in g]
     t_verify = np.stack([v.time for v in ver])
-    ddep = None
-    t_draft_step, ddep = draft_step_time(drafter, target, hw, dep, b, 1, context, mech, overlap, cache, dec.time)
+    t_draft_step, t_ext, ddep = draft_passes(drafter, target, hw, dep, b, g, context, mech, overlap, cache, dec.time,
+                                             t_verify)
     t_rej = np.where(g > 0, rejection_time(hw, mech), 0.0)
     t_over = np.stack([gdn_checkpoint_time(target, hw, dep, b, int(x), mech) for x in g])  # (ng, nb)
     t_fuse = fusion_time(drafter, target, hw, ddep, b, g, mech)  # (ng, nb)
-    t_round = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over + t_fuse)
+    gpu = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over + t_fuse + t_ext)
     al = acceptance.accept_length(g)
+    terms = round_terms(hw, dep, mech, b, g, al, gpu, dec.time, draft_vocab(drafter, target), target.vocab_size,
+                        drafter.kind)
+    bands = [x.accept_length(g) for x in acceptance_band_of(acceptance, acceptance_band)]
+    out = assemble(g, gpu, dec.time, terms, al, bands)
     return SpecResult(
         batch=b, gammas=g, accept_length=al, alpha=acceptance.effective_alpha(g), t_decode=dec.time,
-        t_verify=t_verify, t_draft_step=np.asarray(t_draft_step, dtype=float), t_reject=t_rej, t_round=t_round,
-        speedup=speedup(al, dec.time, t_round),
+        t_verify=t_verify, t_draft_step=np.asarray(t_draft_step, dtype=float), t_reject=t_rej,
         unique_decode=np.asarray(dec.unique_experts_total, float),
         unique_verify=np.stack([np.asarray(v.unique_experts_total, float) for v in ver]),
         unique_decode_rank=np.asarray(dec.unique_experts, float),
         unique_verify_rank=np.stack([np.asarray(v.unique_experts, float) for v in ver]),
         bound_decode=dec.bound, bound_verify=np.stack([v.bound for v in ver]), drafter_dep=ddep, t_overhead=t_over,
-        t_fuse=t_fuse,
+        t_fuse=t_fuse, t_extend=t_ext, **out,
     )
+
+
+def acceptance_band_of(acceptance: Acceptance, band=None) -> tuple:
+    """The acceptance band's (low, high) ends: ``band`` when given, else the acceptance's own ``band`` attribute
+    when it carries one (a default acceptance with its public range), else none."""
+    band = band if band is not None else getattr(acceptance, "band", None)
+    return tuple(band) if band else ()
+
+
+def draft_vocab(drafter: Drafter, target: ModelSpec) -> int:
+    """The vocabulary the drafter samples from (0 for an n-gram lookup; the target's for a fixed ratio)."""
+    if drafter.kind == "ngram":
+        return 0
+    spec = drafter_spec(drafter, target)
+    return int((spec or target).vocab_size)
+
+
+def extend_time(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, positions,
+                context: int, mech: Mechanisms, overlap, cache, t_draft_step) -> np.ndarray:
+    """T_ext[γ, B] = T_draft(B, positions) − T_draft(B, 1) (``draft_extend``): the one draft pass per round that runs
+    over the verified positions (γ + 1 for a chain, the tree's depth + 1) instead of one token: SGLang's
+    draft-extend after verify (its graph captures γ + 1 tokens per request), vLLM's / TRT-LLM's first drafter pass
+    over K + 1 tokens. 0 where positions ≤ 1, with draft_extend off, and for n-gram drafters."""
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    pos = np.atleast_1d(np.asarray(positions, dtype=int))
+    out = np.zeros((pos.size, b.size))
+    live = pos > 1
+    if mech.draft_extend != "on" or drafter.kind == "ngram" or not live.any():
+        return out
+    n = int(live.sum())
+    t, _ = draft_step_time(drafter, target, hw, dep, np.tile(b, n), np.repeat(pos[live], b.size), context, mech,
+                           overlap, cache)
+    out[live] = np.asarray(t, dtype=float).reshape(n, b.size) - np.asarray(t_draft_step, dtype=float)[None, :]
+    return out
+
+
+def draft_passes(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, gammas,
+                 context: int, mech: Mechanisms, overlap, cache, t_decode, t_verify):
+    """(T_draft(B, 1), T_ext[γ, B], the drafter's deployment) with every pass length priced in one step-model call
+    (what :func:`extend_time` gives, without a second call); a fixed ratio reuses the target's passes."""
+    b = np.atleast_1d(np.asarray(batch, dtype=float))
+    g = np.atleast_1d(np.asarray(gammas, dtype=int))
+    out = np.zeros((g.size, b.size))
+    live = g > 0
+    if mech.draft_extend != "on" or drafter.kind in ("ngram", "ratio") or not live.any():
+        t1, ddep = draft_step_time(drafter, target, hw, dep, b, 1, context, mech, overlap, cache, t_decode)
+        if drafter.kind == "ratio" and mech.draft_extend == "on":  # C · (T(B, γ+1) − T(B, 1))
+            out[live] = drafter.ratio * (np.asarray(t_verify)[live] - np.asarray(t_decode)[None, :])
+        return np.asarray(t1, dtype=float), out, ddep
+    pos = np.concatenate([[1], g[live] + 1])
+    t, ddep = draft_step_time(drafter, target, hw, dep, np.tile(b, pos.size), np.repeat(pos, b.size), context, mech,
+                              overlap, cache)
+    t = np.asarray(t, dtype=float).reshape(pos.size, b.size)
+    out[live] = t[1:] - t[0][None, :]
+    return t[0], out, ddep
+
+
+def assemble(g, gpu, t_decode, terms: RoundTerms, al, al_band=()) -> dict:
+    """T_round, speedup and their bands from the GPU time ``gpu`` (ng, nb) and the engine terms at every level.
+    The band is the lowest and highest speedup over the low/high ranged terms × the acceptance band's ends
+    (central included, so speedup_low <= speedup <= speedup_high)."""
+    g = np.asarray(g)[:, None]
+    t_dec = np.asarray(t_decode, dtype=float)
+
+    def at(level):
+        step = t_dec + terms.host_decode[level]
+        t_round = np.where(g == 0, step[None, :], gpu + terms.kernels[level] + terms.host[level])
+        return t_round, step
+
+    t_round, step = at("central")
+    spd = speedup(al, step, t_round)
+    lows, highs, rounds = [spd], [spd], []
+    for level in ("low", "high"):
+        tr, st = at(level)
+        rounds.append(tr)
+        for a in (al, *al_band):
+            s = speedup(a, st, tr)
+            lows.append(s)
+            highs.append(s)
+    return dict(t_round=t_round, speedup=spd, t_kernels=terms.kernels["central"], t_host=terms.host["central"],
+                t_host_decode=terms.host_decode["central"], t_round_low=np.minimum(*rounds),
+                t_round_high=np.maximum(*rounds), speedup_low=np.minimum.reduce(lows),
+                speedup_high=np.maximum.reduce(highs), sd_overlap=terms.sd_overlap,
+                decode_overlap=terms.decode_overlap)
 
 
 def fusion_time(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, ddep: Deployment | None, batch,

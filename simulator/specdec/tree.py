@@ -21,12 +21,15 @@ Round time: one drafter pass per depth level, each over all nodes of the level i
 request, n_0 = 1 the root), then one verify pass over all N nodes with the tree's unique experts
 (``OverlapInput(tree=parents)``, :mod:`simulator.overlap.tree`):
 
-    T_round(B, tree) = Σ_{d=1..D} T_draft(B, n_{d−1}) + T(B, N) + T_reject + T_gdn(B, N − 1)
+    G(B, tree) = Σ_{d=1..D} T_draft(B, n_{d−1}) + T_ext(B, D + 1) + T(B, N) + T_reject + T_gdn(B, N − 1) + T_kern
+    T_round(B, tree) = G + E_round
 
-(every pass at the engine's captured CUDA-graph batch; T_gdn: :mod:`simulator.specdec.overheads`)
+(every pass at the engine's captured CUDA-graph batch; T_gdn: :mod:`simulator.specdec.overheads`; T_ext, T_kern and
+the exposed host time E: :mod:`simulator.specdec.engine_round` with D draft steps, N − 1 sampled positions and the
+tree-building kernels of a tree wider than 1)
 
 A chain of γ drafts (a 1-wide tree, N = γ + 1) is priced as the chain itself: exactly
-:func:`simulator.specdec.speculative`'s γ · T_draft(B, 1) + T(B, γ+1) + T_reject.
+:func:`simulator.specdec.speculative`'s round.
 """
 
 from __future__ import annotations
@@ -45,8 +48,18 @@ from ..specs.model import ModelSpec
 from ..validation import declare
 from .acceptance import Acceptance
 from .drafters import Drafter, draft_step_time, parse_drafter
+from .engine_round import round_terms
 from .overheads import gdn_checkpoint_time, padded_step
-from .rounds import SpecResult, StepCache, fusion_time, rejection_time
+from .rounds import (
+    SpecResult,
+    StepCache,
+    acceptance_band_of,
+    assemble,
+    draft_vocab,
+    extend_time,
+    fusion_time,
+    rejection_time,
+)
 
 __all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "speculative_tree",
            "tree_accept_length", "tree_label"]
@@ -139,6 +152,7 @@ class TreeResult:
     verify: object = None  # StepResult of T(B, N)
     drafter_dep: Deployment | None = None
     t_overhead: np.ndarray | None = None  # (nb,) engine round overheads beside T_reject (specdec.overheads)
+    engine: dict | None = None  # the engine terms and bands, one-row SpecResult fields (rounds.assemble)
 
     @property
     def nodes(self) -> int:
@@ -163,14 +177,16 @@ class TreeResult:
             unique_decode_rank=np.asarray(d.unique_experts, float),
             unique_verify_rank=np.asarray(v.unique_experts, float)[None, :],
             bound_decode=d.bound, bound_verify=np.asarray(v.bound)[None, :], drafter_dep=self.drafter_dep,
-            t_overhead=None if self.t_overhead is None else np.asarray(self.t_overhead)[None, :])
+            t_overhead=None if self.t_overhead is None else np.asarray(self.t_overhead)[None, :],
+            **{k: v for k, v in (self.engine or {}).items() if k not in ("t_round", "speedup")})
 
 
 @declare(batch=BATCH, context=CONTEXT)
 def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, parents,
                      acceptance: Acceptance, drafter: Drafter | str = "eagle", context: int = 0,
                      mech: Mechanisms | None = None, overlap: OverlapInput | None = None,
-                     cache: StepCache | None = None) -> TreeResult:
+                     cache: StepCache | None = None,
+                     acceptance_band: tuple[Acceptance, Acceptance] | None = None) -> TreeResult:
     """Round time and speedup of one draft tree (module docstring); a 1-wide tree is priced as the chain."""
     par = check_parents(parents, "speculative_tree")
     mech = mech or Mechanisms()
@@ -183,7 +199,7 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     dec = dec_res.time
     chain = bool(np.all(sizes == 1)) or not target.ffn.is_moe  # a chain keeps the chain's statistics (no tree fit)
     vov = overlap if chain else replace(model_overlap(target, overlap), tree=par)
-    ver_res = padded_step(cache, target, hw, dep, b, n, context, mech, vov)
+    ver_res = padded_step(cache, target, hw, dep, b, n, context, mech, vov, n > 1)  # an SD round's pass
     ver = ver_res.time
     t_draft = np.zeros_like(b)
     ddep = None
@@ -196,9 +212,19 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     t_over = gdn_checkpoint_time(target, hw, dep, b, n - 1, mech)  # engine round overheads (specdec.overheads)
     if depth:  # EAGLE-3's fc over the B · N verified nodes, once per round (drafting time; rounds.fusion_time)
         t_draft = t_draft + fusion_time(drafter, target, hw, ddep, b, [n - 1], mech)[0]
-    t_round = dec if depth == 0 else t_draft + ver + t_rej + t_over
+    t_ext = extend_time(drafter, target, hw, dep, b, [depth + 1], context, mech, overlap, cache,
+                        _one_token(drafter, target, hw, dep, b, context, mech, overlap, cache, dec))[0]
+    gpu = dec if depth == 0 else t_draft + t_ext + ver + t_rej + t_over
     al = tree_accept_length(par, acceptance)
+    terms = round_terms(hw, dep, mech, b, [depth], [al], gpu[None, :], dec, draft_vocab(drafter, target),
+                        target.vocab_size, drafter.kind, tree=not np.all(sizes == 1), positions=[n - 1])
+    bands = [[tree_accept_length(par, x)] for x in acceptance_band_of(acceptance, acceptance_band)]
+    out = assemble([depth], gpu[None, :], dec, terms, np.array([al]), bands)
     return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,
-                      t_reject=t_rej, t_round=t_round, speedup=al * dec / t_round, decode=dec_res, verify=ver_res,
-                      t_overhead=t_over,
-                      drafter_dep=ddep)
+                      t_reject=t_rej, t_round=out["t_round"][0], speedup=out["speedup"][0], decode=dec_res,
+                      verify=ver_res, t_overhead=t_over, drafter_dep=ddep, engine={**out, "t_extend": t_ext[None, :]})
+
+
+def _one_token(drafter, target, hw, dep, b, context, mech, overlap, cache, dec) -> np.ndarray:
+    """T_draft(B, 1): the one-token draft pass that the draft-extend pass replaces."""
+    return draft_step_time(drafter, target, hw, dep, b, 1, context, mech, overlap, cache, dec)[0]

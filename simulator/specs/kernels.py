@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 
@@ -76,30 +76,6 @@ COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")  # every profile states
 # docs/MODEL.md §3.9): DeepEP's normal (high-throughput) and low-latency modes. Optional in a profile.
 A2A_MODES = {"nccl": "all_to_all", "deepep_normal": "deepep_normal", "deepep_low_latency": "deepep_low_latency"}
 OPTIONAL_COLLECTIVES = ("deepep_normal", "deepep_low_latency")
-# ``Deployment.all_to_all = "auto"`` (the default; docs/MODEL.md §3.9): what engines deploy. Inside one scale-up
-# domain the engine's all-to-all (the single-node defaults, unchanged); across domains DeepEP's low-latency kernels
-# for decode, which SGLang (--moe-a2a-backend deepep, --deepep-mode auto: low_latency for decode batches), vLLM
-# (--all2all-backend deepep_low_latency in its wide-EP recipe) and TensorRT-LLM (alltoall method DeepEPLowLatency on
-# HGX; NVL72 is one domain) run for decode across nodes, where the profile has its parameters.
-# Wide EP inside a large domain (GB200 NVL72) runs the same kernels (SGLang's GB200 recipes: DeepEP over NVLink;
-# TensorRT-LLM: its MNNVL all-to-all, priced with these parameters): beyond A2A_NCCL_MAX_GPUS EP ranks (one HGX node,
-# the largest layout the engines' plain all-to-all recipes use) "auto" also picks DeepEP low-latency.
-A2A_AUTO = "auto"
-A2A_ACROSS_DOMAINS = "deepep_low_latency"
-A2A_NCCL_MAX_GPUS = 8
-# Bytes per hidden element a dispatched token carries (Deployment.dispatch_dtype; docs/MODEL.md §3.9): bf16; fp8
-# with one fp32 scale per 128 channels (DeepEP's dispatch, low-latency always, normal as SGLang runs DeepSeek);
-# nvfp4 with one fp8 scale per 16 values (TensorRT-LLM's NVFP4 dispatch for nvfp4 checkpoints). The combine returns
-# bf16 in every mode.
-DISPATCH_BYTES = {"bf16": 2.0, "fp8": 1.0 + 4.0 / 128, "nvfp4": 0.5 + 1.0 / 16}
-MODE_DISPATCH = {"nccl": "bf16", "deepep_normal": "fp8", "deepep_low_latency": "fp8"}  # dispatch_dtype "auto"
-# Two-batch overlap (Mechanisms.two_batch_overlap = "auto"): the engines whose published wide-EP deployments split a
-# batch in two micro-batches so that one's DeepEP dispatch/combine runs beside the other's compute. SGLang: the flag
-# --enable-two-batch-overlap is off in server_args but on in every DeepEP wide-EP recipe it publishes (the LMSYS
-# 96xH100 decode command, sgl-project/sglang#6017; the GB200 NVL72 recipes). vLLM's --enable-dbo (dual batch
-# overlap) and TensorRT-LLM: off by default and not in the deployments the validation rows come from: off. The
-# cost of the split is real (every weight is read once per micro-batch), so "auto" never turns it on elsewhere.
-TBO_ENGINES = ("sglang",)
 # Serving engines whose kernels a profile may state (docs/MODEL.md §3.7). The profile's ``kernels:`` block is the
 # default engine's; ``engines: {<engine>: {kernels: ...}}`` states another engine's measured values, each replacing
 # the same entry of the default block (everything it does not state is the default engine's: the documented
@@ -118,6 +94,18 @@ STEP_OPTIONAL = {
 }
 
 
+# Round parameters of speculative decoding that a profile may state per engine (``kernels.round`` for the default
+# engine, ``engines.<engine>.kernels.round``; docs/MODEL.md §4.6): name -> dimension. Each is a band
+# ``{low: Q, central: Q, high: Q}`` of quantities; a profile that states none uses the engine's public bands
+# (simulator.specdec.engine_round.ROUND_PARAMS, whose fields are these names). An engine block does not inherit the
+# default engine's round parameters: they describe one engine's host and kernels.
+ROUND_KEYS: dict[str, str] = {
+    "round_host": "time", "sync": "time", "per_request": "time", "per_token": "time", "draft_step_host": "time",
+    "decode_host": "time", "sample_pass": "time", "sample_reads": "count", "tree_build": "time",
+}
+BAND_ENDS = ("low", "central", "high")
+
+
 GRAPH_UNITS = ("tokens", "requests")  # what an engine's CUDA-graph capture sizes count (docs/MODEL.md §4.5)
 
 
@@ -130,20 +118,36 @@ class GraphCapture:
     sizes: tuple[int, ...]
     unit: str = "requests"
     source: str = ""
+    sd_sizes: tuple[int, ...] = ()  # the list a server launched with speculative decoding captures (empty: sizes)
 
     @property
     def cap(self) -> int:
         return self.sizes[-1]
 
+    def for_round(self, speculative: bool) -> GraphCapture:
+        """The capture list of a pass of an SD round (``sd_sizes`` where stated) or of plain decoding."""
+        return replace(self, sizes=self.sd_sizes) if speculative and self.sd_sizes else self
+
 
 def _graphs(r: Reader, obj: object, path: str) -> GraphCapture:
     """``graphs: {sizes: [1, 2, 4, [8, 256, 8], ...], unit: tokens|requests, source: KEY (or assumed + reason)}``;
-    a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop."""
-    g = r.mapping(obj, path, ("sizes", "unit", "source", "note", "reason"), ("sizes", "unit", "source"))
+    a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop. Optional ``sd_sizes``: the
+    list a server launched with speculative decoding captures for its round's passes (SGLang's spec list)."""
+    g = r.mapping(obj, path, ("sizes", "sd_sizes", "unit", "source", "note", "reason"), ("sizes", "unit", "source"))
     unit = r.string(g, "unit", path, options=GRAPH_UNITS)
     source = r.source(g, path)
-    sp = r.join(path, "sizes")
-    raw = g["sizes"]
+    sizes = _sizes(r, g["sizes"], r.join(path, "sizes"))
+    sd = _sizes(r, g["sd_sizes"], r.join(path, "sd_sizes")) if "sd_sizes" in g else ()
+    note = g.get("note", "") if isinstance(g.get("note", ""), str) else ""
+    if source == "assumed":
+        note = (note + " " if note else "") + f"assumed: {g['reason']}"
+    r.provenance[path] = Provenance(path, float(sizes[-1]), "count", float(sizes[-1]), "count", source,
+                                    r.sources.get(source, "assumed"), note)
+    return GraphCapture(sizes, unit, source, sd)
+
+
+def _sizes(r: Reader, raw: object, sp: str) -> tuple[int, ...]:
+    """A capture list: sizes >= 1 and inclusive ``[start, stop, step]`` ranges, increasing."""
     if not isinstance(raw, list) or not raw:
         raise r.fail(sp, "must be a non-empty list of sizes", "write e.g. [1, 2, 4, [8, 256, 8]]")
     sizes: list[int] = []
@@ -157,12 +161,7 @@ def _graphs(r: Reader, obj: object, path: str) -> GraphCapture:
         sizes += [item] if ok_int else list(range(item[0], item[1] + 1, item[2]))
     if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
         raise r.fail(sp, f"must increase; got {sizes[:12]}...", "list the sizes in increasing order, each once")
-    note = g.get("note", "") if isinstance(g.get("note", ""), str) else ""
-    if source == "assumed":
-        note = (note + " " if note else "") + f"assumed: {g['reason']}"
-    r.provenance[path] = Provenance(path, float(sizes[-1]), "count", float(sizes[-1]), "count", source,
-                                    r.sources.get(source, "assumed"), note)
-    return GraphCapture(tuple(sizes), unit, source)
+    return tuple(sizes)
 
 
 @dataclass(frozen=True)
@@ -245,6 +244,7 @@ class Kernels:
     collectives: Mapping[str, Collective] = field(default_factory=lambda: MappingProxyType({}))
     step: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     graphs: GraphCapture | None = None  # the engine's CUDA-graph capture sizes (None: no padding is modelled)
+    round: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def resolved(self) -> bool:
@@ -315,10 +315,26 @@ def _collective(r: Reader, obj: object, p: str) -> Collective:
         r.quantity(c, "fabric_efficiency", p, "fraction", high=1.0, open_low=True, default=None))
 
 
+def _round(r: Reader, obj: object, path: str) -> Mapping[str, tuple[float, float, float]]:
+    """``round: {NAME: {low: Q, central: Q, high: Q}}`` (ROUND_KEYS; each Q a quantity with its source), checked
+    low <= central <= high."""
+    out = {}
+    for name, band in r.mapping(obj, path, ROUND_KEYS).items():
+        bp = r.join(path, name)
+        b = r.mapping(band, bp, (*BAND_ENDS, "note"), BAND_ENDS)
+        dim = ROUND_KEYS[name]
+        ends = tuple(r.quantity(b, end, bp, dim) for end in BAND_ENDS)
+        if not ends[0] <= ends[1] <= ends[2]:
+            raise r.fail(bp, f"has low {ends[0]:g}, central {ends[1]:g}, high {ends[2]:g} (SI units)",
+                         "order them low <= central <= high")
+        out[name] = ends
+    return MappingProxyType(out)
+
+
 def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Kernels:
     """An engine's ``kernels:`` overrides (any subset of classes/variants, collectives and step costs, each entry
     complete) merged onto the default engine's resolved block ``base``."""
-    k = r.mapping(obj, path, ("classes", "collectives", "step", "graphs", "note"))
+    k = r.mapping(obj, path, ("classes", "collectives", "step", "graphs", "round", "note"))
     # an alternative kernel (OPTIONAL_CLASSES) is the stating engine's own: another engine does not inherit it
     classes = {name: dict(v) for name, v in base.classes.items() if name not in OPTIONAL_CLASSES}
     if "classes" in k:
@@ -340,14 +356,15 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
         s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL})
         step.update({name: r.quantity(s, name, spath, "time") for name in s})
     graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else base.graphs
+    rnd = _round(r, k["round"], r.join(path, "round")) if "round" in k else MappingProxyType({})
     return Kernels(None, base.global_efficiency,
                    MappingProxyType({n: MappingProxyType(v) for n, v in classes.items()}),
-                   MappingProxyType(collectives), MappingProxyType(step), graphs)
+                   MappingProxyType(collectives), MappingProxyType(step), graphs, rnd)
 
 
 def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "graphs",
-                              "note"))
+                              "round", "note"))
     if "derive_from" in k:
         extra = [key for key in k if key not in ("derive_from", "note")]
         if extra:
@@ -376,5 +393,6 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL}, STEP_FIXED)
     step = {name: r.quantity(s, name, spath, "time") for name in (*STEP_FIXED, *STEP_OPTIONAL) if name in s}
     graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else None
+    rnd = _round(r, k["round"], r.join(path, "round")) if "round" in k else MappingProxyType({})
     return Kernels(None, geff, MappingProxyType(classes), MappingProxyType(collectives), MappingProxyType(step),
-                   graphs)
+                   graphs, rnd)

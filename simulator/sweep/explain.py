@@ -65,6 +65,8 @@ class Attribution:
     shapley: tuple[Shapley, ...] = ()  # decode_verify_ratio, speedup
     prior_range: tuple[tuple[str, float, float], ...] = ()  # (reading, T_decode/T_verify, speedup)
     tree: str = ""  # the draft tree's label when a tree is explained (draft_len = its drafted nodes)
+    # the refined model's execution mode and speedup band (docs/MODEL.md §4.6): sd_overlap, decode_overlap, low, high
+    engine: tuple = ()
 
     @property
     def prior(self) -> WalkStep:
@@ -87,6 +89,9 @@ class Attribution:
             d["walk_order"] = {sh.quantity: {p: {"first": sh.first[p], "last": sh.last[p], "shapley": v}
                                              for p, v in sh.contributions.items()} for sh in self.shapley}
         d["prior_range"] = [{"reading": r, "decode_verify_ratio": q, "speedup": sp} for r, q, sp in self.prior_range]
+        if self.engine:
+            d["engine"] = dict(zip(("sd_overlap", "decode_overlap", "speedup_low", "speedup_high"), self.engine,
+                                   strict=True))
         return d
 
 
@@ -136,7 +141,8 @@ def explain_scenario(sc: Scenario, *, batch: int = 1, draft_len: int = 3,
     forced = tuple(forced)
 
     def step(label: str, mech: Mechanisms) -> WalkStep:
-        changed = [f"{k}={v}" for k, v in forced if getattr(mech, k) != v]
+        own = label[2:].split("=")[0] if label.startswith("+ ") else None  # the field this walk step switches
+        changed = [f"{k}={v}" for k, v in forced if k == own and getattr(mech, k) != v]
         if label and changed:  # the walk's step is overridden by a forced setting: the label says so
             label = "+ " + ",".join(changed) + " (forced)"
         mech = mech.with_(**dict(forced))
@@ -158,9 +164,11 @@ def explain_scenario(sc: Scenario, *, batch: int = 1, draft_len: int = 3,
                  for q in ("decode_verify_ratio", "speedup"))
     readings = tuple((r, w.decode_verify_ratio, w.speedup)
                      for r, w in ((r, step(r, PRESETS[r])) for r in PRIOR_READINGS))
+    r = priced[target.with_(**dict(forced))]
+    engine = (r.sd_overlap, r.decode_overlap, float(r.speedup_low[0, 0]), float(r.speedup_high[0, 0]))
     return Attribution(m.name, hw.name, sc.deployment, int(batch), int(draft_len), sc.drafter.label,
                        sc.accept.label, int(sc.context), steps, shap, readings,
-                       tree_label(sc.tree) if sc.tree is not None else "")
+                       tree_label(sc.tree) if sc.tree is not None else "", engine)
 
 
 def format_shapley(a: Attribution, *, width: int = WIDTH) -> str:
@@ -207,6 +215,10 @@ def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False
     notes = [f"prior -> refined: speedup {a.prior.speedup:.3f} -> {a.refined.speedup:.3f} ({gap:+.3f}); "
              f"verify runs at {a.prior.decode_verify_ratio:.0%} -> {a.refined.decode_verify_ratio:.0%} of "
              f"decode speed (unique experts per MoE layer are all-rank totals)"]
+    if a.engine:
+        sd, dec, lo, hi = a.engine
+        notes.append(f"{a.deployment.engine} SD rounds overlapped {sd}, decode overlapped {dec} (docs/MODEL.md §4.6); "
+                     f"refined speedup band over the engine terms' public ranges {lo:.3f}-{hi:.3f}")
     table = render(cols, rows, title=head, notes=notes, width=width, wide=wide)
     shap = format_shapley(a, width=width)
     return resolved_line(a.deployment, a.context) + "\n" + table + ("\n\n" + shap if shap else "")

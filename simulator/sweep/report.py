@@ -17,8 +17,12 @@ def summarize(result) -> list[dict]:
         r, d = c.result, c.deployment
         gam, spd = best_gamma(r.gammas, r.speedup)
         i = int(np.argmax(spd))
-        up_to = pays_up_to(r.batch, spd)
-        paying = r.batch[spd > 1.0]
+        # SD pays where the low end of the band is > 1 (at the γ best for it); the band straddles 1 where the low
+        # end is <= 1 < the high end (docs/MODEL.md §4.6)
+        low = best_gamma(r.gammas, r.speedup if r.speedup_low is None else r.speedup_low)[1]
+        high = best_gamma(r.gammas, r.speedup if r.speedup_high is None else r.speedup_high)[1]
+        up_to = pays_up_to(r.batch, low)
+        paying = r.batch[low > 1.0]
         out.append({
             "model": c.model.name, "hardware": c.hardware.name, "grounding": c.hardware.grounding,
             "deployment": d.label, "dtype": d.dtype, "tp": d.tp,
@@ -28,17 +32,20 @@ def summarize(result) -> list[dict]:
             "peak_speedup": float(spd[i]), "peak_batch": int(r.batch[i]), "peak_gamma": int(gam[i]),
             "pays_from": int(paying.min()) if paying.size else None,
             "pays_up_to": None if up_to is None else int(up_to),
-            "pays_at_max": bool(spd[-1] > 1.0),
+            "pays_at_max": bool(low[-1] > 1.0),
+            "speedup_low_min_batch": float(low[0]), "speedup_high_min_batch": float(high[0]),
+            "straddles": [int(x) for x in r.batch[(low <= 1.0) & (high > 1.0)]],
         })
     return out
 
 
 def _pays(s: dict) -> str:
-    """Batches where the best speedup is > 1, as ``from-to`` (``+``: still paying at the largest batch)."""
-    if s["pays_up_to"] is None:
-        return "never"
+    """Batches where the low end of the best speedup is > 1, as ``from-to`` (``+``: still paying at the largest
+    batch), then ``~from-to`` for the batches where the band straddles 1."""
     tail = "+" if s["pays_at_max"] else ""
-    return f"{s['pays_from']}-{s['pays_up_to']}{tail}"
+    text = "never" if s["pays_up_to"] is None else f"{s['pays_from']}-{s['pays_up_to']}{tail}"
+    st = s["straddles"]
+    return text + (f" ~{st[0]}-{st[-1]}" if len(st) > 1 else f" ~{st[0]}" if st else "")
 
 
 def resolved_lines(result, most: int = 4) -> list[str]:
@@ -68,13 +75,15 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
 
     bmin = min(s["batch_min"] for s in rows)
     cols = (Col("model", "<"), Col("hardware", "<", short="gpu"), Col("deployment", "<", wrap=True, short="deploy"),
-            Col(f"S@B={bmin}"), Col(f"best g@B={bmin}", drop=1, short=f"g@B={bmin}"), Col("peak S@B", short="peak"),
+            Col(f"S@B={bmin}"), Col(f"band@B={bmin}", drop=2, short="band"),
+            Col(f"best g@B={bmin}", drop=1, short=f"g@B={bmin}"), Col("peak S@B", short="peak"),
             Col("SD pays for B", short="pays for B"))
     lines = []
     for (model, hw, dep, ref), per in groups.items():
         lines.append((
             model + (" *" if ref else ""), hw, dep,
             join(per, lambda s: f"{s['speedup_min_batch']:.2f}"),
+            join(per, lambda s: f"{s['speedup_low_min_batch']:.2f}-{s['speedup_high_min_batch']:.2f}"),
             join(per, lambda s: str(s["best_gamma_min_batch"])),
             join(per, lambda s: f"{s['peak_speedup']:.2f}@{s['peak_batch']}"),
             join(per, _pays),
@@ -85,8 +94,15 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
     al = ", ".join(f"AL({x})={a:.2f}" for x, a in zip(shown, acc.accept_length(shown), strict=True))
     title = (f"Speculative decoding: drafter {result.drafter.label}, acceptance {acc.label} ({al}), context "
              f"{result.context} tokens; S = speedup at the best draft length g per batch; 'SD pays for B' = "
-             f"smallest-largest batch with S > 1 (+: still > 1 at the largest batch); columns {' / '.join(modes)}")
+             f"smallest-largest batch whose band's low end is > 1 (+: still > 1 at the largest batch; ~: batches where "
+             f"the band straddles 1); band = S's low-high over the engine terms' public ranges (docs/MODEL.md §4.6); "
+             f"columns {' / '.join(modes)}")
     notes = resolved_lines(result)
+    executed = sorted({(c.deployment.engine, c.result.sd_overlap, c.result.decode_overlap) for c in result.cases
+                       if c.result.sd_overlap})
+    if executed:
+        notes.append("execution mode priced (docs/MODEL.md §4.6; --sd-overlap / --decode-overlap): " + "; ".join(
+            f"{e}: SD rounds overlapped {sd}, decode overlapped {dec}" for e, sd, dec in executed))
     if any(k[3] for k in groups):
         notes.append("* reference deployment of the study (Qwen3-235B-A22B FP8, attention TP8 + MoE EP8, H100 SXM)")
     return render(cols, lines, title=title, notes=notes, width=width, wide=wide)

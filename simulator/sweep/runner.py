@@ -29,7 +29,7 @@ from ..pricing import (
 )
 from ..pricing.resolve import overlap_input, resolve_acceptance
 from ..pricing.resolve import request as make_request
-from ..specdec import DEFAULT_ACCEPTANCE, StepCache, parse_drafter
+from ..specdec import StepCache, default_acceptance, parse_drafter
 from ..specdec.rounds import DRAFT_LENS
 from ..specs.catalog import load_model
 from ..specs.hardware import HardwareProfile
@@ -98,6 +98,8 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
     targets = resolve_models(models)
     targets = targets if targets is not None else default_targets()
     drafter = parse_drafter(req.drafter)
+    if req.acceptance is None:
+        default_acceptance(drafter.kind)  # refuses a drafter without a default (ngram) before pricing
     cache = StepCache()
     cases: list[Case] = []
     skipped: list[tuple[str, str, str]] = []
@@ -136,7 +138,7 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
     if not cases:
         first = skipped[0][2] if skipped else "nothing to run"
         raise InfeasibleError(f"no model/hardware combination could run: {first}")
-    acc = resolve_acceptance(req.acceptance) or DEFAULT_ACCEPTANCE
+    acc = req.acceptance or cases[0].scenario.accept  # the default: the first case's (per family and target kind)
     return SweepResult(tidy_columns(cases), cases, drafter, acc, int(req.context), skipped, notes,
                        time.perf_counter() - t0)
 

@@ -8,13 +8,19 @@ every batch is priced there is no interpolation between grid points: a range is 
 beside the best chain.
 
 Formats (:func:`vllm_config`, :func:`schedule_json`):
-- vLLM (``speculative_config`` keys from vLLM PR #32374 "Add Dynamic SD"): ``num_speculative_tokens_per_batch_size``
-  maps inclusive ``"a-b"`` batch ranges to K; ``num_speculative_tokens`` is the startup maximum (buffers; the
-  scheduled K is clamped to it), so it is written as the largest K of the table. vLLM has no merged context-length
-  schedule (``num_speculative_tokens_per_seq_len`` is an open PR, #54801; RFC #48627): the context axis goes to
-  the JSON format only.
+- vLLM: the ``SpeculativeConfig`` fields vLLM declares (vllm/config/speculative.py):
+  ``num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None``, a list of inclusive
+  ``[range_start, range_end, K]`` from 1 (validated by ``validate_and_normalize_dynamic_sd_schedule`` in
+  vllm/v1/spec_decode/dynamic/utils.py: a list, 3-item entries, positive, sorted, non-overlapping, first range from
+  1, K ≥ 0), and ``num_speculative_tokens`` (> 0), the startup maximum the scheduled K is clamped to, written as the
+  table's largest K. Priced with vLLM's kernels unless another engine is named (:func:`engine_for`); refused for
+  data-parallel layouts (vLLM disables dynamic SD under data parallelism). vLLM has no merged context-length
+  schedule (RFC #48627): the context axis goes to the JSON format only.
 - SGLang: no static batch → draft-length table (its adaptive controller, PRs #21599 / #24055, picks
   ``speculative_num_steps`` at run time from an accept-length moving average): refused, use JSON.
+
+The schedule's own cost (:func:`dynamic_cost`, vLLM issue #49548) is reported beside it on vLLM: the speedup of the
+dynamic schedule, of a static K (the same config without the per-batch table) and of plain decoding, per batch.
 """
 
 from __future__ import annotations
@@ -28,19 +34,30 @@ from ..cost.deployment import Deployment
 from ..errors import InfeasibleError, ParameterError
 from ..pricing import Request, price
 from ..pricing.resolve import request as make_request
-from ..specdec import StepCache
+from ..specdec import StepCache, parse_drafter
 from ..specdec.tree import tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Options, Param
 from .runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, deploy, grid_values, in_mode
 
-__all__ = ["FORMATS", "Schedule", "build_schedule", "k_ranges", "schedule_json", "throughput_rows", "vllm_config"]
+__all__ = ["FORMATS", "Schedule", "build_schedule", "dynamic_cost", "engine_for", "k_ranges", "schedule_cost",
+           "schedule_json", "throughput_rows", "vllm_config"]
 
 FORMATS = ("vllm", "sglang", "json")
 FORMAT = Param(Options(FORMATS))
 SGLANG_REFUSAL = ("SGLang has no static batch-size -> draft-length table (its adaptive controller, PRs #21599 and "
                   "#24055, picks speculative_num_steps at run time); use --format json")
+FORMAT_ENGINE = {"vllm": "vllm"}  # the engine whose kernels a format prices unless another is named
+# vLLM's SpeculativeConfig.method per drafter kind (vllm/config/speculative.py SpeculativeMethod); none for ratio:C
+VLLM_METHOD = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram", "model": "draft_model"}
+# Cost of a dynamic-SD schedule on vLLM (vllm-project/vllm issue #49548; docs/MODEL.md §5.3b): TPOT with a
+# num_speculative_tokens_per_batch_size schedule that never drafts (K = 0) vs no SD, 1x H100 NVL, vLLM 0.27.1 V1
+# runner, gemma-4-31B FP8: 14.374 -> 15.317 ms at concurrency 2, 77.164 -> 93.820 ms at 189.
+DYNAMIC_COST_K0 = ((2, 15.317 / 14.374 - 1), (189, 93.820 / 77.164 - 1))
+# Same issue, first report: Qwen3.5-122B MTP k = 2, one stream, static K = 2 59.6 tok/s vs the dynamic schedule
+# 50.0 tok/s (the FULL_AND_PIECEWISE -> PIECEWISE CUDA-graph downgrade dynamic SD forces on the V1 runner).
+DYNAMIC_COST_PIECEWISE = 59.6 / 50.0 - 1
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,8 @@ class ContextSchedule:
     tokens_user: np.ndarray  # tokens/s per request with the schedule's K
     tokens_user_plain: np.ndarray  # tokens/s per request without SD
     tree: list = field(default_factory=list)  # per batch: (label, speedup) of the best tree, when trees are swept
+    gammas: np.ndarray = field(default_factory=lambda: np.zeros(0, int))  # draft lengths priced (0 first)
+    speedup_all: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (gammas, batch) speedups
 
     def ranges(self) -> list[tuple[int, int, int]]:
         return k_ranges(self.batch, self.k)
@@ -88,12 +107,37 @@ def k_ranges(batch, k) -> list[tuple[int, int, int]]:
     return [(int(b[s]), int(b[e]), int(k[s])) for s, e in zip(starts, ends, strict=True)]
 
 
+def engine_for(fmt: str | None, engine: str | None) -> str | None:
+    """The engine a schedule prices: the one named, else the format's own (vLLM's kernels for the vllm format),
+    else None (the deployment's default)."""
+    return engine if engine is not None else FORMAT_ENGINE.get(fmt or "")
+
+
+def check_layout(fmt: str | None, dep: Deployment) -> None:
+    """The vllm format needs dp = 1: vLLM drops ``num_speculative_tokens_per_batch_size`` under data parallelism
+    (vLLM test ``test_dynamic_sd_is_disabled_with_data_parallel``: the schedule is set to None with a warning)."""
+    if fmt == "vllm" and dep.dp > 1:
+        raise ParameterError(f"the vllm format needs a layout without data parallelism: vLLM disables dynamic "
+                             f"speculative decoding under data parallelism, and this deployment ({dep.label}) has "
+                             f"dp = {dep.dp}; give a layout with tp = gpus (e.g. --gpus {dep.tp} --tp {dep.tp}) or use "
+                             f"the json format",
+                             owner="vllm_config", param="format")
+
+
 def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | None = None, *, batch=DEFAULT_BATCH,
-                   draft_len=DEFAULT_DRAFT_LEN, contexts=(1024,), mode: str = "refined", trees=(), **knobs) -> Schedule:
+                   draft_len=DEFAULT_DRAFT_LEN, contexts=(1024,), mode: str = "refined", trees=(),
+                   fmt: str | None = None, **knobs) -> Schedule:
     """The schedule of one deployment (module docstring); ``contexts[0]`` is the one engines take. ``request``
     carries every other knob (layout, engine, placement, drafter, acceptance, statistics, forced mechanisms), as in
-    :func:`.runner.run_sweep`; keyword ``knobs`` change it (:func:`simulator.pricing.request`)."""
+    :func:`.runner.run_sweep`; keyword ``knobs`` change it (:func:`simulator.pricing.request`). ``fmt``: the format
+    it is for (its engine unless the request names one, :func:`engine_for`; its layout rule, :func:`check_layout`,
+    applied before pricing)."""
     req = make_request(request, **knobs)
+    if fmt is not None:
+        FORMAT.check(fmt, "format", "build_schedule")
+        named = dict(req.layout.options).get("engine")
+        if engine_for(fmt, named) is not None:
+            req = req.edit(engine=engine_for(fmt, named))
     grid = grid_values(batch, "batch")
     gam = grid_values(draft_len, "draft_len")
     gam = gam[gam >= 1]
@@ -105,6 +149,7 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
     n_max = max([int(gam.max()) + 1] + [len(t) for t in trees])
     every = np.arange(1, int(grid.max()) + 1)
     sc, ok, why = deploy(model, hw, req.edit(context=max(contexts)), every, n_max - 1)
+    check_layout(fmt, sc.deployment)
     if not ok:
         raise InfeasibleError(f"{model.name} on {hw.name}: no batch fits ({why})")
     sc = in_mode(sc, mode, req)
@@ -127,7 +172,8 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
             spd = np.stack([c.result.speedup[0] for c in res])
             j = np.argmax(spd, axis=0)
             tree_best = [(tree_label(trees[i]), float(spd[i, c])) for c, i in enumerate(j)]
-        out.append(ContextSchedule(int(ctx), dense, k, np.where(k > 0, best, 1.0), best, tok_user, plain, tree_best))
+        out.append(ContextSchedule(int(ctx), dense, k, np.where(k > 0, best, 1.0), best, tok_user, plain, tree_best,
+                                   r.gammas, r.speedup))
     shown = np.asarray([b for b in grid if b <= dense[-1]], dtype=int)
     return Schedule(model, sc.hw, sc.deployment, sc.drafter.label, sc.accept.label, shown, tuple(out), tuple(notes))
 
@@ -148,16 +194,78 @@ def throughput_rows(s: Schedule, context: ContextSchedule | None = None) -> list
 
 
 def vllm_config(s: Schedule) -> dict:
-    """The ``speculative_config`` fragment for vLLM (module docstring); refuses when SD pays at no batch."""
+    """The ``SpeculativeConfig`` fields for vLLM (module docstring): ``method`` (the drafter priced, where vLLM
+    has one), ``num_speculative_tokens`` (the table's largest K) and ``num_speculative_tokens_per_batch_size`` as a
+    list of inclusive [start, end, K] from 1. Refused under data parallelism and when SD pays at no batch."""
+    check_layout("vllm", s.deployment)
     c = s.primary
     if not np.any(c.k > 0):
         best = float(c.best_chain_speedup.max())
         raise InfeasibleError(f"speculative decoding does not pay at any batch 1..{int(c.batch[-1])} for "
                               f"{s.model.name} on {s.hardware.name} (best speedup {best:.3f}); serve without "
                               f"speculative_config")
-    table = {f"{lo}-{hi}": k for lo, hi, k in c.ranges()}
-    return {"speculative_config": {"num_speculative_tokens": int(c.k.max()),
-                                   "num_speculative_tokens_per_batch_size": table}}
+    cfg: dict = {}
+    method = VLLM_METHOD.get(parse_drafter(s.drafter).kind)
+    if method:
+        cfg["method"] = method
+    cfg["num_speculative_tokens"] = int(c.k.max())
+    cfg["num_speculative_tokens_per_batch_size"] = [[lo, hi, k] for lo, hi, k in c.ranges()]
+    return cfg
+
+
+def dynamic_cost(batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(central, low, high) fractional TPOT cost τ(B) of serving with a dynamic-SD schedule on vLLM, whatever K it
+    schedules (docs/MODEL.md §5.3b). Central = low: :data:`DYNAMIC_COST_K0` (issue #49548, K = 0 vs no SD)
+    interpolated linearly in log B between its two concurrencies, constant outside them; high: at least
+    :data:`DYNAMIC_COST_PIECEWISE` (the same issue's single-stream dynamic-vs-static measurement)."""
+    b = np.asarray(batch, dtype=float)
+    (b0, t0), (b1, t1) = DYNAMIC_COST_K0
+    x = np.clip((np.log(b) - np.log(b0)) / (np.log(b1) - np.log(b0)), 0.0, 1.0)
+    tau = t0 + x * (t1 - t0)
+    return tau, tau, np.maximum(tau, DYNAMIC_COST_PIECEWISE)
+
+
+def schedule_cost(s: Schedule, context: ContextSchedule | None = None) -> dict | None:
+    """What the schedule's own cost does on vLLM (None on other engines: no public measurement; or when the
+    schedule never speculates). Per batch, speedups over plain decoding of: the dynamic schedule, S(B, K(B)) /
+    (1 + τ(B)) (K = 0: 1 / (1 + τ)), with τ's band; one static K for every batch (no per-batch table, no schedule
+    cost: the K ≥ 1 of the best geometric-mean speedup over 1..B_max); plain decoding (1). ``fastest``: the batch
+    ranges where each is the fastest, at the central τ and at the band's high end."""
+    c = context or s.primary
+    kmax = int(c.k.max())
+    if s.deployment.engine != "vllm" or kmax == 0:
+        return None
+    tau, _, tau_hi = dynamic_cost(c.batch)
+    dyn, dyn_lo = c.speedup / (1.0 + tau), c.speedup / (1.0 + tau_hi)
+    sd = c.gammas >= 1  # the static K: the one draft length with the best geometric-mean speedup over 1..B_max
+    j = int(np.argmax(np.mean(np.log(c.speedup_all[sd]), axis=1)))
+    kstat, static = int(c.gammas[sd][j]), c.speedup_all[sd][j]
+    names = ("dynamic schedule", f"static K={kstat}", "no SD")
+
+    def fastest(d):
+        return [(lo, hi, names[i]) for lo, hi, i in k_ranges(c.batch, np.argmax(np.stack([d, static, 0 * d + 1]),
+                                                                                 axis=0))]
+    rows = [{"batch": int(b), "k": int(k), "tau": float(t), "tau_high": float(th), "dynamic_speedup": float(d),
+             "dynamic_speedup_low": float(dl), "static_speedup": float(st)}
+            for b, k, t, th, d, dl, st in zip(c.batch, c.k, tau, tau_hi, dyn, dyn_lo, static, strict=True)]
+    return {"source": "vllm-project/vllm issue #49548", "static_k": kstat, "per_batch": rows,
+            "fastest": fastest(dyn), "fastest_at_high_cost": fastest(dyn_lo)}
+
+
+def cost_note(cost: dict | None) -> str:
+    """One line saying what the schedule's cost does (for the printed table)."""
+    if cost is None:
+        return ""
+
+    def say(ranges):
+        return "; ".join(f"{name} {lo}-{hi}" for lo, hi, name in ranges)
+    (b0, t0), (b1, t1) = DYNAMIC_COST_K0
+    names = {n for *_, n in cost["fastest"] + cost["fastest_at_high_cost"]}
+    hint = (f"; the table never pays for its cost: serve num_speculative_tokens = {cost['static_k']} without it"
+            if "dynamic schedule" not in names and "no SD" not in names else "")
+    return (f"schedule cost (vLLM #49548: a dynamic-SD schedule costs TPOT even at K = 0, +{t0:.1%} at concurrency "
+            f"{b0}, +{t1:.1%} at {b1}; up to +{DYNAMIC_COST_PIECEWISE:.1%} single-stream): fastest per batch "
+            f"{say(cost['fastest'])} (at the high end of the cost: {say(cost['fastest_at_high_cost'])}){hint}")
 
 
 def schedule_json(s: Schedule) -> dict:
@@ -169,8 +277,8 @@ def schedule_json(s: Schedule) -> dict:
                      for b, k, sp, bc in zip(c.batch, c.k, c.speedup, c.best_chain_speedup, strict=True)]
         for row, t in zip(per_batch, c.tree, strict=False):
             row["best_tree"], row["best_tree_speedup"] = t
-        ctxs.append({"context": c.context, "ranges": [{"batch": f"{lo}-{hi}", "k": k} for lo, hi, k in c.ranges()],
-                     "per_batch": per_batch, "throughput": throughput_rows(s, c)})
+        ctxs.append({"context": c.context, "ranges": [[lo, hi, k] for lo, hi, k in c.ranges()],
+                     "per_batch": per_batch, "throughput": throughput_rows(s, c), "schedule_cost": schedule_cost(s, c)})
     return {"model": s.model.name, "hardware": s.hardware.name, "deployment": s.deployment.label,
             "engine": s.deployment.engine, "gpus": s.deployment.gpus, "drafter": s.drafter,
             "acceptance": s.acceptance, "rule": "every batch 1..B_max priced; K = argmax speedup over draft lengths "

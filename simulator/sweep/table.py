@@ -25,6 +25,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("unique_experts_verify", "f8"), ("unique_experts_decode_rank", "f8"), ("unique_experts_verify_rank", "f8"),
     ("bound_decode", "U8"), ("bound_verify", "U8"), ("speedup", "f8"), ("tokens_per_s_request", "f8"),
     ("tokens_per_s_total", "f8"),
+    # engine terms of the round (docs/MODEL.md §4.6) and the band over their public ranges (and acceptance's)
+    ("sd_overlap", "U3"), ("decode_overlap", "U3"), ("t_extend_us", "f8"), ("t_kernels_us", "f8"),
+    ("t_host_us", "f8"), ("t_host_decode_us", "f8"), ("t_round_low_us", "f8"), ("t_round_high_us", "f8"),
+    ("speedup_low", "f8"), ("speedup_high", "f8"),
 )
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
 
@@ -84,6 +88,7 @@ def _block(case: Case) -> dict[str, np.ndarray]:
         return np.full(n, v, dtype=dt)
 
     us = 1e6
+    zeros = np.zeros((ng, nb))
     return {
         "model": const(case.model.name), "hardware": const(case.hardware.name), "dtype": const(d.dtype),
         "kv_dtype": const(d.kv_dtype), "tp": const(d.tp, int), "dp": const(d.dp, int), "ep": const(d.ep, int),
@@ -100,4 +105,16 @@ def _block(case: Case) -> dict[str, np.ndarray]:
         "bound_decode": per_b(r.bound_decode), "bound_verify": per_gb(r.bound_verify),
         "speedup": per_gb(r.speedup), "tokens_per_s_request": per_gb(r.tokens_per_s_request),
         "tokens_per_s_total": per_gb(r.tokens_per_s_total),
+        "sd_overlap": const(r.sd_overlap), "decode_overlap": const(r.decode_overlap),
+        "t_extend_us": per_gb(_or(r.t_extend, zeros)) * us, "t_kernels_us": per_gb(_or(r.t_kernels, zeros)) * us,
+        "t_host_us": per_gb(_or(r.t_host, zeros)) * us,
+        "t_host_decode_us": per_b(_or(r.t_host_decode, 0.0 * r.batch)) * us,
+        "t_round_low_us": per_gb(_or(r.t_round_low, r.t_round)) * us,
+        "t_round_high_us": per_gb(_or(r.t_round_high, r.t_round)) * us,
+        "speedup_low": per_gb(_or(r.speedup_low, r.speedup)), "speedup_high": per_gb(_or(r.speedup_high, r.speedup)),
     }
+
+
+def _or(a, default):
+    """A SpecResult field, or ``default`` where the result does not carry it (None)."""
+    return default if a is None else a

@@ -27,8 +27,15 @@ def _shapley(extra):
 
 
 def test_flags_are_declared_once_and_mapped():
-    assert FLAGS["graph_padding"] == "--graph-padding" and FLAGS["round_overheads"] == "--round-overheads"
-    assert {"graph_padding", "round_overheads"} <= set(MECHANISM_FLAGS)
+    from dataclasses import fields
+
+    from simulator.cost.deployment import Mechanisms
+
+    new = {"graph_padding", "round_overheads", "draft_extend", "round_kernels", "host_time", "sd_overlap",
+           "decode_overlap"}
+    assert new <= {f.name for f in fields(Mechanisms)} and new <= set(MECHANISM_FLAGS)
+    for f in new:  # each a declared Mechanisms field with its flag
+        assert FLAGS.get(f, "--" + f.replace("_", "-")) == "--" + f.replace("_", "-")
 
 
 def test_explain_forced_off_term_contributes_nothing():

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from simulator.errors import ParameterError
 from simulator.specdec import (
-    DEFAULT_ACCEPTANCE,
     Acceptance,
     accept_length,
     accept_length_positions,
@@ -127,29 +126,6 @@ def test_acceptance_objects():
         Acceptance(alpha=0.5, per_position=(0.5,))
 
 
-def test_default_acceptance_is_within_published_range():
-    """docs/MODEL.md §4.1: the default vector's AL(3) and AL(7) lie in the published MoE ranges."""
-    al = DEFAULT_ACCEPTANCE.accept_length([3, 7])
-    assert 2.37 <= al[0] <= 3.08  # published EAGLE γ=3 range for MoE targets (published.md)
-    assert 2.63 <= al[1] <= 4.02  # Llama-4-Maverick EAGLE-3 γ=7 range
-
-
-def test_default_acceptance_decays_as_engines_log_it():
-    """The default is the engine-logged vector (u_i = P(first i accepted)) with a geometric tail: > 70% at the first
-    draft position, < 10% at the 7th (docs/sources/published.md), reproducing the logged rates exactly."""
-    from simulator.specdec.acceptance import DEFAULT_ENGINE_RATES, MAX_POSITIONS
-    from simulator.specdec.rounds import MAX_DRAFT_LEN
-
-    u = np.cumprod(DEFAULT_ACCEPTANCE.per_position)
-    assert u[0] > 0.70 and u[6] < 0.10
-    np.testing.assert_allclose(u[:len(DEFAULT_ENGINE_RATES)], DEFAULT_ENGINE_RATES, rtol=1e-12)
-    assert len(DEFAULT_ACCEPTANCE.per_position) == MAX_POSITIONS == MAX_DRAFT_LEN  # every draft length is defined
-    n = len(DEFAULT_ENGINE_RATES)
-    tail = np.asarray(DEFAULT_ACCEPTANCE.per_position[n - 1:])
-    np.testing.assert_allclose(tail, tail[0])  # geometric continuation of the last measured conditional ratio
-    assert DEFAULT_ACCEPTANCE.per_position[0] > tail[0]  # decaying, not one α
-
-
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6), st.integers(0, 12))
 def test_engine_rates_extension_keeps_the_logged_prefix(draws, extra):
@@ -160,10 +136,3 @@ def test_engine_rates_extension_keeps_the_logged_prefix(draws, extra):
     g = np.arange(u.size + 1)
     np.testing.assert_allclose(ext.accept_length(g), base.accept_length(g), rtol=1e-12)
     assert np.all(np.diff(ext.accept_length(np.arange(u.size + extra + 1))) >= -1e-12)
-
-
-def test_study_acceptance_default_is_the_library_default():
-    from simulator.experiments.schema import AcceptanceSpec, Speculation
-
-    assert Speculation().acceptance.build() is DEFAULT_ACCEPTANCE
-    assert AcceptanceSpec(alpha=0.6).build().alpha == pytest.approx(0.6)

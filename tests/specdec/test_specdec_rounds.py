@@ -69,17 +69,19 @@ def test_engine_rounds_invariants(name, mode, drafter):
     m = load_model(name)
     r = speculative(m, H100, _dep(m), BATCH, GAMMAS, ACC, drafter, 512, PRESETS[mode])
     assert r.speedup.shape == (len(GAMMAS), len(BATCH))
-    # γ = 0 reproduces plain decoding exactly
-    assert np.array_equal(r.t_round[0], r.t_decode)
+    # γ = 0 reproduces plain decoding (with its exposed host time) exactly
+    assert np.array_equal(r.t_round[0], r.t_step)
     assert np.all(r.speedup[0] == 1.0) and r.accept_length[0] == 1.0
     # a verify pass costs at least a decode step, so a round never yields more than AL tokens per decode step
     assert np.all(r.t_verify >= r.t_decode[None, :] * (1 - 1e-12))
     assert np.all(r.speedup <= r.accept_length[:, None] * (1 + 1e-12))
     # the pieces add up
-    rebuilt = r.gammas[:, None] * r.t_draft_step[None, :] + r.t_verify + r.t_reject[:, None]
+    rebuilt = (r.gammas[:, None] * r.t_draft_step[None, :] + r.t_verify + r.t_reject[:, None] + r.t_fuse
+               + r.t_overhead + r.t_extend + r.t_kernels + r.t_host)
     assert np.allclose(r.t_round[1:], rebuilt[1:], rtol=1e-12)
     assert np.allclose(r.tokens_per_s_total, r.tokens_per_s_request * r.batch[None, :])
-    assert np.allclose(r.speedup, r.tokens_per_s_request * r.t_decode[None, :])
+    assert np.allclose(r.speedup, r.tokens_per_s_request * r.t_step[None, :])
+    assert np.all(r.speedup_low <= r.speedup) and np.all(r.speedup <= r.speedup_high)
 
 
 def test_ratio_drafter_and_rejection():

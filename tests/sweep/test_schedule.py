@@ -1,4 +1,4 @@
-"""`schedule`: vLLM speculative_config from the best K per batch, JSON, throughput view, bad input."""
+"""`schedule`: the best K per batch as ranges, JSON, throughput view, bad input (vLLM file: test_schedule_vllm)."""
 
 import json
 
@@ -7,7 +7,7 @@ import pytest
 
 from simulator.cli import main
 from simulator.specs.catalog import load_hardware, load_model
-from simulator.sweep.schedule import build_schedule, k_ranges, schedule_json, vllm_config
+from simulator.sweep.schedule import build_schedule, k_ranges, schedule_json
 
 ARGS = ["schedule", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--gpus", "1", "--batch", "1,4,16,64",
         "--draft-len", "1,2,3,4"]
@@ -24,18 +24,14 @@ def sched():
                           acceptance=0.6)
 
 
-def test_vllm_ranges_contiguous_from_one_and_match_best_k(sched):
-    cfg = vllm_config(sched)["speculative_config"]
-    table = cfg["num_speculative_tokens_per_batch_size"]
-    expect_lo = 1
+def test_ranges_contiguous_from_one_and_match_best_k(sched):
     c = sched.primary
-    for key, k in table.items():
-        lo, hi = (int(x) for x in key.split("-"))
+    expect_lo = 1
+    for lo, hi, k in c.ranges():
         assert lo == expect_lo and hi >= lo
         expect_lo = hi + 1
         assert np.all(c.k[lo - 1:hi] == k)
     assert expect_lo - 1 == c.batch[-1] == sched.grid[-1]
-    assert cfg["num_speculative_tokens"] == max(table.values())
     # K = 0 exactly where the best chain does not beat plain decoding
     assert np.array_equal(c.k == 0, c.best_chain_speedup <= 1.0)
 
@@ -51,11 +47,11 @@ def test_json_has_every_context_and_throughput(sched):
             assert r["tokens_per_s_user_sd"] > r["tokens_per_s_user_plain"]
 
 
-def test_cli_writes_loadable_vllm_json(tmp_path, capsys):
+def test_cli_writes_vllm_fields(tmp_path, capsys):
     out = tmp_path / "sd.json"
     assert main(ARGS + ["--format", "vllm", "--out", str(out), "--tree", "2,2"]) == 0
-    cfg = json.loads(out.read_text())["speculative_config"]
-    assert "num_speculative_tokens_per_batch_size" in cfg
+    cfg = json.loads(out.read_text())
+    assert isinstance(cfg["num_speculative_tokens_per_batch_size"], list)
     text = capsys.readouterr().out
     assert "tok/s" in text or "user SD" in text
 
@@ -63,6 +59,7 @@ def test_cli_writes_loadable_vllm_json(tmp_path, capsys):
 @pytest.mark.parametrize("extra, word", [
     (["--format", "yaml", "--out", "X"], "format"),
     (["--format", "sglang", "--out", "X"], "SGLang"),
+    (["--format", "vllm", "--out", "X", "--gpus", "2", "--tp", "1"], "data parallelism"),
     (["--format", "json", "--out", "/proc/nope/x.json"], "out"),
     (["--format", "json", "--out", "X", "--tree", "2,0"], "tree"),
     (["--format", "json", "--out", "X", "--tree", "a"], "tree"),

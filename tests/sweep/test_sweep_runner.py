@@ -53,11 +53,13 @@ def test_schema_and_size(small):
 def test_rows_are_consistent(small):
     a = small.to_array()
     base = a[a["draft_len"] == 0]
-    assert np.all(base["speedup"] == 1.0) and np.all(base["t_round_us"] == base["t_decode_us"])
+    step = a["t_decode_us"] + a["t_host_decode_us"]  # a plain decode step with its exposed host time
+    assert np.all(base["speedup"] == 1.0) and np.all(base["t_round_us"] == step[a["draft_len"] == 0])
     assert np.all(a["speedup"] <= a["accept_length"] * (1 + 1e-12))
-    assert np.allclose(a["speedup"], a["accept_length"] * a["t_decode_us"] / a["t_round_us"])
+    assert np.allclose(a["speedup"], a["accept_length"] * step / a["t_round_us"])
+    assert np.all((a["speedup_low"] <= a["speedup"]) & (a["speedup"] <= a["speedup_high"]))
     assert np.allclose(a["verify_decode_ratio"], a["t_verify_us"] / a["t_decode_us"])
-    assert np.allclose(a["t_draft_us"], a["draft_len"] * a["t_draft_step_us"])
+    assert np.allclose(a["t_draft_us"], a["draft_len"] * a["t_draft_step_us"] + a["t_extend_us"])
     assert np.all(a["unique_experts_verify"] >= a["unique_experts_decode"] - 1e-9)
     assert set(a["mode"]) == {"prior", "refined"}
 

@@ -1,0 +1,248 @@
+"""The public speculative-decoding measurement corpus (``measured/sd/corpus.csv``) and its strict reader.
+
+One row is one measured point of a public source: an engine serving (or stepping) a target with and without a
+drafter at one batch / concurrency / request rate. The columns, their units and how the rows were read are described
+in ``measured/sd/README.md``; each ``source_key`` is a section of ``docs/sources/sd_corpus.md``.
+
+``speedup`` is always "SD over plain decoding" as a throughput-like ratio: ``sd / baseline`` for
+``output_throughput``, ``baseline / sd`` for ``tpot``, ``latency`` and ``step_time``. Where a row states both values
+and a speedup, they must agree within 1 %. Nothing here prices anything: the corpus is data.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..specs.catalog import bundled_files, measured_dir
+
+ENGINES = ("sglang", "vllm", "trtllm", "other")
+DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "model", "ngram", "other")
+CONCURRENCY_KINDS = ("batch", "concurrency", "request_rate")
+METRICS = ("output_throughput", "tpot", "latency", "step_time", "speedup_only")
+LEVELS = ("serving", "step")
+OVERLAP = ("on", "off", "unknown")
+THROUGHPUT_METRICS = ("output_throughput",)  # speedup = sd / baseline; every other timed metric: baseline / sd
+SPEEDUP_TOLERANCE = 0.01  # a stated speedup may differ from the stated values' ratio by 1 % (rounding in the source)
+
+COLUMNS = ("id", "source_key", "url", "engine", "engine_version", "gpu", "gpu_count", "tp", "ep", "dp", "dtype",
+           "target", "target_catalog", "drafter_kind", "drafter", "draft_steps", "topk", "draft_tokens",
+           "accept_length", "batch", "concurrency_kind", "metric", "level", "unit", "baseline_value", "sd_value",
+           "speedup", "dataset", "isl", "osl", "temperature", "overlap_scheduler", "spec_version", "notes")
+REQUIRED = ("id", "source_key", "url", "engine", "gpu", "gpu_count", "target", "drafter_kind", "metric", "level")
+ENUMS = {"engine": ENGINES, "drafter_kind": DRAFTER_KINDS, "concurrency_kind": CONCURRENCY_KINDS,
+         "metric": METRICS, "level": LEVELS, "overlap_scheduler": OVERLAP}
+INTS = ("gpu_count", "tp", "ep", "dp", "draft_steps", "topk", "draft_tokens", "isl", "osl")
+FLOATS = ("accept_length", "batch", "baseline_value", "sd_value", "speedup")
+NON_NEGATIVE = ("temperature",)  # T = 0 is greedy decoding: zero is a value here, not a missing one
+
+
+@dataclass(frozen=True)
+class SDRow:
+    """One measured point. Numbers not stated by the source are ``None`` (text: ``""``)."""
+
+    id: str
+    source_key: str
+    url: str
+    engine: str
+    engine_version: str
+    gpu: str
+    gpu_count: int
+    tp: int | None
+    ep: int | None
+    dp: int | None
+    dtype: str
+    target: str
+    target_catalog: str
+    drafter_kind: str
+    drafter: str
+    draft_steps: int | None
+    topk: int | None
+    draft_tokens: int | None
+    accept_length: float | None
+    batch: float | None
+    concurrency_kind: str
+    metric: str
+    level: str
+    unit: str
+    baseline_value: float | None
+    sd_value: float | None
+    speedup: float | None
+    dataset: str
+    isl: int | None
+    osl: int | None
+    temperature: float | None
+    overlap_scheduler: str
+    spec_version: str
+    notes: str
+
+    @property
+    def ratio(self) -> float | None:
+        """The speedup the stated baseline and SD values imply (sd/baseline for throughput, baseline/sd for
+        times); ``None`` when the row states only a speedup."""
+        if self.baseline_value is None or self.sd_value is None:
+            return None
+        if self.metric in THROUGHPUT_METRICS:
+            return self.sd_value / self.baseline_value
+        return self.baseline_value / self.sd_value
+
+
+def measured_speedup(row: SDRow) -> float:
+    """The measured speedup of one row: the stated ``speedup``, else the ratio of the stated values."""
+    if row.speedup is not None:
+        return row.speedup
+    r = row.ratio
+    assert r is not None, "read_corpus guarantees a speedup or both values"
+    return r
+
+
+def by_source(rows: Iterable[SDRow]) -> dict[str, tuple[SDRow, ...]]:
+    """The rows grouped by ``source_key``, in order of first appearance, each group in file order."""
+    out: dict[str, list[SDRow]] = {}
+    for r in rows:
+        out.setdefault(r.source_key, []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def bundled_corpus_path() -> Path:
+    """``measured/sd/corpus.csv`` as bundled (the data package ``simulator._data.measured`` in a wheel)."""
+    return measured_dir("sd") / "corpus.csv"
+
+
+def read_corpus(path: str | Path | None = None) -> tuple[SDRow, ...]:
+    """Read and check a corpus CSV (default: the bundled one). Any problem raises one :class:`ConfigError` line
+    naming the file, the row id, the field, the value and the fix."""
+    p = Path(path) if path is not None else bundled_corpus_path()
+    where = str(p)
+    try:
+        # utf-8-sig: a UTF-8 byte-order mark (spreadsheet exports) is accepted and dropped
+        with p.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                raise ConfigError(where, "columns", "the file is empty",
+                                  f"start with the header line {','.join(COLUMNS)}")
+            _check_header(where, [h.strip() for h in header])
+            lines = [(reader.line_num, r) for r in reader]
+    except OSError as exc:
+        raise ConfigError(where, "FILE", f"cannot be read ({exc.strerror or exc})",
+                          "give the path of a corpus CSV (layout: measured/sd/README.md)") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(where, "FILE", f"is not a readable UTF-8 CSV ({exc})",
+                          "save it as UTF-8 CSV (layout: measured/sd/README.md)") from None
+    rows: list[SDRow] = []
+    seen: dict[str, int] = {}
+    for line, cells in lines:
+        if not any(c.strip() for c in cells):
+            continue  # blank line
+        if len(cells) != len(COLUMNS):
+            raise ConfigError(f"{where} line {line}", "columns",
+                              f"has {len(cells)} cells, the header {len(COLUMNS)}",
+                              "quote cells that contain commas and give one cell per column")
+        raw = {c: v.strip() for c, v in zip(COLUMNS, cells, strict=True)}
+        row = _row(where, line, raw)
+        if row.id in seen:
+            raise ConfigError(f"{where} row {row.id!r}", "id",
+                              f"duplicates the id of line {seen[row.id]} (value {row.id!r})",
+                              "give every row a unique id")
+        seen[row.id] = line
+        rows.append(row)
+    return tuple(rows)
+
+
+def _check_header(where: str, header: list[str]) -> None:
+    unknown = [h for h in header if h not in COLUMNS]
+    if unknown:
+        raise ConfigError(where, "columns", f"unknown column(s) {', '.join(map(repr, unknown))}",
+                          f"use exactly the columns {','.join(COLUMNS)}")
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise ConfigError(where, "columns", f"missing column(s) {', '.join(missing)}",
+                          f"use exactly the columns {','.join(COLUMNS)} (leave a cell empty when not stated)")
+    if header != list(COLUMNS):
+        raise ConfigError(where, "columns", "are not in the documented order",
+                          f"order them as {','.join(COLUMNS)}")
+
+
+def _row(where: str, line: int, raw: dict[str, str]) -> SDRow:
+    rid = raw["id"]
+    loc = f"{where} row {rid!r}" if rid else f"{where} line {line}"
+    for c in REQUIRED:
+        if not raw[c]:
+            raise ConfigError(loc, c, "is empty (value '')", "every row states " + ", ".join(REQUIRED))
+    for c, allowed in ENUMS.items():
+        if raw[c] and raw[c] not in allowed:
+            raise ConfigError(loc, c, f"value {raw[c]!r} is not one of {', '.join(allowed)}",
+                              f"use one of {', '.join(allowed)}")
+    values: dict[str, object] = dict(raw)
+    for c in INTS:
+        values[c] = _number(loc, c, raw[c], integer=True)
+    for c in FLOATS:
+        values[c] = _number(loc, c, raw[c], integer=False)
+    for c in NON_NEGATIVE:
+        values[c] = _number(loc, c, raw[c], integer=False, allow_zero=True)
+    tp, ep, dp, n = values["tp"], values["ep"], values["dp"], values["gpu_count"]
+    for c, v in (("tp", tp), ("ep", ep), ("dp", dp)):
+        if v is not None and v > n:
+            raise ConfigError(loc, c, f"value {v} exceeds gpu_count {n}", f"give a {c} <= gpu_count")
+    if values["accept_length"] is not None and values["accept_length"] < 1:
+        raise ConfigError(loc, "accept_length", f"value {raw['accept_length']!r} is below 1",
+                          "give the mean accepted tokens per round, bonus token included (>= 1)")
+    if raw["target_catalog"] and raw["target_catalog"] not in bundled_files("models"):
+        raise ConfigError(loc, "target_catalog", f"value {raw['target_catalog']!r} is not a bundled model",
+                          "give a name of models/*.yaml (`python -m simulator list models`) or leave it empty")
+    row = SDRow(**{f.name: values[f.name] for f in fields(SDRow)})
+    _check_values(loc, row)
+    return row
+
+
+def _number(loc: str, col: str, text: str, *, integer: bool, allow_zero: bool = False):
+    if not text:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise ConfigError(loc, col, f"value {text!r} is not a number", "give a plain decimal number") from None
+    bound = "non-negative" if allow_zero else "positive"
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ConfigError(loc, col, f"value {text!r} is not {bound}",
+                          f"give a {bound} number, or leave the cell empty when the source does not state it")
+    if integer:
+        if v != int(v):
+            raise ConfigError(loc, col, f"value {text!r} is not a whole number", "give a whole number")
+        return int(v)
+    return v
+
+
+def _check_values(loc: str, row: SDRow) -> None:
+    have = (row.baseline_value is not None, row.sd_value is not None)
+    if row.metric == "speedup_only":
+        if any(have):
+            raise ConfigError(loc, "metric", "is 'speedup_only' but the row states baseline/sd values",
+                              "name the metric the values measure (output_throughput, tpot, latency, step_time)")
+        if row.speedup is None:
+            raise ConfigError(loc, "speedup", "is empty (value '') for a speedup_only row",
+                              "give the speedup the source states")
+        return
+    if have[0] != have[1]:
+        missing = "sd_value" if have[0] else "baseline_value"
+        raise ConfigError(loc, missing, "is empty (value '') while its pair is given",
+                          "give both baseline_value and sd_value, or only speedup with metric speedup_only")
+    if not any(have):
+        if row.speedup is None:
+            raise ConfigError(loc, "speedup", "is empty (value '') and so are baseline_value and sd_value",
+                              "give both values, or the stated speedup")
+        return
+    if not row.unit:
+        raise ConfigError(loc, "unit", "is empty (value '') while baseline/sd values are given",
+                          "give the values' unit (tok/s, ms, s)")
+    ratio = row.ratio
+    if row.speedup is not None and abs(row.speedup / ratio - 1.0) > SPEEDUP_TOLERANCE:
+        how = "sd/baseline" if row.metric in THROUGHPUT_METRICS else "baseline/sd"
+        raise ConfigError(loc, "speedup", f"value {row.speedup:g} disagrees with {how} = {ratio:.4g} by more "
+                                          f"than {SPEEDUP_TOLERANCE:.0%}",
+                          f"fix the values or the speedup ({row.metric}: speedup = {how})")

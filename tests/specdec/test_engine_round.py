@@ -1,0 +1,254 @@
+"""SD rounds as engines run them (docs/MODEL.md §4.6): execution modes, draft-extend, round kernels, exposed host
+time and the speedup band. Invariants: γ = 0 is plain decoding exactly in every mode; switching a round term off
+never slows a round; low <= central <= high; host work grows with batch; a 1-wide tree equals the chain."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.cli import main
+from simulator.cost.deployment import PRESETS, Deployment
+from simulator.specdec import Acceptance, StepCache, speculative
+from simulator.specdec.engine_round import (
+    ENGINE_MODES,
+    LEVELS,
+    ROUND_PARAMS,
+    Band,
+    engine_mode,
+    exposed,
+    overlap_modes,
+)
+from simulator.specdec.tree import chain_parents, speculative_tree
+from simulator.specs.catalog import load_hardware, load_model
+from simulator.specs.kernels import ENGINES
+
+MODEL = load_model("qwen3-30b-a3b")
+HW = load_hardware("h100-sxm")
+ACC = Acceptance.from_accept_length(2.4, 3)
+CACHE = StepCache()
+TERMS = ("draft_extend", "round_kernels", "host_time", "graph_padding", "round_overheads")
+ONOFF = st.sampled_from(("on", "off"))
+
+
+def _spec(engine, batch, gammas, mech=None, drafter="eagle", acc=ACC, **kw):
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine=engine)
+    return speculative(MODEL, HW.for_engine(engine), dep, batch, gammas, acc, drafter, 1024,
+                       mech or PRESETS["refined"], cache=CACHE, **kw)
+
+
+def test_engine_defaults_are_the_documented_modes():
+    refined = PRESETS["refined"]
+    assert overlap_modes(refined, "sglang") == ("off", "on")  # spec v1 turns the overlap scheduler off
+    assert overlap_modes(refined, "vllm") == ("on", "on")  # async scheduling with EAGLE/MTP from v0.14
+    assert overlap_modes(refined, "vllm", "ngram") == ("off", "on")  # not for n-gram (vllm PR #31998)
+    assert overlap_modes(refined, "trtllm") == ("on", "on")
+    assert overlap_modes(refined.with_(sd_overlap="on", decode_overlap="off"), "sglang") == ("on", "off")
+    assert ENGINE_MODES["vllm"][0].sd_overlap == "off"  # before v0.14
+    assert engine_mode("vllm", "< 0.14").decode_overlap == "off" and engine_mode("vllm").sd_overlap == "on"
+    for engine in ENGINES:  # every engine has a mode and sourced bands
+        assert engine in ENGINE_MODES and engine in ROUND_PARAMS
+        for name, band in vars(ROUND_PARAMS[engine]).items():
+            assert band.source, (engine, name)
+
+
+def test_band_is_checked():
+    with pytest.raises(ValueError):
+        Band(2.0, 1.0, 3.0, "x")
+
+
+@settings(max_examples=20, deadline=None)
+@given(engine=st.sampled_from(ENGINES), sd=ONOFF, dec=ONOFF, b=st.integers(1, 256))
+def test_gamma_zero_is_plain_decoding_in_every_mode(engine, sd, dec, b):
+    r = _spec(engine, [b], [0, 3], PRESETS["refined"].with_(sd_overlap=sd, decode_overlap=dec))
+    assert r.speedup[0, 0] == 1.0 and r.speedup_low[0, 0] == 1.0 and r.speedup_high[0, 0] == 1.0
+    assert r.t_round[0, 0] == r.t_decode[0] + r.t_host_decode[0]
+    assert r.sd_overlap == sd and r.decode_overlap == dec
+
+
+@settings(max_examples=25, deadline=None)
+@given(engine=st.sampled_from(ENGINES), term=st.sampled_from(TERMS), sd=ONOFF, b=st.integers(1, 256),
+       g=st.integers(1, 6), drafter=st.sampled_from(("eagle", "eagle3", "mtp", "ratio:0.1")))
+def test_switching_a_round_term_off_never_slows_a_round(engine, term, sd, b, g, drafter):
+    on = PRESETS["refined"].with_(sd_overlap=sd)
+    off = on.with_(**{term: "off"})
+    r_on, r_off = _spec(engine, [b], [g], on, drafter), _spec(engine, [b], [g], off, drafter)
+    assert np.all(r_off.t_round <= r_on.t_round * (1 + 1e-12))
+    assert np.all(r_off.t_round_high <= r_on.t_round_high * (1 + 1e-12))
+
+
+@settings(max_examples=25, deadline=None)
+@given(engine=st.sampled_from(ENGINES), sd=ONOFF, dec=ONOFF, g=st.integers(1, 8),
+       drafter=st.sampled_from(("eagle", "eagle3", "mtp", "ngram")))
+def test_low_central_high_are_ordered(engine, sd, dec, g, drafter):
+    r = _spec(engine, [1, 16, 256], [0, g], PRESETS["refined"].with_(sd_overlap=sd, decode_overlap=dec), drafter)
+    assert np.all(r.speedup_low <= r.speedup) and np.all(r.speedup <= r.speedup_high)
+    assert np.all(r.t_round_low <= r.t_round) and np.all(r.t_round <= r.t_round_high)
+    # the ranged terms have public ranges wider than a point: the band is open where SD runs
+    assert np.all(r.speedup_low[1] < r.speedup_high[1])
+
+
+def test_acceptance_band_widens_the_speedup_band():
+    lo, hi = Acceptance.from_accept_length(1.9, 3), Acceptance.from_accept_length(2.9, 3)
+    plain = _spec("sglang", [1, 32], [3])
+    banded = _spec("sglang", [1, 32], [3], acceptance_band=(lo, hi))
+    assert np.all(banded.speedup_low < plain.speedup_low) and np.all(banded.speedup_high > plain.speedup_high)
+    np.testing.assert_array_equal(banded.speedup, plain.speedup)
+
+
+@settings(max_examples=20, deadline=None)
+@given(engine=st.sampled_from(ENGINES), b1=st.integers(1, 256), b2=st.integers(1, 256), g=st.integers(1, 6))
+def test_host_time_grows_with_batch(engine, b1, b2, g):
+    """Host work (requests, accepted tokens) and the round kernels never fall with batch; with the mode's overlap
+    off the host work is exposed in full, so the exposed host time never falls either. (With overlap on, the
+    exposed part max(0, H − G) may fall as the GPU time grows: that is what hiding means.)"""
+    lo, hi = sorted((b1, b2))
+    mech = PRESETS["refined"].with_(sd_overlap="off", decode_overlap="off", graph_padding="off")
+    r = _spec(engine, [lo, hi], [0, g], mech)
+    assert r.t_host[1, 0] <= r.t_host[1, 1] * (1 + 1e-12)
+    assert r.t_host_decode[0] <= r.t_host_decode[1] * (1 + 1e-12)
+    assert r.t_kernels[1, 0] <= r.t_kernels[1, 1] * (1 + 1e-12)
+    if hi >= 2 * lo:  # per-request and per-token host work is priced, not a constant
+        assert r.t_host[1, 1] > r.t_host[1, 0]
+
+
+def test_overlap_hides_host_time_up_to_the_gpu_time():
+    h, gpu = np.array([0.5, 2.0]), np.array([1.0, 1.0])
+    assert np.array_equal(exposed(h, gpu, "off"), h)
+    assert np.array_equal(exposed(h, gpu, "on"), [0.0, 1.0])
+    off = _spec("sglang", [1, 64], [3], PRESETS["refined"].with_(sd_overlap="off"))
+    on = _spec("sglang", [1, 64], [3], PRESETS["refined"].with_(sd_overlap="on"))
+    assert np.all(off.t_host > 0) and np.all(on.t_round < off.t_round)
+
+
+def test_sglang_spec_v1_loses_more_with_batch_than_trtllm():
+    """The exposed per-request host work of an SGLang v1 round makes its speedup fall faster with batch than
+    TRT-LLM's overlapped one-model round (the engines' measured direction; nothing fitted)."""
+    sgl, trt = _spec("sglang", [1, 128], [3]), _spec("trtllm", [1, 128], [3])
+    assert np.all(sgl.speedup < trt.speedup)
+    assert sgl.t_host[0, 1] > sgl.t_host[0, 0] > 0 and np.all(trt.t_host == 0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(engine=st.sampled_from(ENGINES), sd=ONOFF, g=st.integers(1, 5), b=st.integers(1, 128))
+def test_one_wide_tree_equals_the_chain(engine, sd, g, b):
+    mech = PRESETS["refined"].with_(sd_overlap=sd)
+    chain = _spec(engine, [b], [g], mech)
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine=engine)
+    tree = speculative_tree(MODEL, HW.for_engine(engine), dep, [b], chain_parents(g), ACC, "eagle", 1024, mech,
+                            cache=CACHE).as_spec_result()
+    for f in ("t_round", "speedup", "speedup_low", "speedup_high", "t_host", "t_kernels", "t_extend"):
+        np.testing.assert_allclose(getattr(tree, f), getattr(chain, f), rtol=1e-12, err_msg=f)
+
+
+def test_levels_are_the_three_ends():
+    assert LEVELS == ("low", "central", "high")
+
+
+def _run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_bad_mode_is_one_line_exit_2(tmp_path):
+    for flag in ("--sd-overlap", "--decode-overlap", "--host-time"):
+        rc, _, err = _run(["sweep", flag, "sometimes", "--out", str(tmp_path / "x")])
+        assert rc == 2 and flag in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_profile_states_round_bands_per_engine():
+    """kernels.round in an engine block replaces that engine's public bands (where a fit will write them); the
+    other engines keep theirs; a band out of order is one line naming the field."""
+    from dataclasses import fields
+
+    import yaml
+
+    from simulator.errors import SimulatorError
+    from simulator.specdec.engine_round import RoundParams, round_params
+    from simulator.specs.catalog import bundled_files
+    from simulator.specs.hardware import read_hardware
+    from simulator.specs.kernels import ROUND_KEYS
+
+    assert [f.name for f in fields(RoundParams)] == list(ROUND_KEYS)
+    obj = yaml.safe_load(bundled_files("hardware")["h100-sxm"].read_text())
+    q = {"unit": "ms", "source": "assumed", "reason": "a test value for the override path"}
+    obj["engines"]["sglang"]["kernels"]["round"] = {
+        "round_host": {"low": {"value": 3, **q}, "central": {"value": 4, **q}, "high": {"value": 5, **q}}}
+    hw = read_hardware(obj, "x.yaml")
+    p = round_params(hw, "sglang")
+    assert (p.round_host.low, p.round_host.central, p.round_host.high) == pytest.approx((3e-3, 4e-3, 5e-3))
+    assert p.sync == ROUND_PARAMS["sglang"].sync and round_params(hw, "vllm") == ROUND_PARAMS["vllm"]
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
+    slow = speculative(MODEL, hw.for_engine("sglang"), dep, [1], [3], ACC, "eagle", 1024)
+    assert slow.t_round[0, 0] > _spec("sglang", [1], [3]).t_round[0, 0]
+    obj["engines"]["sglang"]["kernels"]["round"]["round_host"]["low"]["value"] = 6
+    with pytest.raises(SimulatorError, match="round.round_host"):
+        read_hardware(obj, "x.yaml")
+
+
+def test_an_acceptance_carrying_its_band_plugs_in():
+    """A default acceptance with a public range (a ``band`` of (low, high) acceptances) widens the band without
+    an explicit argument; an explicit band wins."""
+    from types import SimpleNamespace
+
+    from simulator.specdec.rounds import acceptance_band_of
+
+    lo, hi = Acceptance.from_accept_length(1.9, 3), Acceptance.from_accept_length(2.9, 3)
+    assert acceptance_band_of(SimpleNamespace(band=(lo, hi))) == (lo, hi)
+    assert acceptance_band_of(ACC) == () and acceptance_band_of(ACC, (hi, hi)) == (hi, hi)
+
+
+def test_explain_prices_the_mode_flags():
+    """--sd-overlap on explain: every step priced in that mode (the walk's labels stay the walk's), and hiding the
+    SGLang v1 round's host work raises the refined speedup."""
+    import json
+
+    runs = {}
+    for mode in ("on", "off"):
+        rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json",
+                           "--sd-overlap", mode])
+        assert rc == 0
+        runs[mode] = json.loads(out)["steps"]
+    assert [s["name"] for s in runs["on"]] == [s["name"] for s in runs["off"]]
+    assert not any("forced" in s["name"] for s in runs["on"])
+    assert all(s["mechanisms"]["sd_overlap"] == "on" for s in runs["on"])
+    assert runs["on"][-1]["speedup"] > runs["off"][-1]["speedup"]
+
+
+def test_explain_names_the_mode_and_band():
+    import json
+
+    rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json"])
+    assert rc == 0
+    d = json.loads(out)
+    e = d["engine"]
+    assert (e["sd_overlap"], e["decode_overlap"]) == ("off", "on")
+    assert e["speedup_low"] <= d["steps"][-1]["speedup"] <= e["speedup_high"] and e["speedup_low"] < e["speedup_high"]
+
+
+def test_sglang_sd_server_captures_its_own_batch_list():
+    """SGLang launched with SD captures 1..8, steps of 2 to 32, of 4 to 64, of 8 beyond (sd_sizes): a round's
+    passes at B = 3 or 10 run unpadded, while the plain-decoding baseline pads to 4 and 12."""
+    from simulator.specdec.overheads import graph_batch, padded_step
+
+    hw = HW.for_engine("sglang")
+    g = hw.kernels.graphs
+    assert graph_batch(g.for_round(True), [3, 10, 44, 70], 1)[0].tolist() == [3, 10, 44, 72]
+    assert graph_batch(g.for_round(False), [3, 10, 44, 70], 1)[0].tolist() == [4, 12, 48, 72]
+    assert g.for_round(True) is not g and HW.kernels.graphs.for_round(True) is HW.kernels.graphs  # TRT-LLM: one
+    dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
+    mech = PRESETS["refined"]
+    sd = padded_step(CACHE, MODEL, hw, dep, [3.0], 4, 1024, mech, None, True).time
+    plain = padded_step(CACHE, MODEL, hw, dep, [3.0], 4, 1024, mech, None, False).time
+    at3 = CACHE.step(MODEL, hw, dep, [3.0], 4, 1024, mech).time
+    assert sd[0] == at3[0] and plain[0] > sd[0]
+    r = _spec("sglang", [3], [0, 3])
+    np.testing.assert_allclose(r.t_verify[1], at3)  # the round's verify: the SD list
+    np.testing.assert_allclose(r.t_decode, padded_step(CACHE, MODEL, hw, dep, [3.0], 1, 1024, mech).time)

@@ -1,0 +1,216 @@
+"""The public SD measurement corpus (measured/sd/corpus.csv): the bundled file reads, is large and varied enough, holds
+the six sd-validation cases with their measured values, cites only documented sources; every kind of bad input is one
+error line naming the row and the field."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.errors import SimulatorError
+from simulator.validate.sd_corpus import (
+    COLUMNS,
+    REQUIRED,
+    SDRow,
+    bundled_corpus_path,
+    by_source,
+    measured_speedup,
+    read_corpus,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES_MD = ROOT / "docs/sources/sd_corpus.md"
+STUDY = ROOT / "experiments/sd-validation.yaml"
+
+
+@pytest.fixture(scope="module")
+def rows() -> tuple[SDRow, ...]:
+    return read_corpus()
+
+
+def test_bundled_corpus_reads_and_is_large_and_varied(rows):
+    assert bundled_corpus_path().name == "corpus.csv"
+    assert len(rows) >= 40
+    groups = by_source(rows)
+    assert len(groups) >= 8
+    assert sum(len(g) for g in groups.values()) == len(rows)
+    assert {r.engine for r in rows} >= {"sglang", "vllm", "trtllm"}
+    assert {r.level for r in rows} <= {"serving", "step"}
+    assert all(measured_speedup(r) > 0 for r in rows)
+    # both outcomes are in the data: SD losing and SD winning
+    assert any(measured_speedup(r) < 1 for r in rows) and any(measured_speedup(r) > 1.5 for r in rows)
+
+
+def test_ids_unique(rows):
+    assert len({r.id for r in rows}) == len(rows)
+
+
+def test_every_source_key_is_a_section_of_the_sources_doc(rows):
+    sections = set(re.findall(r"^## (\S+)\s*$", SOURCES_MD.read_text(encoding="utf-8"), flags=re.M))
+    keys = {r.source_key for r in rows}
+    assert keys <= sections, sorted(keys - sections)
+    assert sections <= keys, f"documented sources without rows: {sorted(sections - keys)}"
+    assert "sources/sd_corpus.md" in (ROOT / "docs/SOURCES.md").read_text(encoding="utf-8")
+
+
+def test_rows_state_a_comparable_measurement(rows):
+    for r in rows:
+        if r.metric == "speedup_only":
+            assert r.speedup is not None and r.baseline_value is None
+        else:
+            assert r.unit and ((r.baseline_value and r.sd_value) or r.speedup)
+        if r.speedup is not None and r.ratio is not None:
+            assert abs(r.speedup / r.ratio - 1) <= 0.01
+
+
+# the corpus row of each sd-validation case (the case's source names the table the row copies)
+CASE_ROWS = {"q30b-2xh100-b1": "sf339-q30b-2xh100-b1-s3k1n4", "q30b-2xh100-b4": "sf339-q30b-2xh100-b4-s3k1n4",
+             "q30b-2xh100-b1-top3": "sf339-q30b-2xh100-b1-s3k3n4",
+             "q30b-4xh100-b1-top3": "as163-q30b-4xh100-b1-s3k3n4",
+             "glm47f-1xh200-b1-tree": "tw-glm47f-1xh200-b1", "glm47f-1xh200-b32-tree": "tw-glm47f-1xh200-b32"}
+
+
+def test_the_six_sd_validation_cases_are_rows_with_their_measured_values(rows):
+    cases = yaml.safe_load(STUDY.read_text(encoding="utf-8"))["analyses"]["sd_validation"]["cases"]
+    assert sorted(c["name"] for c in cases) == sorted(CASE_ROWS)
+    by_id = {r.id: r for r in rows}
+    for c in cases:
+        r = by_id[CASE_ROWS[c["name"]]]
+        assert (r.target_catalog, r.gpu, r.tp, r.batch, r.draft_steps) == (
+            c["model"], c["hardware"], c["tp"], c["batch"], c["draft_len"]), c["name"]
+        if r.accept_length is not None:  # the GLM card states AL at B = 1 only
+            assert r.accept_length == pytest.approx(c["accept_length"])
+        assert measured_speedup(r) == pytest.approx(c["measured"], abs=0.005), c["name"]
+    found = [by_id[i] for i in CASE_ROWS.values()]
+    assert {r.source_key for r in found} == {"specforge-339", "angelslim-163", "thoughtworks-glm47flash"}
+    # the four measured losses are losses in the corpus too
+    assert sum(measured_speedup(r) < 1 for r in found) == 4
+
+
+def test_measured_speedup_uses_the_metric_direction(rows):
+    thr = next(r for r in rows if r.metric == "output_throughput" and r.speedup is None)
+    assert measured_speedup(thr) == pytest.approx(thr.sd_value / thr.baseline_value)
+    lat = next(r for r in rows if r.metric in ("latency", "tpot") and r.ratio is not None)
+    assert lat.ratio == pytest.approx(lat.baseline_value / lat.sd_value)
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+GOOD = {"id": "x1", "source_key": "src", "url": "https://example.org", "engine": "sglang", "engine_version": "",
+        "gpu": "h100-sxm", "gpu_count": "2", "tp": "2", "ep": "", "dp": "", "dtype": "bf16",
+        "target": "Qwen3-30B-A3B", "target_catalog": "qwen3-30b-a3b", "drafter_kind": "eagle3", "drafter": "d",
+        "draft_steps": "3", "topk": "1", "draft_tokens": "4", "accept_length": "1.86", "batch": "1",
+        "concurrency_kind": "batch", "metric": "output_throughput", "level": "serving", "unit": "tok/s",
+        "baseline_value": "200", "sd_value": "100", "speedup": "0.5", "dataset": "", "isl": "", "osl": "",
+        "temperature": "0", "overlap_scheduler": "off", "spec_version": "", "notes": "a, quoted note"}
+
+
+def _write(tmp_path: Path, rows: list[dict], columns=COLUMNS, bom: bool = False) -> Path:
+    p = tmp_path / "c.csv"
+    with p.open("w", newline="", encoding="utf-8-sig" if bom else "utf-8") as f:
+        w = csv.DictWriter(f, list(columns), lineterminator="\n", extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    return p
+
+
+def _error(p: Path) -> str:
+    with pytest.raises(SimulatorError) as e:
+        read_corpus(p)
+    msg = str(e.value)
+    assert "\n" not in msg and str(p) in msg
+    return msg
+
+
+def test_good_row_reads_and_bom_is_accepted(tmp_path):
+    for bom in (False, True):
+        (r,) = read_corpus(_write(tmp_path, [GOOD], bom=bom))
+        assert r.id == "x1" and r.gpu_count == 2 and r.ep is None and r.temperature == 0.0
+        assert r.notes == "a, quoted note" and measured_speedup(r) == 0.5
+
+
+def test_missing_and_unknown_columns(tmp_path):
+    msg = _error(_write(tmp_path, [GOOD], columns=[c for c in COLUMNS if c != "metric"]))
+    assert "missing" in msg and "metric" in msg
+    p = tmp_path / "u.csv"
+    text = _write(tmp_path, [GOOD]).read_text(encoding="utf-8").splitlines()
+    p.write_text("\n".join([text[0] + ",colour", text[1] + ",red"]) + "\n", encoding="utf-8")
+    msg = _error(p)
+    assert "unknown" in msg and "colour" in msg
+
+
+@pytest.mark.parametrize("field", REQUIRED)
+def test_missing_required_field(tmp_path, field):
+    bad = {**GOOD, field: ""}
+    msg = _error(_write(tmp_path, [bad]))
+    assert f"'{field}'" in msg
+    if field != "id":
+        assert "'x1'" in msg
+
+
+def test_missing_speedup_and_values(tmp_path):
+    msg = _error(_write(tmp_path, [{**GOOD, "baseline_value": "", "sd_value": "", "speedup": ""}]))
+    assert "'x1'" in msg and "'speedup'" in msg
+    msg = _error(_write(tmp_path, [{**GOOD, "sd_value": ""}]))
+    assert "'x1'" in msg and "'sd_value'" in msg
+    msg = _error(_write(tmp_path, [{**GOOD, "unit": ""}]))
+    assert "'x1'" in msg and "'unit'" in msg
+
+
+@pytest.mark.parametrize("field,value", [("engine", "tgi"), ("drafter_kind", "medusa"), ("metric", "ttft"),
+                                         ("level", "kernel"), ("concurrency_kind", "qps"),
+                                         ("overlap_scheduler", "yes")])
+def test_bad_enum(tmp_path, field, value):
+    msg = _error(_write(tmp_path, [{**GOOD, field: value}]))
+    assert f"'{field}'" in msg and repr(value) in msg and "'x1'" in msg
+
+
+@pytest.mark.parametrize("field", ["gpu_count", "tp", "batch", "baseline_value", "sd_value", "accept_length",
+                                   "draft_tokens", "isl"])
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "abc"])
+def test_non_positive_or_bad_number(tmp_path, field, value):
+    msg = _error(_write(tmp_path, [{**GOOD, field: value, "speedup": ""}]))
+    assert f"'{field}'" in msg and "'x1'" in msg and repr(value) in msg
+
+
+def test_other_value_checks(tmp_path):
+    assert "'temperature'" in _error(_write(tmp_path, [{**GOOD, "temperature": "-1"}]))
+    assert "'tp'" in _error(_write(tmp_path, [{**GOOD, "tp": "4"}]))  # more than gpu_count
+    assert "'accept_length'" in _error(_write(tmp_path, [{**GOOD, "accept_length": "0.9"}]))
+    assert "'target_catalog'" in _error(_write(tmp_path, [{**GOOD, "target_catalog": "qwen3-31b"}]))
+    assert "'metric'" in _error(_write(tmp_path, [{**GOOD, "metric": "speedup_only"}]))
+
+
+def test_duplicate_id(tmp_path):
+    msg = _error(_write(tmp_path, [GOOD, {**GOOD, "notes": "again"}]))
+    assert "'id'" in msg and "'x1'" in msg and "duplicate" in msg
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.2, 5.0), st.floats(0.5, 2.0))
+def test_speedup_consistency_is_one_percent(tmp_path_factory, ratio, factor):
+    """A stated speedup within 1% of the values' ratio reads; beyond 1% it is refused (both metric directions)."""
+    tmp = tmp_path_factory.mktemp("h")
+    for metric, b, s in (("output_throughput", 100.0, 100.0 * ratio), ("tpot", 10.0 * ratio, 10.0)):
+        row = {**GOOD, "metric": metric, "baseline_value": repr(b), "sd_value": repr(s),
+               "speedup": repr(ratio * factor)}
+        p = _write(tmp, [row])
+        if abs(factor - 1) <= 0.0099:
+            assert measured_speedup(read_corpus(p)[0]) == pytest.approx(ratio * factor)
+        elif abs(factor - 1) > 0.0101:
+            msg = _error(p)
+            assert "'speedup'" in msg and "'x1'" in msg
+
+
+def test_ragged_line_and_unreadable_file(tmp_path):
+    p = _write(tmp_path, [GOOD])
+    p.write_text(p.read_text(encoding="utf-8") + "x2,src\n", encoding="utf-8")
+    assert "line 3" in _error(p)
+    missing = tmp_path / "none.csv"
+    with pytest.raises(SimulatorError, match="cannot be read"):
+        read_corpus(missing)
