@@ -32,10 +32,11 @@ from ..cost.engine import step_fixed
 from ..cost.ops import BATCH, CONTEXT
 from ..cost.routing import OverlapInput
 from ..cost.step import StepResult, step_time
+from ..errors import ParameterError
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
 from ..validation import Interval, Param, declare
-from .acceptance import MAX_POSITIONS, Acceptance
+from .acceptance import MAX_POSITIONS, Acceptance, default_acceptance
 from .drafters import PROJECTION_INPUTS, Drafter, draft_step_time, drafter_spec, input_projection_time, parse_drafter
 from .engine_round import RoundTerms, round_terms
 from .overheads import gdn_checkpoint_time, padded_step
@@ -220,7 +221,8 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     al = acceptance.accept_length(g)
     terms = round_terms(hw, dep, mech, b, g, al, gpu, dec.time, draft_vocab(drafter, target), target.vocab_size,
                         drafter.kind)
-    bands = [x.accept_length(g) for x in acceptance_band_of(acceptance, acceptance_band)]
+    bands = [x.accept_length(g) for x in acceptance_band_of(acceptance, acceptance_band, drafter.kind,
+                                                            target.ffn.is_moe)]
     out = assemble(g, gpu, dec.time, terms, al, bands)
     return SpecResult(
         batch=b, gammas=g, accept_length=al, alpha=acceptance.effective_alpha(g), t_decode=dec.time,
@@ -234,10 +236,20 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     )
 
 
-def acceptance_band_of(acceptance: Acceptance, band=None) -> tuple:
+def acceptance_band_of(acceptance: Acceptance, band=None, drafter_kind: str | None = None,
+                       target_is_moe: bool = True) -> tuple:
     """The acceptance band's (low, high) ends: ``band`` when given, else the acceptance's own ``band`` attribute
-    when it carries one (a default acceptance with its public range), else none."""
+    when it carries one, else, when ``acceptance`` is the drafter family's default for this target kind
+    (:func:`~simulator.specdec.acceptance.default_acceptance`'s ``central``), that default's ``low`` / ``high``
+    (the band every public log of the family spans); else none (a stated acceptance has no band)."""
     band = band if band is not None else getattr(acceptance, "band", None)
+    if band is None and drafter_kind is not None:
+        try:
+            d = default_acceptance(drafter_kind, target_is_moe)
+        except ParameterError:  # no default for this drafter (ngram)
+            d = None
+        if d is not None and acceptance == d.central:
+            band = (d.low, d.high)
     return tuple(band) if band else ()
 
 

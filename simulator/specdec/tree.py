@@ -128,11 +128,17 @@ def tree_accept_length(parents, acceptance: Acceptance) -> float:
 
 
 def tree_label(parents) -> str:
-    """'chain γ' for 1-wide trees, else the level sizes 'tree n1/n2/.. (N nodes)'."""
+    """'chain γ' for 1-wide trees; a full tree as its branching is typed for ``--tree``, 'tree 2,2,2 (15 nodes)';
+    any other tree by its level sizes, 'tree levels 2/3/1 (7 nodes)'."""
+    from ..overlap import full_tree
+
     n = level_sizes(parents)
     if np.all(n == 1):
         return f"chain {len(n) - 1}"
-    return "tree " + "/".join(str(int(x)) for x in n[1:]) + f" ({int(n.sum())} nodes)"
+    ways = [int(n[i] // n[i - 1]) for i in range(1, len(n))]
+    if all(n[i] == ways[i - 1] * n[i - 1] for i in range(1, len(n))) and tuple(full_tree(ways)) == tuple(parents):
+        return "tree " + ",".join(map(str, ways)) + f" ({int(n.sum())} nodes)"
+    return "tree levels " + "/".join(str(int(x)) for x in n[1:]) + f" ({int(n.sum())} nodes)"
 
 
 @dataclass(frozen=True)
@@ -218,7 +224,8 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     al = tree_accept_length(par, acceptance)
     terms = round_terms(hw, dep, mech, b, [depth], [al], gpu[None, :], dec, draft_vocab(drafter, target),
                         target.vocab_size, drafter.kind, tree=not np.all(sizes == 1), positions=[n - 1])
-    bands = [[tree_accept_length(par, x)] for x in acceptance_band_of(acceptance, acceptance_band)]
+    bands = [[tree_accept_length(par, x)] for x in acceptance_band_of(acceptance, acceptance_band, drafter.kind,
+                                                                       target.ffn.is_moe)]
     out = assemble([depth], gpu[None, :], dec, terms, np.array([al]), bands)
     return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,
                       t_reject=t_rej, t_round=out["t_round"][0], speedup=out["speedup"][0], decode=dec_res,

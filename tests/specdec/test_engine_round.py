@@ -252,3 +252,19 @@ def test_sglang_sd_server_captures_its_own_batch_list():
     r = _spec("sglang", [3], [0, 3])
     np.testing.assert_allclose(r.t_verify[1], at3)  # the round's verify: the SD list
     np.testing.assert_allclose(r.t_decode, padded_step(CACHE, MODEL, hw, dep, [3.0], 1, 1024, mech).time)
+
+
+def test_the_default_acceptance_brings_its_public_band():
+    """The drafter family's default acceptance (default_acceptance's central) widens speedup_low/high by the band
+    every public log spans; a stated acceptance brings none; ngram has no default."""
+    from simulator.specdec.acceptance import default_acceptance
+    from simulator.specdec.rounds import acceptance_band_of
+
+    d = default_acceptance("eagle", True)
+    assert acceptance_band_of(d.central, None, "eagle", True) == (d.low, d.high)
+    assert acceptance_band_of(Acceptance.from_alpha(0.7), None, "eagle", True) == ()
+    assert acceptance_band_of(ACC, None, "ngram", True) == ()
+    default = _spec("trtllm", [1, 64], [3], acc=d.central)
+    explicit = _spec("trtllm", [1, 64], [3], acc=d.central, acceptance_band=(d.low, d.high))
+    np.testing.assert_array_equal(default.speedup_high, explicit.speedup_high)
+    assert np.all(default.speedup_high > _spec("trtllm", [1, 64], [3], acc=d.central, acceptance_band=()).speedup_high)
