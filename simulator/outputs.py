@@ -5,8 +5,11 @@ folder carries a manifest. One home for both rules (the library's writers and th
   (KeyboardInterrupt) removes the temporary file, so no partial file is ever left under the final name.
 - :class:`RunFolder`: one run's output folder. Files are written into a staging folder inside it and moved into
   place only when the run completes; ``manifest.json`` records the command, its arguments, the version and the files.
-  A folder holding a different run's files (or files no run recorded) is refused unless ``force``; with ``force``
-  the previous run's recorded files are removed first, so two runs never mix.
+  A previous run's recorded files (its manifest lists them) are replaced, so two runs never mix; other files are
+  left alone, and a run that would overwrite a file no run recorded is refused (before anything is moved) unless
+  ``force``. Whether the folder can be written is checked before any work.
+- Every output file gets the mode a plain ``open`` would give (0644 under the usual umask 022), never the 0600 of
+  a temporary file.
 
 Errors are one-line :class:`~simulator.errors.ParameterError` naming the parameter (``param``), the path and the fix.
 """
@@ -27,6 +30,23 @@ from .errors import ParameterError
 MANIFEST = "manifest.json"
 _STAGE_PREFIX = ".partial-"
 _TMP_PREFIX = ".tmp-"
+
+
+def _file_mode() -> int:
+    """0o666 less the process umask: the mode ``open(path, "w")`` gives a new file."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _probe(folder: Path, param: str, path) -> None:
+    """Create and remove a file in ``folder`` (an existing folder): it can be written."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=folder)
+    except OSError as exc:
+        raise output_error(param, path, f"{_reason(exc)} in folder '{folder}'", "choose a writable folder") from None
+    os.close(fd)
+    _remove(tmp)
 
 
 def _reason(exc: OSError) -> str:
@@ -71,13 +91,7 @@ def check_writable(path, *, param: str = "path", suffixes: tuple[str, ...] = ())
         if p.exists():
             if not p.is_dir():
                 raise output_error(param, path, f"'{p}' is a file, not a folder", "choose another path")
-            try:
-                fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=p)
-            except OSError as exc:
-                raise output_error(param, path, f"{_reason(exc)} in folder '{p}'", "choose a writable folder") \
-                    from None
-            os.close(fd)
-            _remove(tmp)
+            _probe(p, param, path)
             break
     return path
 
@@ -97,6 +111,7 @@ def atomic_path(path, *, param: str = "path") -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     except OSError as exc:
         _remove(tmp)
@@ -169,25 +184,12 @@ class RunFolder:
         f = self.folder
         if f.exists() and not f.is_dir():
             raise self._error("it is a file, not a folder", "give a folder name")
-        for p in f.parents:
+        for p in (f, *f.parents):
             if p.exists():
                 if not p.is_dir():
                     raise self._error(f"'{p}' is a file, not a folder", "choose another folder")
+                _probe(p, self.param, f)
                 break
-        if not f.is_dir():
-            return
-        old = read_manifest(f)
-        if old is not None:
-            same = (old.get("command"), old.get("arguments")) == (self.manifest["command"],
-                                                                   self.manifest["arguments"])
-            if not same and not self.force:
-                raise self._error(f"it holds the files of a different run ({old.get('command')}, see its {MANIFEST})",
-                                  "choose another folder or pass --force to replace that run's files")
-            return
-        unrecorded = [p.name for p in f.iterdir() if not p.name.startswith(".")]
-        if unrecorded and not self.force:
-            raise self._error(f"it holds files no run recorded (e.g. '{sorted(unrecorded)[0]}'; no {MANIFEST})",
-                              "choose another folder or pass --force to write beside them")
 
     def __enter__(self) -> Path:
         missing = []
@@ -213,18 +215,29 @@ class RunFolder:
         except OSError as exc:
             self._cleanup()
             raise self._error(_reason(exc), "choose a writable folder") from None
+        except BaseException:
+            self._cleanup()
+            raise
 
     def _commit(self) -> None:
         stage = self._stage
         files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
         old = read_manifest(self.folder)
-        for name in (old or {}).get("files", []):  # the previous run's files that this run does not rewrite
+        recorded = set((old or {}).get("files", []))
+        clash = [n for n in (*files, MANIFEST) if (self.folder / n).exists() and n not in recorded
+                 and not (n == MANIFEST and old is not None)]
+        if clash and not self.force:
+            raise self._error(f"it holds '{clash[0]}', which no run of this tool recorded (no {MANIFEST} lists it) "
+                              "and this run would overwrite", "choose another folder or pass --force to replace it")
+        for name in recorded:  # the previous run's files that this run does not rewrite
             target = self.folder / name
             if name not in files and target.is_file() and self.folder in target.resolve().parents:
                 _remove(target)
+        mode = _file_mode()
         for name in files:
             target = self.folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
+            os.chmod(stage / name, mode)
             os.replace(stage / name, target)
         shutil.rmtree(stage, ignore_errors=True)
         self._stage = None

@@ -4,8 +4,10 @@ empty strings, unknown names). Every run must end with exit status 0 or 2 — ne
 process, so an uncaught exception fails the test) — and no time it prints (JSON keys with ``time``/``_us``/``_s``)
 may be negative or non-finite.
 
-Deterministic (``derandomize``) and sized for CI (well under 30 s on 2 cores): the cheap commands only (step, op,
-explain, overlap predict, a one-model sweep without figures, show/list); the study runner, calibration and trace
+Deterministic (``derandomize``) and sized for CI (about 10 s on 2 cores for 300 examples): the cheap commands only
+(step, op, explain, overlap predict with chains and trees, a one-model sweep without figures, schedule, validate
+tpot on the tiny fixture, show), with engine names in any case, presets and tree shapes drawn; explain (Shapley over
+six mechanisms, ~0.4 s) is drawn less often. The study runner, calibration, `validate ops` (1-2 s a run) and trace
 fitting have their own tests.
 """
 
@@ -15,12 +17,15 @@ import argparse
 import json
 import math
 import re
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulator.cli import build_parser, main
 
+ROOT = Path(__file__).resolve().parents[1]
+TINY = str(ROOT / "tests/validate/tiny_silicon.csv")
 MODELS = ("qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b", "qwen3-235b-a22b", "llama-3.1-8b", "qwen3-next-80b-a3b",
           "deepseek-v2", "nope-model")
 HARDWARE = ("h100-sxm", "b200", "a100-sxm", "mi300x", "gb200", "no-such-gpu")
@@ -33,24 +38,34 @@ BY_DEST = {"model": MODELS, "hardware": HARDWARE, "drafter": ("eagle", "mtp", "m
                                                               "ratio:0.05", "ratio:-1", "x", ""),
            "popularity": ("uniform", "skew:0.2", "skew:5", "zipf:1.1", "zipf:-1", "x", ""),
            "accept_length": ("2.73@3", "2", "1", "0.5", "10@3", "2@0", "2@99", "x@y", ""),
-           "dtype": ("bf16", "fp8_block", "fp8", "nvfp4", "mxfp4", "int4_wo", "x", "")}
+           "dtype": ("bf16", "fp8_block", "fp8", "nvfp4", "mxfp4", "int4_wo", "x", ""),
+           "engine": ("trtllm", "TRTLLM", "TRT-LLM", "sglang", "SGLang", "vLLM", "x", ""),
+           "mode": ("prior", "refined", "prior-no-fixed", "prior-kernel-floors", "prior,refined", "x", ""),
+           "tree": ("2,2", "2,2,2", "1,1,1", "3", "0,2", "2,-1", "x", ""),
+           "file": (TINY, str(ROOT / "tests/validate/missing_columns.csv"), str(ROOT / "README.md"),
+                    str(ROOT / "measured"), "/nonexistent.csv", "")}
 # Flags that name files or folders, or run long: never drawn (their checks are in tests/test_cli_hardening.py).
 SKIP = {"help", "out", "plot", "report", "write", "write_bundled", "report_dir", "data", "force", "format",
-        "version", "all", "samples"}
-# Cheap commands and a valid base invocation each (the fuzz adds or replaces flags).
-BASES = {
-    ("step",): ["--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "1,8", "--tokens", "2", "--json"],
-    ("explain",): ["--model", "qwen3-30b-a3b", "--json"],
-    ("op", "moe"): ["--hardware", "h100-sxm", "--hidden", "2048", "--inter", "768", "--experts", "128", "--top-k",
-                    "8", "--dtype", "fp8_block", "--tokens", "1,16"],
-    ("op", "gemm"): ["--hardware", "h100-sxm", "--m", "1,64", "--n", "4096", "--k", "4096", "--dtype", "bf16"],
-    ("op", "attention"): ["--hardware", "h100-sxm", "--batch", "8", "--heads", "8", "--kv-heads", "1",
-                          "--head-dim", "128", "--kv-len", "2048"],
-    ("op", "allreduce"): ["--hardware", "h100-sxm", "--bytes", "8192", "--gpus", "8"],
-    ("overlap", "predict"): ["--experts", "128", "--top-k", "8", "--tokens", "4", "--overlap", "0.38,0.33", "--json"],
-    ("sweep",): ["--model", "qwen3-30b-a3b", "--batch", "1,8", "--draft-len", "1,3", "--no-plots", "--quiet"],
-    ("show",): ["model", "qwen3-30b-a3b"],
-}
+        "version", "all", "samples", "mapping", "tree_parents"}
+# Cheap commands and a valid base invocation each (the fuzz adds or replaces flags), with a drawing weight.
+BASES = [
+    (("step",), ["--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "1,8", "--tokens", "2", "--json"], 4),
+    (("explain",), ["--model", "qwen3-30b-a3b", "--json"], 1),
+    (("op", "moe"), ["--hardware", "h100-sxm", "--hidden", "2048", "--inter", "768", "--experts", "128", "--top-k",
+                     "8", "--dtype", "fp8_block", "--tokens", "1,16"], 4),
+    (("op", "gemm"), ["--hardware", "h100-sxm", "--m", "1,64", "--n", "4096", "--k", "4096", "--dtype", "bf16"], 4),
+    (("op", "attention"), ["--hardware", "h100-sxm", "--batch", "8", "--heads", "8", "--kv-heads", "1",
+                           "--head-dim", "128", "--kv-len", "2048"], 4),
+    (("op", "allreduce"), ["--hardware", "h100-sxm", "--bytes", "8192", "--gpus", "8"], 4),
+    (("overlap", "predict"), ["--experts", "128", "--top-k", "8", "--tokens", "4", "--overlap", "0.38,0.33",
+                              "--json"], 4),
+    (("overlap", "predict"), ["--experts", "128", "--top-k", "8", "--tree", "2,2", "--overlap", "0.38,0.33",
+                              "--json"], 4),
+    (("sweep",), ["--model", "qwen3-30b-a3b", "--batch", "1,8", "--draft-len", "1,3", "--no-plots", "--quiet"], 4),
+    (("schedule",), ["--model", "qwen3-30b-a3b", "--batch", "1,8", "--draft-len", "1,2", "--format", "json"], 4),
+    (("validate", "tpot"), [TINY, "--json"], 4),
+    (("show",), ["model", "qwen3-30b-a3b"], 2),
+]
 TIME_KEY = re.compile(r"time|_us$|_s$|latency|seconds", re.I)
 
 
@@ -68,6 +83,8 @@ def _values(action: argparse.Action) -> st.SearchStrategy[str]:
         return st.one_of(st.sampled_from([str(c) for c in action.choices]), odd)
     if action.dest in BY_DEST:
         return st.sampled_from(BY_DEST[action.dest])
+    if not action.option_strings and action.dest == "file":  # validate tpot's CSV (a positional)
+        return st.sampled_from(BY_DEST["file"])
     kind = getattr(action.type, "kind", None)
     if kind is not None:  # a comma list (cli._common.csv_list)
         pool = INTS if kind is int else FLOATS
@@ -81,11 +98,13 @@ def _values(action: argparse.Action) -> st.SearchStrategy[str]:
 
 @st.composite
 def invocations(draw):
-    path = draw(st.sampled_from(sorted(BASES)))
+    path, base, _ = draw(st.sampled_from([b for b in BASES for _ in range(b[2])]))
     parser = _subparser(build_parser(), path)
     flags = [a for a in parser._actions if a.option_strings and a.dest not in SKIP]
     chosen = draw(st.lists(st.sampled_from(flags), max_size=4, unique_by=lambda a: a.dest))
-    argv = list(BASES[path])
+    argv = list(base)
+    if path == ("validate", "tpot") and draw(st.booleans()):
+        argv[0] = draw(_values(next(a for a in parser._actions if a.dest == "file")))
     for a in chosen:
         flag = a.option_strings[-1]
         if a.nargs == 0:  # a switch
@@ -111,12 +130,14 @@ def _times(obj, key=""):
         yield key, float(obj)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(argv=invocations())
 def test_cli_never_tracebacks_and_prints_no_bad_time(argv, tmp_path_factory, capsys):
     if argv[0] == "sweep":
         argv = [*argv, "--out", str(tmp_path_factory.mktemp("fuzz") / "run")]
+    if argv[0] == "schedule":
+        argv = [*argv, "--out", str(tmp_path_factory.mktemp("fuzz") / "schedule.json")]
     code = main(argv)  # an uncaught exception is a traceback: the test fails with it
     out, err = capsys.readouterr()
     assert code in (0, 2), (argv, code, err)

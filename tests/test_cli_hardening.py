@@ -117,6 +117,20 @@ CASES = [
     ("accept-length-10", [*EXPLAIN, "--accept-length", "10@3"], "acceptance length 10.0"),
     ("accept-length-gamma-0", [*EXPLAIN, "--accept-length", "2@0"], "--accept-length"),
     ("target-typo", ["explain", "--model", "qwen3-235b-a22x"], "qwen3-235b-a22b"),
+    # issue 20: tracebacks and late failures
+    ("explain-tree-parents-binary", [*EXPLAIN, "--tree-parents", "/bin/ls"], "--tree-parents"),
+    ("experiment-run-tp3", ["experiment", "{tp3}", "--quiet", "--out", "{tmp}/tp3"], "'tp'"),
+    ("experiment-all-out-proc", ["experiment", "--all", "--quiet", "--out", "/proc/x"], "--out"),
+    ("validate-report-proc", ["validate", "tpot", "tests/validate/tiny_silicon.csv", "--report", "/proc/x.md"],
+     "--report"),
+    ("validate-ops-file", ["validate", "ops", "{tmp}/afile"], "DIR"),
+    # issue 20: physically meaningless combinations, refused with the reason
+    ("dense-placement", ["explain", "--model", "llama-3.1-8b", "--placement", "balanced"],
+     "'placement' = 'balanced': llama-3.1-8b is dense"),
+    ("dense-redundant", ["explain", "--model", "llama-3.1-8b", "--redundant-experts", "8"], "--redundant-experts"),
+    ("deepep-pure-tp", [*STEP, "--tp", "8", "--all-to-all", "deepep_low_latency"], "--all-to-all"),
+    ("gb200-129", ["step", "--model", "deepseek-r1", "--hardware", "gb200", "--gpus", "129", "--batch", "1",
+                   "--tokens", "1"], "--gpus"),
 ]
 INTERNALS = ("np.float64", "np.int64(", "the 'alpha' parameter of Acceptance", "alpha_from_accept_length",
              "range [1, 0]", "allow_pickle", "Traceback", "raise max_iter")
@@ -178,6 +192,8 @@ def test_failure_while_writing_leaves_no_file(tmp_path):
 
 
 def test_run_folder_manifest_and_force(tmp_path, capsys):
+    """Issue 20's output policy: a previous run's own files (its manifest lists them) are replaced without --force;
+    a file no run recorded is never overwritten without --force, and files beside the run are left alone."""
     out = tmp_path / "run"
     SWEEP = [a.format(tmp=tmp_path) for a in globals()["SWEEP"]]
     assert main([*SWEEP, "--no-plots", "--out", str(out)]) == 0
@@ -185,16 +201,46 @@ def test_run_folder_manifest_and_force(tmp_path, capsys):
     assert manifest["command"] == "sweep" and manifest["files"] == ["sweep.csv"]
     assert manifest["arguments"]["batch"] == [1, 4] and "version" in manifest
     assert main([*SWEEP, "--no-plots", "--out", str(out)]) == 0  # the same run again: replaced in place
-    capsys.readouterr()
-    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out)]) == 2  # a different run
-    assert "--force" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sweep.csv"]
-    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out), "--force"]) == 0
+    assert main([*SWEEP, "--no-plots", "--format", "json", "--out", str(out)]) == 0  # a different run: replaces it
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sweep.json"]  # never mixed
+    assert {(p.name, p.stat().st_mode & 0o777) for p in out.iterdir()} == {("manifest.json", 0o644),
+                                                                        ("sweep.json", 0o644)}
+    capsys.readouterr()
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("x")
-    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "mine")]) == 2  # files no run recorded
-    assert "notes.txt" in capsys.readouterr().err
+    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "mine")]) == 0  # beside files no run recorded
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["manifest.json", "notes.txt", "sweep.csv"]
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "sweep.csv").write_text("someone else's\n")
+    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "theirs")]) == 2  # would overwrite it
+    err = capsys.readouterr().err
+    assert "sweep.csv" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in (tmp_path / "theirs").iterdir()) == ["sweep.csv"]
+    assert (tmp_path / "theirs" / "sweep.csv").read_text() == "someone else's\n"
+    assert main([*SWEEP, "--no-plots", "--out", str(tmp_path / "theirs"), "--force"]) == 0
+
+
+def test_output_files_are_0644(tmp_path, monkeypatch):
+    import os
+
+    from simulator.outputs import atomic_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_text(tmp_path / "a.md", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_study_then_default_sweep_share_results(tmp_path, monkeypatch, capsys):
+    """A study's run folder inside results/ is this tool's: the default sweep into results/ writes beside it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results" / "paper-headline").mkdir(parents=True)
+    (tmp_path / "results" / "paper-headline" / "manifest.json").write_text('{"command": "experiment", "files": []}')
+    SWEEP = [a.format(tmp=tmp_path) for a in globals()["SWEEP"]][:-2]
+    assert main([*SWEEP, "--no-plots"]) == 0
+    assert (tmp_path / "results" / "sweep.csv").is_file()
 
 
 def test_explain_plot_writes_exactly_the_path_given(tmp_path, capsys):
@@ -203,3 +249,157 @@ def test_explain_plot_writes_exactly_the_path_given(tmp_path, capsys):
     out = capsys.readouterr().out
     assert path.is_file() and re.search(rf"wrote {re.escape(str(path))}$", out.strip())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.svg"]
+
+
+def test_engine_on_a_vendor_it_does_not_run_on(capsys, tmp_path):
+    """TRT-LLM kernels on an AMD GPU: refused for a profile of its own, a note for a what-if on NVIDIA kernels."""
+    from simulator.cost.deployment import Deployment, engine_note, validate
+    from simulator.errors import InfeasibleError
+    from simulator.specs import load_hardware, load_model
+
+    m, hw = load_model("qwen3-30b-a3b"), load_hardware("mi300x")
+    with pytest.raises(InfeasibleError, match="'engine' = 'trtllm'.*does not run on amd"):
+        validate(m, hw.with_changes(what_if=False), Deployment(tp=2, ep=2, engine="trtllm"))
+    validate(m, hw.with_changes(what_if=False), Deployment(tp=2, ep=2, engine="vllm"))
+    assert engine_note(hw, "vllm") == "" and "what-if" in engine_note(hw, "trtllm")
+    assert main(["step", "--model", "qwen3-30b-a3b", "--hardware", "mi300x", "--batch", "1", "--tokens", "1",
+                 "--engine", "TRTLLM"]) == 0  # engine names are case-insensitive
+    assert "note: trtllm does not run on amd GPUs" in capsys.readouterr().out
+    assert main(["sweep", "--model", "qwen3-30b-a3b", "--hardware", "mi300x", "--batch", "1", "--draft-len", "1",
+                 "--no-plots", "--out", str(tmp_path / "mi")]) == 0
+    assert "note: trtllm does not run on amd GPUs" in capsys.readouterr().err
+
+
+def test_gb200_128_gpus_are_two_partly_used_racks(capsys):
+    """128 GB200 GPUs = 2 NVL72 racks of 64: priced as two domains of 64 GPUs each."""
+    import numpy as np
+
+    from simulator.cost.deployment import Mechanisms
+    from simulator.cost.engine import collective_seconds
+    from simulator.specs import load_hardware
+
+    hw = load_hardware("gb200")
+    racks64 = hw.with_changes(domain_size=64)
+    for kind in ("all_reduce", "all_to_all"):
+        a = collective_seconds(kind, np.array([1e4, 1e7]), 128, hw, Mechanisms())
+        b = collective_seconds(kind, np.array([1e4, 1e7]), 128, racks64, Mechanisms())
+        assert np.allclose(a, b) and not np.allclose(a, collective_seconds(kind, np.array([1e4, 1e7]), 72, hw,
+                                                                         Mechanisms()))
+    assert main(["step", "--model", "deepseek-r1", "--hardware", "gb200", "--gpus", "128", "--dp", "128", "--ep",
+                 "128", "--batch", "1", "--tokens", "1"]) == 0
+    assert "dp128 ep128" in capsys.readouterr().out
+
+
+def _parsers():
+    import argparse
+
+    from simulator.cli import build_parser
+
+    def walk(p, path):
+        yield " ".join(path), p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sp in a.choices.items():
+                    yield from walk(sp, [*path, name])
+
+    return list(walk(build_parser(), []))
+
+
+def test_every_help_fits_100_columns(monkeypatch):
+    """Issue 20: every command's --help at COLUMNS=100 (descriptions, examples and usage wrap; nothing clipped)."""
+    monkeypatch.setenv("COLUMNS", "100")
+    parsers = _parsers()
+    assert len(parsers) > 15
+    for path, p in parsers:
+        text = p.format_help()
+        long = [line for line in text.splitlines() if len(line) > 100]
+        assert not long, (path, long[0])
+    words = " ".join(p.format_help() for _, p in parsers).split()
+    assert "python -m simulator explain --model qwen3-235b-a22b --batch 16" in " ".join(words)  # examples intact
+
+
+TOUR = [
+    ["sweep", "--model", "qwen3-30b-a3b", "--batch", "1,4", "--draft-len", "1,2", "--tree", "2,2,2", "--no-plots",
+     "--quiet", "--out", "{tmp}/sw"],
+    ["overlap", "predict", "--experts", "128", "--top-k", "8", "--tree", "2,2,2"],
+    ["validate", "tpot", "tests/validate/tiny_silicon.csv", "--rows"],
+    ["validate", "ops", "measured/h100-sxm"],
+    ["explain", "--model", "qwen3-30b-a3b", "--tree", "2,2"],
+    ["op", "allreduce", "--hardware", "h100-sxm", "--bytes", "1000000", "--gpus", "8"],
+    ["step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--batch", "1,16", "--tree", "2,2"],
+    ["schedule", "--model", "qwen3-30b-a3b", "--batch", "1,8", "--draft-len", "1,2", "--tree", "2,2", "--format",
+     "vllm", "--out", "{tmp}/s.json", "--contexts", "1024,32768"],
+    ["list"],
+    ["show", "model", "deepseek-r1"],
+    ["show", "hardware", "gb200"],
+]
+
+
+@pytest.mark.parametrize("argv", TOUR, ids=[" ".join(a[:2]) for a in TOUR])
+def test_tour_output_fits_100_columns(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() and max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_experiment_key_numbers_wrap_long_keys(capsys):
+    from types import SimpleNamespace
+
+    from simulator.cli.experiment import _print_keys
+
+    keys = (("short", "1.0"), ("a key " * 20, "0.525 / 0.468 / 0.768"))
+    _print_keys(SimpleNamespace(key_numbers=keys))
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 100 and len(lines) == 4  # the long key wraps onto two lines, then its value
+    assert lines[-1].strip() == "0.525 / 0.468 / 0.768" and lines[0].split() == ["short", "1.0"]
+
+
+def test_tree_labelled_as_typed_and_waterfall_titled_with_the_tree(capsys, monkeypatch, tmp_path):
+    import importlib
+
+    ex = importlib.import_module("simulator.sweep.explain")  # the module (the package exports the function)
+    seen = {}
+    monkeypatch.setattr(ex, "save", lambda fig, path: seen.setdefault("title", fig._suptitle.get_text()) and path)
+    assert main([*EXPLAIN, "--tree", "2,2,2", "--plot", str(tmp_path / "w.png")]) == 0
+    out = capsys.readouterr().out
+    assert "draft tree 2,2,2 (15 nodes)" in " ".join(out.split()) and "2/4/8" not in out
+    title = " ".join(seen["title"].split())
+    assert "draft tree 2,2,2 (15 nodes)" in title and "draft length 14" not in title
+    assert "units: T_dec, T_ver, T_round in µs" in out
+
+
+def test_op_allreduce_prints_its_roofline(capsys):
+    """README: every op next to its pure roofline; the all-reduce's is the ring's 2(n-1)/n wire bytes over the
+    scale-up link bandwidth, with no latency."""
+    from simulator.specs import load_hardware
+
+    assert main(["op", "allreduce", "--hardware", "h100-sxm", "--bytes", "1000000,100000000", "--gpus", "8"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    bw = load_hardware("h100-sxm").link_bandwidth
+    for r in rows:
+        assert r["roofline_us"] == pytest.approx(2 * 7 / 8 * r["message_bytes"] / bw * 1e6, rel=1e-9)
+        assert r["roofline_us"] < r["time_us"]
+
+
+def test_errors_are_one_line_for_scripts_and_wrapped_on_a_terminal(capsys, monkeypatch):
+    import io
+    import sys
+
+    argv = ["step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--dtype", "bf16", "--tp", "1",
+            "--ep", "1", "--batch", "1", "--tokens", "1"]  # weights do not fit: a long reason
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and len(line) > 100
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(argv) == 2
+    lines = tty.getvalue().strip().splitlines()
+    assert len(lines) > 1 and max(map(len, lines)) <= 100 and " ".join(x.strip() for x in lines) == line

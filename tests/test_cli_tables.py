@@ -128,7 +128,9 @@ def test_meter_estimates_and_throttles():
     m.drop(10)  # 10 points will not be priced
     t[0] = 2.0
     m.add(40)  # the last point: always said
-    assert said == ["run: 25/100 points (25%), 1.0 s, ~3.0 s left (first)", "run: 90/90 points (100%), 2.0 s"]
+    # the total never shrinks (issue 20): dropped points are settled and said
+    assert said == ["run: 25/100 points (25%), 1.0 s, ~3.0 s left (first)",
+                    "run: 100/100 points (100%), 2.0 s, 10 not priced"]
 
 
 def test_meter_says_the_end_once_when_the_rest_is_dropped():
@@ -138,4 +140,4 @@ def test_meter_says_the_end_once_when_the_rest_is_dropped():
     m.add(2)  # throttled
     m.drop(4)  # nothing left to price: the last line is said
     m.drop(0)
-    assert said[-1].startswith("run: 6/6 points (100%)") and len(said) == 2
+    assert said[-1].startswith("run: 10/10 points (100%)") and "4 not priced" in said[-1] and len(said) == 2

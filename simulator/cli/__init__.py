@@ -39,6 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _for_terminal(line: str) -> str:
+    """An error is one line (scripts and logs read it so); on a terminal it wraps at the terminal's width (at most
+    100 columns), continuing indented, so a long reason stays readable."""
+    if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        return line
+    import shutil
+    import textwrap
+
+    width = min(100, shutil.get_terminal_size((100, 24)).columns)
+    return textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -53,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SimulatorError as exc:
-        print(f"error: {error_line(exc)}", file=sys.stderr)
+        print(_for_terminal(f"error: {error_line(exc)}"), file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `... | head`
         return 0

@@ -73,12 +73,36 @@ def _int(text: str) -> int:
 _int.__name__ = "int"
 
 
+class WrappingFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help whose description and epilog keep their line breaks (examples stay one per line) but wrap every line
+    longer than the terminal ($COLUMNS, at most 100 columns), continuing at the line's indent."""
+
+    def __init__(self, prog, **kw):
+        import shutil
+
+        kw.setdefault("width", min(100, shutil.get_terminal_size((100, 24)).columns))
+        super().__init__(prog, **kw)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            lead = indent + " " * (len(line) - len(line.lstrip()))
+            hang = "  " if "python -m" in line else ""  # a long example command continues indented
+            out.append(textwrap.fill(line.strip(), width, initial_indent=lead, subsequent_indent=lead + hang,
+                                     break_on_hyphens=False) if line.strip() else "")
+        return "\n".join(out)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are a single line on stderr with exit status 2. Every ``type=int`` argument
     is bounded (:data:`INT_LIMIT`), and an empty value (``--model ''``, e.g. from an unset shell variable) is an
-    error, never the default."""
+    error, never the default. Help fits the terminal, at most 100 columns (:class:`WrappingFormatter`)."""
 
     def __init__(self, *a, **kw):
+        if kw.get("formatter_class") in (None, argparse.HelpFormatter, argparse.RawDescriptionHelpFormatter):
+            kw["formatter_class"] = WrappingFormatter
         super().__init__(*a, **kw)
         self.register("type", int, _int)
 
@@ -115,6 +139,21 @@ def _default(obj: Any) -> Any:
     except ImportError:  # pragma: no cover
         pass
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def any_case(choices, name: str):
+    """A choice as users write it: any case, with or without '-' or '_' (``--engine TRTLLM``, ``TRT-LLM``); other
+    text is passed on for argparse to refuse with the choices."""
+    def norm(text) -> str:
+        return str(text).strip().lower().replace("-", "").replace("_", "")
+
+    table = {norm(c): c for c in choices if isinstance(c, str)}
+
+    def parse(text: str):
+        return table.get(norm(text), text)
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse
 
 
 def csv_list(kind: type, name: str):
@@ -158,13 +197,17 @@ def tree_choice(args) -> tuple[tuple[int, ...], str, str] | None:
     if args.tree is not None:
         return full_tree(args.tree), ",".join(str(b) for b in args.tree), "--tree"
     if args.tree_parents is not None:
-        return read_parents(args.tree_parents), args.tree_parents, "--tree-parents"
+        try:
+            parents = read_parents(args.tree_parents)
+        except ParameterError as exc:
+            raise ParameterError(f"--tree-parents: {exc}") from None
+        return parents, args.tree_parents, "--tree-parents"
     return None
 
 
 def add_force_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--force", action="store_true", help="write into a folder that holds a different run's "
-                        "files (that run's recorded files are replaced; see manifest.json)")
+    parser.add_argument("--force", action="store_true", help="overwrite files in the output folder that no run of "
+                        "this tool recorded (a previous run's files, listed in its manifest.json, are always replaced)")
 
 
 def run_folder(args, out, **extra):

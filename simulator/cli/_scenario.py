@@ -16,7 +16,7 @@ from dataclasses import fields
 from ..cost.deployment import Deployment, Mechanisms
 from ..cost.ops import DEFAULT_CONTEXT
 from ..validation import Interval, Options, params_of
-from ._common import FLAGS, csv_list
+from ._common import FLAGS, any_case, csv_list
 
 # Help of each generated flag (the CLI's words; the constraint itself is the declaration's).
 HELP = {
@@ -61,6 +61,7 @@ def _add_declared(g, owner, name: str, what: str) -> None:
     span = next((c for c in param.constraints if isinstance(c, Interval)), None)
     if opts is not None:
         kw["choices"] = [v for v in opts.values if v is not None]
+        kw["type"] = any_case(kw["choices"], name)
         kw["metavar"] = "|".join(str(v) for v in kw["choices"]) if len(kw["choices"]) <= 4 else None
     elif span is not None:
         kw["type"] = span.kind

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..specs.kernels import ENGINES
-from ._common import print_json, progress
+from ._common import any_case, print_json, progress
 
 
 def register(sub) -> None:
@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="write or fit even when the profile is not the measured GPU's")
     p.add_argument("--report", type=Path, metavar="MD", help="write a Markdown calibration report")
-    p.add_argument("--engine", choices=ENGINES, default=None,
+    p.add_argument("--engine", choices=ENGINES, default=None, type=any_case(ENGINES, "engine"),
                    help="calibrate this engine on aiconfigurator-core's tables of --hardware (needs the optional "
                         "extra: pip install \".[calibrate]\"); without it the bundled H100 CSVs are used")
     p.add_argument("--version", default=None, help="engine version folder to read (default: the newest)")

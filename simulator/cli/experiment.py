@@ -98,7 +98,17 @@ def cmd_experiment(args) -> int:
     return 0
 
 
-def _print_keys(o) -> None:
-    width = max((len(k) for k, _ in o.key_numbers), default=0)
+def _print_keys(o, width: int = 100) -> None:
+    """Key numbers as 'key  value' lines within ``width`` columns: a key too long for its column gets a line of its
+    own and the value follows on the next, in the value column (nothing is clipped)."""
+    keys = max((len(k) for k, _ in o.key_numbers), default=0)
+    vals = max((len(str(v)) for _, v in o.key_numbers), default=0)
+    col = max(20, min(keys, width - vals - 4))
     for k, v in o.key_numbers:
-        print(f"  {k:<{width}}  {v}")
+        if len(k) <= col:
+            print(f"  {k:<{col}}  {v}")
+        else:
+            import textwrap
+
+            print(textwrap.fill(k, width, initial_indent="  ", subsequent_indent="    "))
+            print(f"  {'':<{col}}  {v}")

@@ -56,7 +56,12 @@ def cmd_explain(args) -> int:
             d["plot"] = path
         print_json(d)
     else:
+        from ..cost.deployment import engine_note
+        from ..specs.catalog import load_hardware
+
         print(format_attribution(a, wide=wide(args)))
+        if note := engine_note(load_hardware(args.hardware), a.deployment.engine):
+            print(note)
         if path:
             print(f"wrote {path}")
     return 0

@@ -93,13 +93,14 @@ def run(args) -> int:
 def _run(args) -> int:
     import numpy as np
 
-    from ..cost.deployment import Deployment, validate_op_dtype
+    from ..cost.deployment import Deployment, Mechanisms, validate_op_dtype
     from ..cost.opviews import (
         OP_PARAMS,
         attention_op,
         balanced_routing,
         collective_view,
         gemm_op,
+        ideal_kernels,
         moe_op,
         op_views,
     )
@@ -109,9 +110,13 @@ def _run(args) -> int:
 
     hw = load_hardware(args.hardware).for_engine(Deployment(engine=args.engine).engine)
     if args.op == "allreduce":
-        t = collective_view("all_reduce", np.asarray(args.bytes, float), args.gpus, hw)
-        print_json([{"message_bytes": b, "num_gpus": args.gpus, "time_us": float(x * 1e6)}
-                    for b, x in zip(args.bytes, t, strict=True)])
+        size = np.asarray(args.bytes, float)
+        t = collective_view("all_reduce", size, args.gpus, hw)
+        # the pure roofline, as for the other ops: efficiency 1, no latency (wire bytes over the link bandwidth)
+        roof = collective_view("all_reduce", size, args.gpus, hw.with_changes(kernels=ideal_kernels(hw)),
+                               Mechanisms(kernel_curves="off", fixed_costs="off", l2="off"))
+        print_json([{"message_bytes": b, "num_gpus": args.gpus, "time_us": float(x * 1e6),
+                     "roofline_us": float(r * 1e6)} for b, x, r in zip(args.bytes, t, roof, strict=True)])
         return 0
     if args.op == "gemm":
         Deployment(dtype=args.dtype)  # validates the name

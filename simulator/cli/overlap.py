@@ -73,8 +73,9 @@ def register(subparsers) -> None:
                     help="uniform (default), zipf:S, skew:X or a file of E weights")
     pp.add_argument("--pooling", default=POOLING_RULES[0], choices=POOLING_RULES,
                     help="rule from pooled overlaps to per-expert pair probabilities (default lift)")
-    pp.add_argument("--method", default="auto", choices=METHODS, help="fit method: auto (default), ipf (exact "
-                    "maximum entropy by IPF on the junction tree), ipf_table (the same by IPF over the 2^N table), "
+    pp.add_argument("--method", default="auto", choices=METHODS, metavar="METHOD",
+                    help="fit method: auto (default), ipf (exact maximum entropy by IPF on the junction tree), "
+                    "ipf_table (the same by IPF over the 2^N table), "
                     "markov (lag 1), junction (stationary chain), independent, uniform")
     pp.add_argument("--ranks", type=int, default=None, metavar="R", help="expert-parallel ranks: report the "
                     "busiest rank's expected unique experts")
@@ -226,9 +227,10 @@ def _predict_tree(args) -> int:
                    pooling=args.pooling, independent_overlap=float(stats.skew))
         print_json(out)
         return 0
+    lags = f"lags 1..{res.lags_used} of {res.lags_given}" if res.lags_used else "no lag overlaps given"
     print(f"unique experts for B={args.batch} request(s) verifying a {res.n_tokens}-node tree ({shape}, depth "
-          f"{res.depth}; E={stats.experts}, k={stats.top_k}, method {res.method}, lags 1..{res.lags_used} of "
-          f"{res.lags_given}):")
+          f"{res.depth}):")
+    print(f"  E={stats.experts}, k={stats.top_k}, method {res.method}, {lags}")
     print(f"  expected            {float(res.unique_experts):9.3f}  (std {float(res.unique_experts_std):.3f})")
     print(f"  independent routing {float(res.independent):9.3f}")
     print(f"  uniform (MoESD)     {float(res.uniform):9.3f}")

@@ -84,8 +84,8 @@ def cmd_schedule(args) -> int:
     print(render(cols, rows, title=title, notes=[f"schedule (batch: K): {ranges}", *s.notes, *([cost] if cost else [])],
                  wide=wide(args)))
     if args.format == "vllm" and len(contexts) > 1:
-        print("note: vLLM takes a batch schedule only (the context-length variant is an open PR); the per-context "
-              "schedules are in --format json")
+        print("note: vLLM takes a batch schedule only (the context-length variant is an open PR);\n"
+              "  the per-context schedules are in --format json")
     if args.plot:
         print(f"wrote {plot_throughput(s, args.plot)}")
     print(f"wrote {written}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..cost.deployment import PRESETS, Deployment
-from ._common import add_json_flag, add_tree_choice, choices_of, csv_list, default_of, print_json, tree_choice
+from ._common import add_json_flag, add_tree_choice, any_case, choices_of, csv_list, default_of, print_json, tree_choice
 from ._scenario import add_scenario_flags, request_from
 from ._table import Col, add_wide_flag, render, wide
 
@@ -14,8 +14,10 @@ from ._table import Col, add_wide_flag, render, wide
 def add_engine_flag(p: argparse.ArgumentParser) -> None:
     """``--engine`` for commands that price single ops (``op``): the engine's kernel parameters."""
     eng = default_of(Deployment, "engine")
-    p.add_argument("--engine", default=eng, help=f"serving engine whose measured kernel parameters are used: "
-                                                 f"{', '.join(choices_of(Deployment, 'engine'))} (default {eng})")
+    engines = choices_of(Deployment, "engine")
+    p.add_argument("--engine", default=eng, type=any_case(engines, "engine"), choices=engines,
+                   help=f"serving engine whose measured kernel parameters are used: "
+                        f"{', '.join(choices_of(Deployment, 'engine'))} (default {eng}; case-insensitive)")
 
 
 def register(sub) -> None:
@@ -79,9 +81,12 @@ def run(args) -> int:
     if args.json:
         print_json(records)
         return 0
+    from ..cost.deployment import engine_note
     from ..pricing import resolved_line
 
     print(resolved_line(dep, args.context))
+    if note := engine_note(hw, dep.engine):
+        print(note)
     title = (f"{model.display_name} on {dep.gpus}x {hw.name}, s={args.tokens}; mechanisms {mech.routing}/"
              f"{mech.kernel_curves}/{mech.fixed_costs}/{mech.l2}")
     cols = (Col("batch"), Col("time us"), Col("bound"), Col("U/rank"), Col("breakdown (us)", "<", wrap=True))

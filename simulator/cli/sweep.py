@@ -32,10 +32,14 @@ def add_tree_flags(p: argparse.ArgumentParser) -> None:
 
 def trees_from(args) -> list[tuple]:
     """The parent lists the tree flags ask for (checked: bad shapes are one-line errors)."""
+    from ..errors import ParameterError
     from ..overlap import full_tree, read_parents
 
-    return ([full_tree(b) for b in getattr(args, "tree", None) or ()]
-            + [read_parents(f) for f in getattr(args, "tree_parents", None) or ()])
+    try:
+        parents = [read_parents(f) for f in getattr(args, "tree_parents", None) or ()]
+    except ParameterError as exc:
+        raise ParameterError(f"--tree-parents: {exc}") from None
+    return [full_tree(b) for b in getattr(args, "tree", None) or ()] + parents
 
 
 def register(sub) -> None:
@@ -99,6 +103,11 @@ def cmd_sweep(args) -> int:
             progress(f"skipped {model} on {hw}: {why}", args.quiet)
         for note in result.notes:
             progress(f"note: {note}", args.quiet)
+        from ..cost.deployment import engine_note
+
+        for note in dict.fromkeys(engine_note(c.hardware, c.deployment.engine) for c in result.cases):
+            if note:  # an engine on a GPU vendor it does not run on: a what-if profile's documented reading
+                progress(note, args.quiet)
         written = [write_json(result, stage / "sweep.json") if args.format == "json"
                    else write_csv(result, stage / "sweep.csv")]
         if not args.no_plots:

@@ -1,6 +1,7 @@
 """`validate`: check the model against measurements — end-to-end TPOT rows (`validate tpot FILE.csv`) in
 aiconfigurator's silicon_sample.csv layout, per-op tables (`validate ops DIR`), or speculative-decoding speedups of
-the public SD corpus (`validate sd [CORPUS.csv]`)."""
+the public SD corpus (`validate sd [CORPUS.csv]`). Errors print as percents (predicted / measured − 1); JSON carries
+them as fractions."""
 
 from __future__ import annotations
 
@@ -16,10 +17,15 @@ def register(sub) -> None:
     vs = p.add_subparsers(dest="what", metavar="WHAT")
     t = vs.add_parser("tpot", help="end-to-end TPOT rows in aiconfigurator's silicon_sample.csv layout",
                       description="Price every row (agg rows, and the decode side of disagg rows) and compare with "
-                                  "silicon_tpot_ms. Rows whose model or system is not in the catalog are 'unmapped', "
-                                  "layouts the model cannot express are 'refused' (with the reason).",
-                      epilog="example: python -m simulator validate tpot silicon_sample.csv --json")
+                                  "silicon_tpot_ms (milliseconds). Models and GPUs are found in the catalog by name, "
+                                  "alias, hub id (hf_id) or YAML path; rows naming neither are 'unmapped' (map them "
+                                  "with --mapping), layouts the model cannot express are 'refused' (with the "
+                                  "reason). Disagg rows without a decode batch are priced from their concurrency "
+                                  "and reported apart ('batch-inferred').",
+                      epilog="example: python -m simulator validate tpot measured/silicon/silicon_sample.csv")
     t.add_argument("file", metavar="FILE.csv")
+    t.add_argument("--mapping", metavar="FILE.yaml",
+                   help="extra names: 'models: {their name: catalog model}', 'systems: {their name: catalog GPU}'")
     t.add_argument("--include-held-out", action="store_true",
                    help="also price the b300_sxm / gb300 rows (held out to judge the what-if rules)")
     t.add_argument("--rows", action="store_true", help="print every row, not only the per-group table")
@@ -27,10 +33,12 @@ def register(sub) -> None:
     add_json_flag(t)
     t.set_defaults(func=cmd_tpot)
     o = vs.add_parser("ops", help="per-op tables (moe/gemm/decode_attention/collectives.csv) of one GPU",
-                      description="Per-op error of the step model against a folder of measured per-op tables.",
-                      epilog="example: python -m simulator validate ops measured/h100-sxm --hardware h100-sxm")
+                      description="Per-op error of the step model against a folder of measured per-op tables "
+                                  "(latency_us in microseconds). The GPU is read from the tables' gpu column.",
+                      epilog="example: python -m simulator validate ops measured/h100-sxm")
     o.add_argument("dir", metavar="DIR")
-    o.add_argument("--hardware", default="h100-sxm", help="hardware profile the tables were measured on")
+    o.add_argument("--hardware", default=None, metavar="NAME|PATH",
+                   help="hardware profile to price on (default: the GPU named in the tables)")
     add_json_flag(o)
     o.set_defaults(func=cmd_ops)
     d = vs.add_parser("sd", help="speculative-decoding speedups of the public SD corpus (measured/sd/corpus.csv)",
@@ -49,10 +57,23 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def cmd_tpot(args: argparse.Namespace) -> int:
-    from ..validate import validate_tpot
+GROUP_HEAD = (f"{'model':<20} {'gpu':<9} {'engine':<7} {'mode':<6} {'grounding':<10} {'priced':>9} "
+              f"{'median|e|':>9} {'MAPE':>7} {'bias':>7}")
 
-    v = validate_tpot(args.file, include_held_out=args.include_held_out)
+
+def _line(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def cmd_tpot(args: argparse.Namespace) -> int:
+    from ..validate import read_mapping, validate_tpot
+
+    if args.report:  # before any work
+        from ..outputs import check_writable
+
+        check_writable(args.report, param="report", suffixes=(".md",))
+    names = read_mapping(args.mapping) if args.mapping else None
+    v = validate_tpot(args.file, include_held_out=args.include_held_out, names=names)
     if args.report:
         from ..outputs import atomic_text
         from ..validate.report import markdown
@@ -63,21 +84,27 @@ def cmd_tpot(args: argparse.Namespace) -> int:
         return 0
     s = v.summary()
     if args.rows:
+        import textwrap
+
+        print("id  status  predicted ms  measured ms  error (predicted / measured - 1)  [reason]")
         for r in v.rows:
             pred = "-" if r.predicted_tpot_ms is None else f"{r.predicted_tpot_ms:.2f}"
-            print(f"{r.id}\t{r.status}\t{pred}\t{r.measured_tpot_ms}\t{_pct(r.error)}\t{r.reason}")
+            text = f"{r.id}  {r.status}  {pred}  {r.measured_tpot_ms}  {_pct(r.error)}" + (
+                f"  {r.reason}" if r.reason else "")
+            print(textwrap.fill(text, 100, subsequent_indent="    ", break_on_hyphens=False))
     print("rows: " + ", ".join(f"{k} {n}" for k, n in s["counts"].items()))
-    m = s["moe_rows_of_catalog_gpus"]
-    print(f"MoE rows of catalog GPUs: {m['ok']}/{m['rows']} priced ({_pct(m['coverage'])}), median |error| "
-          f"{_pct(m['median_abs_error'])}, MAPE {_pct(m['mape'])}")
-    print(f"{'model':<20} {'gpu':<9} {'engine':<7} {'mode':<6} {'grounding':<10} {'priced':>9} {'median|e|':>9} "
-          f"{'MAPE':>7} {'bias':>7}")
+    for key, what in (("moe_rows_of_catalog_gpus", "MoE rows, batch stated"),
+                      ("moe_batch_inferred", "MoE rows, batch inferred")):
+        m = s[key]
+        print(f"{what}: {m['ok']}/{m['rows']} priced ({_pct(m['coverage'])}), median |error| "
+              f"{_pct(m['median_abs_error'])}, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}")
+    print(GROUP_HEAD)
     for g in s["groups"]:
-        print(f"{g['model']:<20} {g['gpu']:<9} {g['engine']:<7} {g['mode']:<6} {g['grounding']:<10} "
+        print(f"{g['model'][:20]:<20} {g['gpu'][:9]:<9} {g['engine'][:7]:<7} {g['mode']:<6} {g['grounding']:<10} "
               f"{g['ok']:>4}/{g['rows']:<4} {_pct(g['median_abs_error']):>9} {_pct(g['mape']):>7} "
               f"{_pct(g['bias']):>7}")
     for reason, n in s["not_priced"].items():
-        print(f"not priced ({n}): {reason}")
+        print(_line(f"not priced ({n}): {reason}"))
     return 0
 
 
@@ -97,15 +124,20 @@ def cmd_sd(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from ..cost.measured import ERROR_COLUMNS, validate_ops
+    from ..cost.measured import ERROR_COLUMNS
+    from ..validate.ops import validate_ops_folder
 
-    v = validate_ops(args.hardware, data=args.dir)
+    v = validate_ops_folder(args.dir, args.hardware)
     rows = v.table()
     if args.json:
         print_json({"hardware": v.hardware, "data": v.data, "excluded": dict(v.excluded),
                     "rows": [dict(zip(ERROR_COLUMNS, r, strict=True)) for r in rows]})
         return 0
-    print("\t".join(ERROR_COLUMNS))
-    for r in rows:
-        print("\t".join(f"{x:.4f}" if isinstance(x, float) else str(x) for x in r))
+    print(f"hardware: {v.hardware}; data: {v.data}; errors: predicted / measured − 1, in percent")
+    head = ("op", "format", "row set", "n", "MAPE", "median|e|", "within 20%", "bias")
+    widths = (10, 11, 27, 5, 7, 9, 10, 7)
+    for cells in (head, *((r.op, r.variant, r.set, str(r.n), _pct(r.mape), _pct(r.median_ape), _pct(r.within_20),
+                           _pct(r.bias)) for r in rows)):
+        print(" ".join(f"{c[:w]:<{w}}" if i < 3 else f"{c:>{w}}" for i, (c, w) in
+                       enumerate(zip(cells, widths, strict=True))))
     return 0

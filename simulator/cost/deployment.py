@@ -14,7 +14,7 @@ from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE, ENGINES
+from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE, ENGINE_VENDORS, ENGINES
 from ..specs.model import ModelSpec
 from ..validation import Interval, Options, Param, check_fields, param_field
 
@@ -176,8 +176,47 @@ def _bad(field: str, value, problem: str, fix: str) -> InfeasibleError:
     return InfeasibleError(f"deployment '{field}' = {value!r}: {problem}; {fix}")
 
 
+def engine_note(hw: HardwareProfile, engine: str) -> str:
+    """'' when ``engine`` runs on ``hw``'s vendor (ENGINE_VENDORS); for a what-if profile whose kernels are another
+    GPU's (its kernels note documents it) a one-line note that the engine's kernels are a what-if there."""
+    if hw.vendor in ENGINE_VENDORS[engine]:
+        return ""
+    return f"note: {engine} does not run on {hw.vendor} GPUs: a what-if ({hw.name} kernels: {hw.grounding})"
+
+
+def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
+    """The layout-independent part of :func:`validate_meaning` (placement, replicas, engine): the deployment rule
+    checks it once, before searching layouts, so its error is the reason itself."""
+    moe = model.ffn.is_moe
+    if not moe and dep.placement != DEFAULT_PLACEMENT:
+        raise _bad("placement", dep.placement, f"{model.name} is dense (no routed experts), so expert placement has "
+                   "no meaning", "leave --placement out")
+    if not moe and dep.redundant_experts:
+        raise _bad("redundant_experts", dep.redundant_experts, f"{model.name} is dense (no routed experts) to "
+                   "replicate", "leave --redundant-experts out")
+    if hw.vendor not in ENGINE_VENDORS[dep.engine] and not hw.what_if:
+        ok = [e for e in ENGINES if hw.vendor in ENGINE_VENDORS[e]]
+        raise _bad("engine", dep.engine, f"does not run on {hw.vendor} GPUs ({hw.name})", f"use one of {ok}")
+
+
+def validate_meaning(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
+    """Reject combinations that are valid layouts but mean nothing physically (docs/MODEL.md §3.9): expert
+    placement or replicas on a dense model, DeepEP dispatch where no all-to-all runs (attention TP, one GPU, or no
+    routed experts), an engine on a GPU vendor it does not run on (unless the profile is a what-if: a note)."""
+    validate_options(model, hw, dep)
+    moe = model.ffn.is_moe
+    if dep.all_to_all != "nccl" and (not moe or dep.dp == 1 or dep.gpus == 1):
+        why = (f"{model.name} is dense (no MoE dispatch)" if not moe else "one GPU has no dispatch" if dep.gpus == 1
+               else "with attention TP (dp 1) every rank holds every token and the MoE output is combined by an "
+                    "all-reduce, so no all-to-all runs")
+        raise _bad("all_to_all", dep.all_to_all, why, "use attention data parallelism (--dp > 1) or leave "
+                   "--all-to-all out")
+
+
 def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
-    """Reject impossible layouts and unsupported formats with one-line errors (no memory check here)."""
+    """Reject impossible layouts, unsupported formats and meaningless combinations (:func:`validate_meaning`) with
+    one-line errors (no memory check here)."""
+    validate_meaning(model, hw, dep)
     a, f = model.attention, model.ffn
     if dep.ep * dep.moe_tp != dep.gpus:
         raise _bad("ep", dep.ep, f"ep × moe_tp = {dep.ep} × {dep.moe_tp} ≠ gpus = tp × dp = {dep.gpus}",
@@ -226,9 +265,20 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
                    f"(kernels.collectives.{key})", "use all_to_all 'nccl', or add the collective with its source")
 
 
+def domain_split(n: int, d: int) -> tuple[int, int]:
+    """(domains m, GPUs used per domain g) of ``n`` GPUs over scale-up domains of ``d``: the fewest domains,
+    ``m = ceil(n / d)``, each using ``g = n / m`` of its GPUs (partly used racks, e.g. 128 GB200 GPUs = two NVL72
+    racks of 64; n ≤ d is one domain). ``g`` is not whole when ``m`` does not divide ``n``."""
+    if d <= 0 or n <= d:
+        return 1, n
+    m = -(-n // d)
+    return m, n // m
+
+
 def validate_domains(hw: HardwareProfile, dep: Deployment) -> None:
-    """Layouts beyond one scale-up domain (docs/MODEL.md §3.9): whole domains joined by the scale-out fabric, and
-    every tensor-parallel group either inside one domain or made of whole domains."""
+    """Layouts beyond one scale-up domain (docs/MODEL.md §3.9): m = ceil(gpus / domain) domains joined by the
+    scale-out fabric, each using the same number of its GPUs (whole domains, or partly used ones such as 2 × 64 of
+    an NVL72), and every tensor-parallel group either inside one domain's share or made of whole shares."""
     d = hw.domain_size
     if dep.gpus <= d:
         return
@@ -236,13 +286,14 @@ def validate_domains(hw: HardwareProfile, dep: Deployment) -> None:
         raise _bad("gpus", dep.gpus, f"exceed the {hw.name} scale-up domain of {d} and the profile states no "
                    "scale-out fabric (interconnect.scale_out_bandwidth)", f"use at most {d} GPUs, or add the "
                    "fabric's bandwidth and latency per GPU with their source to the profile")
-    if dep.gpus % d:
-        raise _bad("gpus", dep.gpus, f"is not a whole number of {hw.name} scale-up domains of {d} GPUs",
-                   f"use a multiple of {d} GPUs")
+    m, g = domain_split(dep.gpus, d)
+    if dep.gpus % m:
+        raise _bad("gpus", dep.gpus, f"needs {m} {hw.name} scale-up domains of {d} GPUs but does not split evenly "
+                   f"over them", f"use a multiple of {m} GPUs (at most {m * d})")
     for name, ways in (("tp", dep.tp), ("moe_tp", dep.moe_tp)):
-        if ways > d and ways % d:
-            raise _bad(name, ways, f"splits a group across {hw.name} scale-up domains of {d} GPUs unevenly",
-                       f"use {name} ≤ {d} or a multiple of {d}")
+        if ways > g and ways % g:
+            raise _bad(name, ways, f"splits a group across {hw.name} scale-up domains ({m} × {g} GPUs) unevenly",
+                       f"use {name} ≤ {g} or a multiple of {g}")
 
 
 def validate_op_dtype(hw: HardwareProfile, dtype: str) -> None:

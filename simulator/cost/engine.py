@@ -19,7 +19,7 @@ import numpy as np
 from ..specs.dtypes import FALLBACK_COMPUTE
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import KernelClass
-from .deployment import Mechanisms
+from .deployment import Mechanisms, domain_split
 from .ops import Op
 
 
@@ -110,7 +110,8 @@ def collective_seconds(kind: str, wire_bytes, n: int, hw: HardwareProfile, mech:
 
     ``kind`` is all_reduce, all_gather or an all-to-all (all_to_all, deepep_normal, deepep_low_latency; the
     latter two use the all-to-all byte factors). Inside one scale-up domain (``n ≤ domain_size``) this is the
-    single-domain formula. Across ``m = n / g`` domains of ``g`` GPUs (``L``: the NVLink latency of all n peers):
+    single-domain formula. Across ``m = ceil(n / domain_size)`` domains each using ``g = n / m`` GPUs (whole domains,
+    or partly used ones: :func:`~.deployment.domain_split`; ``L``: the NVLink latency of all n peers):
 
     - all-to-all and all-gather: the ``(g−1)/n`` share of the message goes over NVLink (the single-domain transfer
       on ``g`` GPUs of ``S·g/n``) while the ``(n−g)/n`` share crosses the fabric; both run at once and the slower
@@ -123,10 +124,9 @@ def collective_seconds(kind: str, wire_bytes, n: int, hw: HardwareProfile, mech:
         return np.zeros_like(wire), np.zeros_like(wire)
     col = hw.kernels.collectives[kind]
     base = kind if kind in SMALL_FACTOR else "all_to_all"
-    g = min(n, hw.domain_size) if hw.domain_size > 0 else n
-    if g >= n:
+    m, g = domain_split(n, hw.domain_size)  # a group beyond one domain spreads evenly over the fewest domains
+    if m == 1:
         return _domain_seconds(base, col, wire, n, hw, mech)
-    m = -(-n // g)
     if base == "all_reduce":
         t_in, f_in = _domain_seconds(base, col, wire, g, hw, mech, ring_only=True)
         t_out, lat = fabric_seconds(col, 2.0 * (m - 1) / m * wire / g, m, hw, mech)

@@ -15,6 +15,7 @@ all-reduce rows. Latencies in the tables and in :class:`Sample` are Âµs.
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +71,7 @@ ERROR_COLUMNS = ("op", "format", "row set", "n", "MAPE", "median APE", "within Â
 def read_csv(path: Path) -> list[dict]:
     """All rows of one measured table as dicts of strings."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # with or without a byte-order mark
             return list(csv.DictReader(fh))
     except FileNotFoundError:
         raise ConfigError(str(path), "", "does not exist",
@@ -153,13 +154,18 @@ def moe_compute(dtype: str) -> str | None:
     return "bf16" if dtype == "mxfp4" else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _balanced(tokens: int, experts: int, top_k: int, ep: int) -> tuple[int, int]:
+    """:func:`balanced_routing` of one row shape, once per shape (the tables repeat a few hundred shapes)."""
+    return balanced_routing(tokens, experts, top_k, ep)
+
+
 def moe_row_op(r: list[dict], dtype: str, compute: str | None = None):
     """The op of MoE rows, with the benchmark's ``balanced`` routing on EP rank 0."""
     T = col(r, "num_tokens", int)
     E, K = col(r, "num_experts", int), col(r, "topk", int)
     tp, ep = col(r, "moe_tp_size", int), col(r, "moe_ep_size", int)
-    routed = np.array([balanced_routing(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep,
-                                                                                               strict=True)])
+    routed = np.array([_balanced(int(t), int(e), int(k), int(p)) for t, e, k, p in zip(T, E, K, ep, strict=True)])
     return moe_op(col(r, "hidden_size", int), col(r, "inter_size", int), E, K, T, dtype, tp, ep, routed[:, 0],
                   routed[:, 1], compute=compute)
 
@@ -364,15 +370,17 @@ class OpValidation:
         return tuple(rows)
 
 
-def validate_ops(hw: HardwareProfile | str = "h100-sxm", data: Path | None = None) -> OpValidation:
+def validate_ops(hw: HardwareProfile | str = "h100-sxm", data: Path | None = None,
+                 tables: Mapping[str, list[dict]] | None = None) -> OpValidation:
     """Price every usable row of the measured tables in ``data`` (default: the bundled H100 SXM folder) on the
-    profile ``hw`` (a profile or a bundled name/path) and pair each prediction with its measurement."""
+    profile ``hw`` (a profile or a bundled name/path) and pair each prediction with its measurement. ``tables``:
+    the folder's tables already read (and checked: simulator.validate.ops)."""
     from ..specs.catalog import load_hardware, measured_dir
 
     if isinstance(hw, str):
         hw = load_hardware(hw)
     folder = Path(data) if data is not None else measured_dir("h100-sxm")
-    t = read_tables(folder)
+    t = tables if tables is not None else read_tables(folder)
     coll, coll_x = _collectives(t["collectives"], hw)
     samples = _moe(t["moe"], hw) + _gemm(t["gemm"], hw) + _attention(t["decode_attention"], hw) + coll
     order = {s: i for i, s in enumerate(SETS)}

@@ -70,6 +70,7 @@ class ExpertLoad:
 BATCH = Param(Interval(int, 1, None), unit="requests", many=True)
 TOKENS = Param(Interval(int, 1, None), unit="new tokens per request", many=True)
 CONTEXT = Param(Interval(int, 0, None), unit="cached tokens per request")
+CONTEXTS = Param(*CONTEXT.constraints, unit=CONTEXT.unit, many=True)  # one per grid point (cost.step.step_time)
 DEFAULT_CONTEXT = 1024  # cached tokens per request when none is given (sweep, explain, step)
 
 
@@ -77,7 +78,7 @@ DEFAULT_CONTEXT = 1024  # cached tokens per request when none is given (sweep, e
 class Workload:
     batch: np.ndarray  # requests (concurrent sequences), shape (n,): BATCH
     tokens: np.ndarray  # new tokens per request in this pass (1 = decode, γ+1 = verify), shape (n,): TOKENS
-    context: int  # tokens already in the KV cache per request: CONTEXT
+    context: int | np.ndarray  # tokens already in the KV cache per request: CONTEXT (or one per point: CONTEXTS)
 
     @property
     def total_tokens(self) -> np.ndarray:

@@ -24,7 +24,7 @@ from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
 from .engine import OpCost, op_time, step_fixed
 from .graph import critical_path, structure
 from .memory import kv_bytes_per_gpu
-from .ops import BATCH, CONTEXT, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
+from .ops import BATCH, CONTEXT, CONTEXTS, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
 from .routing import OverlapInput, expert_load, layer_overlaps, mean_load
 
 A = ACTIVATION_BYTES
@@ -157,23 +157,28 @@ def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_m
     return {"weights_per_gpu": w, "kv_per_gpu": kv, "usable": have}
 
 
-@declare(batch=BATCH, tokens=TOKENS, context=CONTEXT)
-def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context: int = 0,
+@declare(batch=BATCH, tokens=TOKENS)
+def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context=0,
               mech: Mechanisms | None = None, overlap: OverlapInput | None = None,
               check_fit: bool = True) -> StepResult:
     """T(B, s) in seconds, with breakdown, for every grid point.
 
     ``batch`` and ``tokens`` (s) are scalars or 1-D arrays broadcast against each other: e.g. a batch sweep at one
-    s, or a flattened (s, B) grid priced in one call."""
+    s, or a flattened (s, B) grid priced in one call. ``context`` is a scalar, or a 1-D array broadcast with them
+    (one cached length per point: `validate tpot` prices a deployment's rows of every context in one call)."""
+    (CONTEXTS if np.ndim(context) else CONTEXT).check(context, "context", "step_time")
     mech = mech or Mechanisms()
     validate(model, hw, dep)
     hw = hw.for_engine(dep.engine)  # the engine's kernel parameters (docs/MODEL.md §3.7)
+    ctx = np.asarray(context)
     batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                         np.atleast_1d(np.asarray(tokens, dtype=float)))
+    if ctx.ndim:  # per-point contexts: every array to one shape
+        batch, tokens, ctx = np.broadcast_arrays(batch, tokens, ctx.astype(float))
     batch, tokens = batch.copy(), tokens.copy()
     if check_fit:
-        check_memory(model, hw, dep, float(batch.max()), float(tokens.max()), context)
-    wl = Workload(batch, tokens, int(context))
+        check_memory(model, hw, dep, float(batch.max()), float(tokens.max()), int(ctx.max()))
+    wl = Workload(batch, tokens, ctx.copy() if ctx.ndim else int(context))
     groups, head, info = describe(model, dep, wl, mech, overlap)
     shape = batch.shape
     total = np.zeros(shape)

@@ -316,9 +316,10 @@ def deploy_grid(study: Study, ctx: RunContext) -> tuple[list[tuple[str, str | No
     return out, skipped
 
 
-def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...]) -> Priced:
-    """Every deployed target × hardware × format × variant × mode of the grid (variants: the empty one first)."""
-    deployed, skipped = deploy_grid(study, ctx)
+def price_grid(study: Study, ctx: RunContext, variants: tuple[Expanded, ...], grid=None) -> Priced:
+    """Every deployed target × hardware × format × variant × mode of the grid (variants: the empty one first).
+    ``grid``: :func:`deploy_grid`'s result when the caller already has it."""
+    deployed, skipped = grid if grid is not None else deploy_grid(study, ctx)
     points = []
     ng = len(study.grid.draft_len)
     per = [len(dd.batch) * ng * (1 + len(variants)) * len(study.grid.modes) for _, _, dd in deployed]

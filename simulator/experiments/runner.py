@@ -49,7 +49,9 @@ def load_experiment(name_or_path: str) -> Study:
 def run_experiment(exp: str | Study, ctx: RunContext | None = None) -> Outcome:
     study = exp if isinstance(exp, Study) else load_experiment(str(exp))
     ctx = ctx or RunContext()
-    priced = price_grid(study, ctx, study.variants)
+    grid = deploy_grid(study, ctx)
+    require_deployed(study, *grid)  # before pricing, as --check does
+    priced = price_grid(study, ctx, study.variants, grid)
     parts = []
     for name, settings in study.analyses.items():
         ctx.say(f"{study.name}: analysis {name}")
@@ -73,14 +75,10 @@ def annotate(part: Part, study: Study, name: str) -> Part:
                    findings=part.findings + notes.caveats)
 
 
-def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:
-    """What ``experiment --check`` resolves without pricing: every grid target × hardware × format deployed, every
-    variant built for each deployed model, and what each analysis needs beyond the grid (validation: its cases
-    deploy and the measured tables read). Returns one line per deployment; raises a one-line ConfigError when the
-    study cannot run."""
-    ctx = ctx or RunContext()
+def require_deployed(study: Study, deployed: list, skipped: list) -> None:
+    """A study runs only when some target deploys, and every target deploys for analyses that need each one (one
+    ConfigError line naming the first target that does not, and why)."""
     r = Reader(study.where)
-    deployed, skipped = deploy_grid(study, ctx)
     if study.grid.all_targets and not deployed:
         raise r.fail("grid", f"has no target that deploys ({skipped[0][3]})"[:300], "change the targets or formats")
     for name, a in ANALYSES.items():
@@ -88,6 +86,16 @@ def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:
             m, hw, d, why = skipped[0]
             raise r.fail("grid", f"target {m} on {hw} ({d or 'default format'}) does not deploy ({why})"[:300],
                          f"analysis {name} needs every target: change its deployment or the grid")
+
+
+def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:
+    """What ``experiment --check`` resolves without pricing: every grid target × hardware × format deployed, every
+    variant built for each deployed model, and what each analysis needs beyond the grid (validation: its cases
+    deploy and the measured tables read). Returns one line per deployment; raises a one-line ConfigError when the
+    study cannot run."""
+    ctx = ctx or RunContext()
+    deployed, skipped = deploy_grid(study, ctx)
+    require_deployed(study, deployed, skipped)
     for _, _, dd in deployed:
         for e in study.variants:
             build_variant(e, dd.model)

@@ -134,8 +134,13 @@ def read_parents(path: str) -> tuple:
     if not os.path.isfile(path):
         raise ParameterError(f"tree file '{path}' not found; give a text file with one parent index per node",
                              owner="read_parents", param="path")
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read().replace(",", " ").split()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().replace(",", " ").split()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "it is not a UTF-8 text file" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
+        raise ParameterError(f"tree file '{path}' cannot be read: {why}; give a text file with one parent index per "
+                             "node (root -1)", owner="read_parents", param="path") from None
     try:
         values = [int(t) for t in text]
     except ValueError:

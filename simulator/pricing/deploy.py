@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..cost.deployment import WAYS, Deployment, validate
+from ..cost.deployment import WAYS, Deployment, validate, validate_options
 from ..cost.step import check_memory
 from ..errors import InfeasibleError
 from ..specs.dtypes import FORMATS, compute_dtype
@@ -59,8 +59,9 @@ def default_dtype(model: ModelSpec, hw: HardwareProfile) -> tuple[str, ...]:
 def node_gpus(hw: HardwareProfile, gpus: int | None) -> int:
     if gpus is not None:
         d = hw.domain_size
-        if gpus < 1 or (d > 0 and gpus > d and (hw.scale_out_bandwidth <= 0 or gpus % d)):
-            fabric = (f"or a multiple of {d} (whole domains over the scale-out fabric)"
+        m = -(-gpus // d) if d > 0 else 1
+        if gpus < 1 or (d > 0 and gpus > d and (hw.scale_out_bandwidth <= 0 or gpus % m)):
+            fabric = (f"or split evenly over the fewest domains over the scale-out fabric (here a multiple of {m})"
                       if hw.scale_out_bandwidth > 0 else "(the profile states no scale-out fabric)")
             raise parameter_error("default_deployment", "gpus",
                                   f"in [1, {d}] (the {hw.name} scale-up domain) {fabric}", gpus)
@@ -99,6 +100,7 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
         eps = (g,) + tuple(x for x in range(gpus, 0, -1) if gpus % x == 0 and x < g and e % x == 0)
     else:
         eps = (1,)
+    validate_options(model, hw, Deployment(**dict(lay.options)))  # layout-independent: its own reason, at once
     last: Exception | None = None
     for dtype in dtypes:
         for ep in eps:

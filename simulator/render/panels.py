@@ -32,6 +32,8 @@ PANEL_W, PANEL_H = 3.4, 2.2
 GAP_W, GAP_H = 0.25, 0.62  # between panels (room for a two-line panel title)
 LEFT, RIGHT, BOTTOM = 0.95, 0.2, 0.75
 HEAD = 1.25  # figure title (two lines) and the legend row
+TITLE_PT = 10.5
+TITLE_LINE = 0.2  # inches per extra title line (10.5 pt text)
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,20 @@ def _steps_mid(pts: np.ndarray) -> np.ndarray:
     return np.asarray(out, float)
 
 
+def wrap_to(line: str, inches: float, size_pt: float) -> list[str]:
+    """``line`` broken at spaces into lines no wider than ``inches`` at ``size_pt`` (a single longer word stays
+    whole)."""
+    from .raster import text_inches
+
+    out: list[str] = []
+    for word in line.split(" "):
+        if out and text_inches(f"{out[-1]} {word}", size_pt) <= inches:
+            out[-1] = f"{out[-1]} {word}"
+        else:
+            out.append(word)
+    return out or [""]
+
+
 def _fmt(v: float) -> str:
     return f"{v:g}"
 
@@ -160,11 +176,14 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
               yr: tuple[float, float, list[float]], refs: Sequence[tuple[str, float, dict]] = ()):
     """A Figure with every panel of ``grid`` on one canvas (see the module docstring); ``refs`` are horizontal
     reference lines drawn in every panel [(label, y, style)]."""
+
     from .raster import Scene
 
-    W = LEFT + RIGHT + grid.ncols * PANEL_W + (grid.ncols - 1) * GAP_W
-    H = HEAD + BOTTOM + grid.nrows * PANEL_H + (grid.nrows - 1) * GAP_H
-    W = max(W, 6.0)
+    W = max(LEFT + RIGHT + grid.ncols * PANEL_W + (grid.ncols - 1) * GAP_W, 6.0)
+    # the title wraps to the figure's width (never clipped); lines beyond two make the head taller
+    title = "\n".join(w for line in title.split("\n") for w in wrap_to(line, W - 0.2, TITLE_PT))
+    head = HEAD + max(0, title.count("\n") - 1) * TITLE_LINE
+    H = head + BOTTOM + grid.nrows * PANEL_H + (grid.nrows - 1) * GAP_H
     lx = np.log2(np.asarray(batch, float))
     x0, x1 = float(lx.min()), float(lx.max())
     if x1 - x0 < 1e-9:
@@ -176,7 +195,7 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
 
     def box(i):
         r, c = grid.cells[i]
-        return LEFT + c * (PANEL_W + GAP_W), H - HEAD - (r + 1) * PANEL_H - r * GAP_H
+        return LEFT + c * (PANEL_W + GAP_W), H - head - (r + 1) * PANEL_H - r * GAP_H
 
     def tx(bx, x):
         return bx + (np.log2(np.asarray(x, float)) - x0) / (x1 - x0) * PANEL_W
@@ -223,10 +242,10 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
             entries.append((label, st))
     scene.texts += [(x, y, s, 7.5, kw["ha"], kw["va"], 0) for x, y, s, kw in texts]
     scene.texts += [(W / 2, BOTTOM * 0.3, xlabel, 9, "center", "center", 0),
-                    (0.25, BOTTOM + (H - HEAD - BOTTOM) / 2, ylabel, 9, "center", "center", 90),
-                    (W / 2, H - 0.1, title, 10.5, "center", "top", 0)]
+                    (0.25, BOTTOM + (H - head - BOTTOM) / 2, ylabel, 9, "center", "center", 90),
+                    (W / 2, H - 0.1, title, TITLE_PT, "center", "top", 0)]
     if entries:
-        scene.legend = (H - 0.55, entries, 8)
+        scene.legend = (H - head + HEAD - 0.55, entries, 8)
     return scene
 
 

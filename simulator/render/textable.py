@@ -56,23 +56,24 @@ def layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int = WIDT
     widths = _widths(cols, heads, rows)
     hidden: list[str] = []
     wrap = [i for i in range(len(cols)) if cols[i].wrap]
-    while True:  # wrap the wrappable column if that is enough, else hide the next optional column
+    while True:  # wrap the wrappable columns (the last first) if that is enough, else hide the next optional column
         over = _total([widths[i] for i in keep]) - width
         if over <= 0:
             break
-        w = next((i for i in wrap if i in keep), None)
-        least = max(len(heads[w]), 12) if w is not None else 0
-        if w is not None and widths[w] - over >= least:
-            widths[w] -= over
+        for w in (i for i in reversed(wrap) if i in keep):
+            cut = min(over, widths[w] - max(len(heads[w]), 12))
+            if cut > 0:
+                widths[w] -= cut
+                over -= cut
+        if over <= 0:
             break
         droppable = [i for i in keep if cols[i].drop > 0]
         if not droppable:
-            if w is not None:
-                widths[w] = least
             break
         worst = max(droppable, key=lambda i: (cols[i].drop, i))
         keep.remove(worst)
         hidden.append(cols[worst].name)
+        widths = _widths(cols, heads, rows)  # the wrapped widths are recomputed for the columns left
     return keep, [heads[i] for i in keep], [widths[i] for i in keep], hidden
 
 

@@ -21,7 +21,7 @@ the drafter's family on the target's kind (MoE or dense) and the band every publ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -126,6 +126,9 @@ class Acceptance:
     # Sampling temperature the acceptance was measured at (stated, not transformed: acceptance at another
     # temperature must be stated by the user, since no published rule maps one to the other; docs/MODEL.md §4)
     temperature: float = 0.0
+    # (low, high) acceptances of its public range, carried by a default (default_acceptance): the speedup band
+    # (specdec.rounds.acceptance_band_of) prices both ends; not part of the acceptance's identity
+    band: tuple[Acceptance, Acceptance] | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if (self.alpha is None) == (self.per_position is None):
@@ -270,9 +273,10 @@ NGRAM_REFUSAL = ("the ngram drafter has no default acceptance (an n-gram lookup 
 
 @dataclass(frozen=True)
 class AcceptanceDefault:
-    """The default acceptance of one drafter family on one target kind: the ``central`` log (priced), and the
-    ``low`` / ``high`` ends of the band every public measurement of that family spans (per position, the smallest and
-    largest u_i over :data:`PUBLISHED`'s entries, each continued by :meth:`Published.rates_to`)."""
+    """The default acceptance of one drafter family on one target kind: the ``central`` log (priced; it carries
+    ``band`` = (low, high), so the speedup band prices both ends), and the ``low`` / ``high`` ends of the band every
+    public measurement of that family spans (per position, the smallest and largest u_i over :data:`PUBLISHED`'s
+    entries, each continued by :meth:`Published.rates_to`)."""
 
     central: Acceptance
     low: Acceptance
@@ -299,8 +303,9 @@ def default_acceptance(drafter_kind: str, target_is_moe: bool = True) -> Accepta
     def band(rates, end):
         return Acceptance.from_engine_rates(rates, source=f"{label}, {end} of {len(every)} public logs")
 
-    mid = Acceptance.from_engine_rates(central.rates, extend_to=MAX_POSITIONS, source=label)
-    return AcceptanceDefault(mid, band(u.min(axis=0), "low end"), band(u.max(axis=0), "high end"), label)
+    low, high = band(u.min(axis=0), "low end"), band(u.max(axis=0), "high end")
+    mid = replace(Acceptance.from_engine_rates(central.rates, extend_to=MAX_POSITIONS, source=label), band=(low, high))
+    return AcceptanceDefault(mid, low, high, label)
 
 
 def acceptance_for(acceptance, drafter_kind: str, target_is_moe: bool = True) -> Acceptance:

@@ -128,11 +128,17 @@ def tree_accept_length(parents, acceptance: Acceptance) -> float:
 
 
 def tree_label(parents) -> str:
-    """'chain γ' for 1-wide trees, else the level sizes 'tree n1/n2/.. (N nodes)'."""
+    """'chain γ' for 1-wide trees; a full tree as its branching is typed for ``--tree``, 'tree 2,2,2 (15 nodes)';
+    any other tree by its level sizes, 'tree levels 2/3/1 (7 nodes)'."""
+    from ..overlap import full_tree
+
     n = level_sizes(parents)
     if np.all(n == 1):
         return f"chain {len(n) - 1}"
-    return "tree " + "/".join(str(int(x)) for x in n[1:]) + f" ({int(n.sum())} nodes)"
+    ways = [int(n[i] // n[i - 1]) for i in range(1, len(n))]
+    if all(n[i] == ways[i - 1] * n[i - 1] for i in range(1, len(n))) and tuple(full_tree(ways)) == tuple(parents):
+        return "tree " + ",".join(map(str, ways)) + f" ({int(n.sum())} nodes)"
+    return "tree levels " + "/".join(str(int(x)) for x in n[1:]) + f" ({int(n.sum())} nodes)"
 
 
 @dataclass(frozen=True)

@@ -60,10 +60,23 @@ def _looks_like_path(text: str) -> bool:
     return text.endswith((".yaml", ".yml")) or "/" in text or "\\" in text
 
 
+def _other_name(kind: str, text: str) -> str | None:
+    """The bundled name a model or GPU is known by under another name (display name, alias, hub id), or None."""
+    if kind not in ("models", "hardware"):
+        return None
+    hit = _name_index(kind).get(_key(text))
+    return None if hit is None else hit[0]
+
+
 def _load(kind: str, name_or_path: str, role: str | None = None) -> tuple[object, str]:
     if _looks_like_path(name_or_path) or Path(name_or_path).is_file():
-        return load_yaml_file(name_or_path), str(name_or_path)
+        other = None if Path(name_or_path).is_file() else _other_name(kind, name_or_path)  # a hub id: org/name
+        if other is None:
+            return load_yaml_file(name_or_path), str(name_or_path)
+        name_or_path = other
     files = bundled_files(kind)
+    if name_or_path not in files and (other := _other_name(kind, name_or_path)) is not None:
+        name_or_path = other
     if name_or_path not in files:
         names = list(files)
         if role is not None:  # suggest among the models of the role asked for (a target's typo: not a drafter)
@@ -158,3 +171,38 @@ def experiment_path(name_or_path: str):
         raise ConfigError("", "", f"unknown experiment {name_or_path!r}",
                           f"{hint}run `python -m simulator list experiments` or pass a path")
     return files[name_or_path]
+
+
+def _key(text: str) -> str:
+    return text.strip().lower()
+
+
+@functools.cache
+def _name_index(kind: str) -> dict[str, tuple[str, str]]:
+    """``{name in lower case: (bundled name, checkpoint format or '')}``: every bundled entry's name, display name,
+    ``aliases`` and (models) ``hf_id`` checkpoints. The first bundled entry claiming a name keeps it."""
+    out: dict[str, tuple[str, str]] = {}
+    specs = list_models() if kind == "models" else list_hardware()
+    for s in specs:
+        for n in (s.name, s.display_name, *s.aliases):
+            out.setdefault(_key(n), (s.name, ""))
+    for s in specs:
+        for hub, fmt in getattr(s, "hf_id", {}).items():
+            out.setdefault(_key(hub), (s.name, fmt))
+    return out
+
+
+def find_in_catalog(kind: str, text: str) -> tuple[str, str] | None:
+    """A model (``kind`` "models") or GPU ("hardware") named as users and measurement files name them: a bundled
+    name, a display name, an alias, a model hub id (``mistralai/Mixtral-8x7B-Instruct-v0.1``; case-insensitive)
+    or the path of a YAML file. Returns (what :func:`load_model` / :func:`load_hardware` take, the named
+    checkpoint's weight format or ''), or None when nothing matches."""
+    text = text.strip()
+    if not text:
+        return None
+    hit = _name_index(kind).get(_key(text))
+    if hit is not None:
+        return hit
+    if text.endswith((".yaml", ".yml")) and Path(text).is_file():
+        return text, ""
+    return None

@@ -24,8 +24,8 @@ ARCH_FAMILY = {"blackwell-ultra": "blackwell"}
 FABRICS = ("nvlink3", "nvlink4", "nvlink5", "nvlink6", "pcie4", "pcie5", "xgmi3", "xgmi4")
 GROUNDINGS = ("calibrated", "derived", "spec-only")  # HardwareProfile.grounding: the first word
 PEAK_DTYPES = ("bf16", "fp8", "fp4", "int8")
-TOP_KEYS = ("schema", "name", "display_name", "vendor", "architecture", "what_if", "description", "sources",
-            "memory", "cache", "compute", "interconnect", "power", "kernels", "engines")
+TOP_KEYS = ("schema", "name", "display_name", "aliases", "vendor", "architecture", "what_if", "description",
+            "sources", "memory", "cache", "compute", "interconnect", "power", "kernels", "engines")
 SCHEMA = "hardware/v1"
 # Sanity bounds on counts (whole numbers): the largest GPU has 304 compute units (MI300X/MI355X), so 1024 catches
 # unit slips (1e30) with room for future parts; a scale-up domain spans at most the 1024 GPUs a deployment may use
@@ -74,6 +74,7 @@ class HardwareProfile:
     # "spec-only:<base>" (no calibrated sibling: only the spec sheet is this GPU's own, the kernel shapes are <base>'s)
     grounding: str = "calibrated"
     basis: str = ""  # a what-if profile's statement of what its kernels rest on (its kernels.note)
+    aliases: tuple[str, ...] = field(default=(), compare=False)  # other names (e.g. aiconfigurator's system names)
 
     @property
     def label(self) -> str:
@@ -167,6 +168,7 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
         sources=MappingProxyType(dict(r.sources)),
         provenance=MappingProxyType(dict(r.provenance)),
         origin=where,
+        aliases=r.names(top, "aliases"),
     )
     if not profile.kernels.resolved:
         note = top["kernels"].get("note", "") if isinstance(top["kernels"], Mapping) else ""

@@ -75,6 +75,10 @@ OPTIONAL_COLLECTIVES = ("deepep_normal", "deepep_low_latency")
 # fallback).
 ENGINES = ("trtllm", "sglang", "vllm")
 DEFAULT_ENGINE = "trtllm"
+# GPU vendors each engine runs on: TensorRT-LLM is NVIDIA-only (https://nvidia.github.io/TensorRT-LLM/: "optimize
+# inference on NVIDIA GPUs"); vLLM (https://docs.vllm.ai/en/latest/getting_started/installation/gpu.html, ROCm) and
+# SGLang (https://docs.sglang.ai/platforms/amd_gpu.html) also run on AMD Instinct GPUs.
+ENGINE_VENDORS = {"trtllm": ("nvidia",), "sglang": ("nvidia", "amd"), "vllm": ("nvidia", "amd")}
 STEP_FIXED = {
     "host_overhead": "per forward pass: scheduler, input preparation, output copy (s)",
     "launch_eager": "extra per-kernel cost without CUDA graphs (s)",

@@ -17,8 +17,8 @@ ROLES = ("target", "drafter")
 ATTENTION_KINDS = ("mha", "gqa", "mla")
 LAYER_KINDS = ("full", "sliding", "chunked", "linear")
 ROUTERS = ("softmax", "sigmoid")
-TOP_KEYS = ("schema", "name", "display_name", "role", "description", "sources", "official", "architecture",
-            "attention", "ffn", "routing_overlap")
+TOP_KEYS = ("schema", "name", "display_name", "aliases", "hf_id", "role", "description", "sources", "official",
+            "architecture", "attention", "ffn", "routing_overlap")
 ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qkv_bias", "output_gate",
              "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
              "layer_pattern", "window", "chunk", "linear", "indexer_heads", "indexer_head_dim", "indexer_topk")
@@ -138,6 +138,10 @@ class ModelSpec:
     provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False,
                                                  compare=False)
     origin: str = field(default="", compare=False)
+    # other names of the model (catalog look-up) and the hub ids of its checkpoints (lower case) with each one's
+    # weight format (validate reads a row's dtype from it: a block-FP8 checkpoint runs fp8_block kernels)
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+    hf_id: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
 
     def layer_kind(self, i: int) -> str:
         """Attention kind of layer ``i``: full, sliding, chunked or linear."""
@@ -326,6 +330,7 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
                                   r.boolean(o, "counts_input_embedding", op, default=True),
                                   r.boolean(o, "counts_lm_head", op, default=True), str(o.get("note", "")))
     overlap = _read_overlap(r, top["routing_overlap"], ffn, routing_profile) if "routing_overlap" in top else None
+    native_dtype = r.string(arch, "native_dtype", ap, options=WEIGHT_DTYPES)
     spec = ModelSpec(
         name=name,
         display_name=r.string(top, "display_name", "", default=name),
@@ -335,7 +340,7 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
         hidden_size=hidden,
         vocab_size=r.integer(arch, "vocab_size", ap, low=1),
         tied_embeddings=r.boolean(arch, "tied_embeddings", ap, default=False),
-        native_dtype=r.string(arch, "native_dtype", ap, options=WEIGHT_DTYPES),
+        native_dtype=native_dtype,
         mtp_layers=r.integer(arch, "mtp_layers", ap, low=0, default=0),
         attention=attention,
         ffn=ffn,
@@ -344,6 +349,8 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
         sources=MappingProxyType(dict(r.sources)),
         provenance=MappingProxyType(dict(r.provenance)),
         origin=where,
+        aliases=r.names(top, "aliases"),
+        hf_id=r.hub_ids(top, "hf_id", WEIGHT_DTYPES, native_dtype),
     )
     if overlap is not None:
         _check_depth(r, overlap, spec.moe_layer_count)

@@ -14,6 +14,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError
@@ -269,3 +270,38 @@ class Reader:
                 raise self.fail(f"{key}.{k}", f"must be a citation text, got {_show(v)}", "quote the citation")
         self.sources = {str(k): v for k, v in table.items()}
         return self.sources
+
+    # -- catalog names -------------------------------------------------------------------------------------------
+    def names(self, obj: Mapping, key: str, path: str = "") -> tuple[str, ...]:
+        """A list of other names (``aliases``): a string or a list of non-empty strings, no duplicates."""
+        p = self.join(path, key)
+        v = obj.get(key, [])
+        items = [v] if isinstance(v, str) else v
+        if not isinstance(items, list) or not all(isinstance(x, str) and x.strip() for x in items):
+            raise self.fail(p, f"must be a name or a list of names, got {_show(v)}", "write e.g. [h100_sxm, H100]")
+        seen = [x.strip().lower() for x in items]
+        if len(set(seen)) != len(seen):
+            raise self.fail(p, "lists a name twice (names compare case-insensitively)", "list each name once")
+        return tuple(x.strip() for x in items)
+
+    def hub_ids(self, obj: Mapping, key: str, formats: Iterable[str], native: str) -> Mapping[str, str]:
+        """Model hub ids of the checkpoints of this architecture with each checkpoint's weight format: a mapping
+        ``id: format`` (null: not stated), or an id / list of ids (in the native format). Keys are ``org/name``,
+        returned in lower case."""
+        v = obj.get(key, {})
+        if isinstance(v, (str, list)):
+            v = {x: native for x in ([v] if isinstance(v, str) else v)}
+        if not isinstance(v, Mapping):
+            raise self.fail(key, f"must map hub ids to checkpoint formats, got {_show(v)}",
+                            "write e.g. hf_id: {deepseek-ai/DeepSeek-R1: fp8_block}")
+        out: dict[str, str] = {}
+        for k, fmt in v.items():
+            if not isinstance(k, str) or k.count("/") != 1 or not all(k.split("/")):
+                raise self.fail(f"{key}.{k}", "is not a hub id of the form org/name", "write e.g. Qwen/Qwen3-32B")
+            if fmt is not None:  # null: the checkpoint's format is not stated (a deployment's label is used)
+                self._check(f"{key}.{k}", fmt, Param(Options(tuple(formats))))
+            if k.lower() in out:
+                raise self.fail(f"{key}.{k}", "is listed twice (ids compare case-insensitively)", "list it once")
+            out[k.lower()] = fmt or ""
+        return MappingProxyType(out)
+

@@ -214,11 +214,14 @@ def format_attribution(a: Attribution, *, width: int = WIDTH, wide: bool = False
     gap = a.refined.speedup - a.prior.speedup
     notes = [f"prior -> refined: speedup {a.prior.speedup:.3f} -> {a.refined.speedup:.3f} ({gap:+.3f}); "
              f"verify runs at {a.prior.decode_verify_ratio:.0%} -> {a.refined.decode_verify_ratio:.0%} of "
-             f"decode speed (unique experts per MoE layer are all-rank totals)"]
+             f"decode speed (unique experts per MoE layer are all-rank totals)",
+             "units: T_dec, T_ver, T_round in µs; ver/dec, dec/ver time ratios; U: unique experts per MoE layer; "
+             "S: speedup over plain decoding (x), dS its change"]
     if a.engine:
         sd, dec, lo, hi = a.engine
         notes.append(f"{a.deployment.engine} SD rounds overlapped {sd}, decode overlapped {dec} (docs/MODEL.md §4.6); "
-                     f"refined speedup band over the engine terms' public ranges {lo:.3f}-{hi:.3f}")
+                     f"refined speedup band over the public ranges of the engine terms and the acceptance "
+                     f"{lo:.3f}-{hi:.3f}")
     table = render(cols, rows, title=head, notes=notes, width=width, wide=wide)
     shap = format_shapley(a, width=width)
     return resolved_line(a.deployment, a.context) + "\n" + table + ("\n\n" + shap if shap else "")
@@ -232,7 +235,7 @@ def plot_waterfall(a: Attribution, path) -> str:
     axes = fig.subplots(1, 2)
     labels = [s.name.replace("+ ", "+") for s in a.steps]
     for ax, key, ylabel in ((axes[0], "speedup", "speedup over plain decoding (x)"),
-                            (axes[1], "decode_verify_ratio", "T_decode / T_verify (verify speed vs decode)")):
+                            (axes[1], "decode_verify_ratio", "T_decode / T_verify")):
         vals = np.array([getattr(s, key) for s in a.steps])
         x = np.arange(len(vals) + 1)
         bottoms = np.concatenate([[0.0], vals[:-1], [0.0]])
@@ -250,6 +253,9 @@ def plot_waterfall(a: Attribution, path) -> str:
         ax.set_ylim(0.0, top * 1.12)
         ax.axhline(1.0, color="0.4", linestyle=":", linewidth=0.8)
         ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle(f"Prior -> refined attribution: {a.model} on {a.hardware} ({a.deployment.label}), "
-                 f"B={a.batch}, draft length {a.draft_len}, drafter {a.drafter}, {a.acceptance}", fontsize=10)
+    import textwrap
+
+    shape = f"draft {a.tree}" if a.tree else f"draft length {a.draft_len}"  # the tree, not its depth
+    fig.suptitle(textwrap.fill(f"Prior -> refined attribution: {a.model} on {a.hardware} ({a.deployment.label}), "
+                               f"B={a.batch}, {shape}, drafter {a.drafter}, {a.acceptance}", 110), fontsize=10)
     return save(fig, path)

@@ -16,8 +16,9 @@ def _secs(s: float) -> str:
 
 @dataclass
 class Meter:
-    """``total`` points expected; :meth:`add` counts priced points, :meth:`drop` removes points that will not be
-    priced (a model that does not fit), so the estimate stays right. ``clock`` is injectable for tests."""
+    """``total`` points expected; :meth:`add` counts priced points, :meth:`drop` counts points that will not be
+    priced (a model that does not fit) as settled, so the estimate stays right and the total never shrinks; the
+    message says how many were not priced. ``clock`` is injectable for tests."""
 
     label: str
     total: int
@@ -25,6 +26,7 @@ class Meter:
     every: float = EVERY_S
     clock: Callable[[], float] = time.perf_counter
     done: int = 0
+    skipped: int = 0
     start: float = field(default=0.0)
     _last: float | None = None
     _ended: bool = False
@@ -34,27 +36,29 @@ class Meter:
 
     def message(self, what: str = "") -> str:
         el = self.clock() - self.start
-        pct = 100.0 * self.done / self.total if self.total else 100.0
-        eta = el * (self.total - self.done) / self.done if self.done else float("nan")
-        left = f", ~{_secs(eta)} left" if self.done and self.done < self.total else ""
+        settled = self.done + self.skipped
+        pct = 100.0 * settled / self.total if self.total else 100.0
+        eta = el * (self.total - settled) / settled if settled else float("nan")
+        left = f", ~{_secs(eta)} left" if self.done and settled < self.total else ""
         tail = f" ({what})" if what else ""
-        return f"{self.label}: {self.done:,}/{self.total:,} points ({pct:.0f}%), {_secs(el)}{left}{tail}"
+        not_priced = f", {self.skipped:,} not priced" if self.skipped else ""
+        return f"{self.label}: {settled:,}/{self.total:,} points ({pct:.0f}%), {_secs(el)}{left}{not_priced}{tail}"
 
     def add(self, n: int, what: str = "") -> None:
         self.done += int(n)
         self._say(what)
 
     def drop(self, n: int) -> None:
-        before = self.total
-        self.total = max(self.done, self.total - int(n))
-        if self.done and self.total < before and self.done >= self.total:
+        n = max(0, min(int(n), self.total - self.done - self.skipped))
+        self.skipped += n
+        if n and self.done + self.skipped >= self.total:
             self._say("")  # the points left were dropped: the run is complete
 
     def _say(self, what: str) -> None:
         if self.callback is None:
             return
         now = self.clock()
-        final = self.done >= self.total
+        final = self.done + self.skipped >= self.total
         if final and self._ended:
             return
         if self._last is None or final or now - self._last >= self.every:

@@ -74,7 +74,8 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
         return "/".join(fn(per[m]) if m in per else "-" for m in modes)
 
     bmin = min(s["batch_min"] for s in rows)
-    cols = (Col("model", "<"), Col("hardware", "<", short="gpu"), Col("deployment", "<", wrap=True, short="deploy"),
+    cols = (Col("model", "<", wrap=True), Col("hardware", "<", short="gpu"),
+            Col("deployment", "<", wrap=True, short="deploy"),
             Col(f"S@B={bmin}"), Col(f"band@B={bmin}", drop=2, short="band"),
             Col(f"best g@B={bmin}", drop=1, short=f"g@B={bmin}"), Col("peak S@B", short="peak"),
             Col("SD pays for B", short="pays for B"))
@@ -95,7 +96,8 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
     title = (f"Speculative decoding: drafter {result.drafter.label}, acceptance {acc.label} ({al}), context "
              f"{result.context} tokens; S = speedup at the best draft length g per batch; 'SD pays for B' = "
              f"smallest-largest batch whose band's low end is > 1 (+: still > 1 at the largest batch; ~: batches where "
-             f"the band straddles 1); band = S's low-high over the engine terms' public ranges (docs/MODEL.md §4.6); "
+             f"the band straddles 1); band = S's low-high over the public ranges of the engine terms "
+             f"and the acceptance (docs/MODEL.md §4.1, §4.6); "
              f"columns {' / '.join(modes)}")
     notes = resolved_lines(result)
     executed = sorted({(c.deployment.engine, c.result.sd_overlap, c.result.decode_overlap) for c in result.cases

@@ -33,6 +33,7 @@ import numpy as np
 from ..cost.deployment import Deployment
 from ..errors import InfeasibleError, ParameterError
 from ..pricing import Request, price
+from ..pricing.deploy import fitting_batches
 from ..pricing.resolve import request as make_request
 from ..specdec import StepCache, parse_drafter
 from ..specdec.tree import tree_label
@@ -153,11 +154,14 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
     if not ok:
         raise InfeasibleError(f"{model.name} on {hw.name}: no batch fits ({why})")
     sc = in_mode(sc, mode, req)
-    notes = [f"batches above {ok[-1]:g} do not fit at context {max(contexts)} ({why})"] if len(ok) < len(every) else []
-    dense = np.arange(1, int(ok[-1]) + 1)
     cache = StepCache()
-    out = []
-    for ctx in contexts:
+    out, notes = [], []
+    for ctx in contexts:  # each context's own batches 1..B_max(context): a long context never cuts a short one
+        fit, why_c = (ok, why) if ctx == max(contexts) else fitting_batches(model, hw, sc.deployment, every, n_max,
+                                                                          int(ctx))
+        if len(fit) < len(every):
+            notes.append(f"context {ctx}: batches above {fit[-1]:g} do not fit ({why_c})")
+        dense = np.arange(1, int(fit[-1]) + 1)
         sc_ctx = sc.edit(context=int(ctx))
         r = price(sc_ctx, dense, np.concatenate([[0], gam]), cache=cache).result
         k, best = r.best()
@@ -174,7 +178,7 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
             tree_best = [(tree_label(trees[i]), float(spd[i, c])) for c, i in enumerate(j)]
         out.append(ContextSchedule(int(ctx), dense, k, np.where(k > 0, best, 1.0), best, tok_user, plain, tree_best,
                                    r.gammas, r.speedup))
-    shown = np.asarray([b for b in grid if b <= dense[-1]], dtype=int)
+    shown = np.asarray([b for b in grid if b <= max(c.batch[-1] for c in out)], dtype=int)
     return Schedule(model, sc.hw, sc.deployment, sc.drafter.label, sc.accept.label, shown, tuple(out), tuple(notes))
 
 
@@ -183,7 +187,7 @@ def throughput_rows(s: Schedule, context: ContextSchedule | None = None) -> list
     c = context or s.primary
     gpus = s.deployment.gpus
     rows = []
-    for b in s.grid:
+    for b in s.grid[s.grid <= c.batch[-1]]:  # the context's batches that fit
         i = int(b) - 1
         rows.append({"batch": int(b), "k": int(c.k[i]), "speedup": float(c.speedup[i]),
                      "tokens_per_s_user_sd": float(c.tokens_user[i]),

@@ -25,8 +25,8 @@ TIME_ABS, REL, EFF_ABS = 1e-9, 1e-4, 1e-4  # 1e-3 µs or 1e-4 relative for times
 
 
 @pytest.fixture(scope="module")
-def cal():
-    return calibrate(load_hardware("h100-sxm"))
+def cal(h100_calibration):
+    return h100_calibration
 
 
 def _read(path: Path):

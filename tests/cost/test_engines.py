@@ -1,7 +1,6 @@
 """Engines as a dimension: the profile's per-engine kernel blocks select the parameters that price a step."""
 
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +11,31 @@ from simulator.specs.catalog import load_hardware, load_model
 from simulator.specs.kernels import ENGINES
 
 MODEL = "qwen3-235b-a22b"
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, cwd=ROOT):
+    """The CLI in process (as `python -m simulator ARGS` from ``cwd``, without a new interpreter's start-up): exit
+    status, stdout and stderr; an uncaught exception fails the test instead of printing a traceback."""
+    import contextlib
+    import io
+    import os
+    from types import SimpleNamespace
+
+    from simulator.cli import main
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # --help
+                code = exc.code or 0
+    finally:
+        os.chdir(here)
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def _t(hw, engine, **kw):
@@ -64,7 +88,7 @@ def test_bad_engine_value_names_the_parameter():
                                   "1", "--no-plots", "--quiet"]])
 def test_cli_bad_engine_exits_2_with_one_line(cmd, tmp_path):
     out = ["--out", str(tmp_path / "run")] if cmd[0] == "sweep" else []
-    r = subprocess.run([sys.executable, "-m", "simulator", *cmd, *out], capture_output=True, text=True)
+    r = run(*cmd, *out)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "--engine" in r.stderr and "Traceback" not in r.stderr
 
@@ -72,8 +96,7 @@ def test_cli_bad_engine_exits_2_with_one_line(cmd, tmp_path):
 def test_cli_engine_changes_the_step_time():
     base = ["step", "--model", MODEL, "--hardware", "b200", "--dtype", "fp8_block", "--tp", "8", "--ep", "8",
             "--batch", "8", "--tokens", "1", "--json"]
-    out = {e: subprocess.run([sys.executable, "-m", "simulator", *base, "--engine", e], capture_output=True,
-                             text=True, check=True).stdout for e in ("trtllm", "vllm")}
+    out = {e: run(*base, "--engine", e).stdout for e in ("trtllm", "vllm")}
     assert out["trtllm"] != out["vllm"] and '"engine": "vllm"' in out["vllm"]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.cost.calibrate import calibrate
 from simulator.cost.measured import (
     ALL_FORMATS,
     ALL_TRT,
@@ -24,9 +23,9 @@ def v():
     return validate_ops("h100-sxm")
 
 
-def test_calibration_rows_are_the_rows_the_fit_uses(v):
+def test_calibration_rows_are_the_rows_the_fit_uses(v, h100_calibration):
     """One home for the row filters: every fit's row count equals the validation's calibration-row sample."""
-    cal = calibrate(load_hardware("h100-sxm"))
+    cal = h100_calibration
     n = {(s.op, s.variant): s.measured.size for s in v.samples if s.set == CALIB}
     for f in cal.fits:
         assert n[(f.cls, f.variant)] == f.rows, (f.cls, f.variant)

@@ -82,9 +82,9 @@ def test_wide_ep_cli_step_runs(capsys):
 
 
 @pytest.mark.parametrize(("hw", "dep", "words"), [
-    ("h100-sxm", Deployment(dtype="fp8_block", tp=1, dp=12, ep=4), ("'gpus' = 12", "multiple of 8")),
+    ("h100-sxm", Deployment(dtype="fp8_block", tp=1, dp=13, ep=13), ("'gpus' = 13", "multiple of 2")),
     ("b300", Deployment(dtype="fp8_block", tp=1, dp=16, ep=16), ("'gpus' = 16", "scale_out_bandwidth")),
-    ("h100-sxm", Deployment(dtype="fp8_block", tp=12, dp=2, ep=8), ("'tp' = 12", "multiple of 8")),
+    ("h100-sxm", Deployment(dtype="fp8_block", tp=9, dp=2, ep=18), ("'tp' = 9", "multiple of 6")),
     ("h100-sxm", Deployment(dtype="fp8_block", tp=1, dp=24, ep=24), ("'ep' = 24", "divide")),
 ])
 def test_bad_layouts_name_the_parameter_and_the_fix(hw, dep, words):
@@ -101,10 +101,10 @@ def test_a2a_mode_without_parameters_is_refused():
 
 
 def test_cli_bad_layout_exits_2(capsys):
-    rc = main(["step", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--gpus", "12", "--tokens", "1",
+    rc = main(["step", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--gpus", "13", "--tokens", "1",
                "--batch", "8"])
     err = capsys.readouterr().err
-    assert rc == 2 and "--gpus" in err and "multiple of 8" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and "--gpus" in err and "multiple of 2" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("moe_tp", [4, 8])

@@ -78,7 +78,7 @@ def test_breakdown_adds_up_to_the_step_time():
     (Deployment(dtype="fp8_block", tp=8, ep=1), "divisible by 128"),
     (Deployment(dtype="nvfp4", tp=8, ep=8), "fp4 tensor cores"),
     (Deployment(dtype="bf16", tp=1, ep=1), "GB per GPU"),
-    (Deployment(dtype="bf16", tp=12, ep=4), "scale-up domain"),
+    (Deployment(dtype="bf16", tp=9, ep=1), "scale-up domain"),
 ])
 def test_impossible_deployments_are_one_line_errors(dep, fragment):
     with pytest.raises(SimulatorError) as err:

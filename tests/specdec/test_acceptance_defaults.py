@@ -117,3 +117,18 @@ def test_every_public_log_is_cited():
     for _central, every in PUBLISHED.values():
         for p in every:
             assert f"**{p.key}**" in text, p.key
+
+
+def test_default_carries_its_band_into_the_speedup_band():
+    """The central default carries (low, high): the speedup band prices both acceptance ends (item 5), and a stated
+    acceptance carries none."""
+    from simulator.pricing import price, resolve
+    from simulator.specdec import Acceptance
+
+    d = default_acceptance("eagle", True)
+    assert d.central.band == (d.low, d.high)
+    sc = resolve("qwen3-30b-a3b", gpus=1)
+    r = price(sc, [1, 64], [3]).result
+    stated = price(sc.edit(acceptance=Acceptance.from_positions(d.central.per_position)), [1, 64], [3]).result
+    np.testing.assert_allclose(r.speedup, stated.speedup, rtol=1e-12)  # same central acceptance at γ = 3
+    assert np.all(r.speedup_low < stated.speedup_low) and np.all(r.speedup_high > stated.speedup_high)

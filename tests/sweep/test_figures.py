@@ -116,7 +116,8 @@ def test_render_one_small_2x2_figure(tmp_path):
     w, h = _png_size(path)
     p = panels
     assert w == round(100 * (p.LEFT + p.RIGHT + 2 * p.PANEL_W + p.GAP_W))  # two GPU columns, not four in a row
-    assert h == round(100 * (p.HEAD + p.BOTTOM + 2 * p.PANEL_H + p.GAP_H))  # two model rows
+    # two model rows, under a title of 2 + k lines (it wraps to the canvas: issue 20)
+    assert any(h == round(100 * (p.HEAD + k * p.TITLE_LINE + p.BOTTOM + 2 * p.PANEL_H + p.GAP_H)) for k in range(3))
 
 
 @pytest.mark.parametrize("lo, hi, integer", [(0.7, 3.4, False), (-0.3, 8.5, True), (0.93, 1.07, False),
@@ -165,3 +166,20 @@ def test_ratio_figure_draws_tree_cases_beside_chains(tmp_path):
     assert any(3 not in c.result.gammas for c in res.cases)
     files = plot_ratio(res, tmp_path / "ratio.png")
     assert files and all((tmp_path / f).exists() or __import__("pathlib").Path(f).exists() for f in files)
+
+
+def test_long_figure_titles_wrap_to_the_width_never_clip():
+    """Issue 20: a one-panel figure's long title wraps (each line within the canvas) and the head grows."""
+    from simulator.render.panels import TITLE_PT, Panel, draw_grid, panel_grid, y_range
+    from simulator.render.raster import text_inches
+
+    words = "acceptance default: vLLM PR #24344 rates 0.77,0.45,0.24 + geometric tail, context 1024 tokens"
+    args = {"xlabel": "batch", "ylabel": "speedup", "batch": [1, 4, 16], "yr": y_range([1.0, 2.0])}
+    panels = [Panel("m", [("refined", [1, 4, 16], [1.5, 1.6, 1.7], {"color": "C0"})])]
+    short = draw_grid(panel_grid([("m", "h")]), panels, title="Speedup vs batch", **args)
+    long = draw_grid(panel_grid([("m", "h")]), panels, title="Speedup vs batch\n" + words * 2, **args)
+    title = next(t for t in long.texts if t[2].startswith("Speedup vs batch"))[2]
+    lines = title.split("\n")
+    assert len(lines) >= 3 and " ".join(lines).split() == ("Speedup vs batch\n" + words * 2).split()
+    assert max(text_inches(x, TITLE_PT) for x in lines) <= long.width
+    assert long.height > short.height and long.width == short.width

@@ -70,3 +70,14 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, extra, word):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and word in err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_each_context_keeps_its_own_batches():
+    """Issue 20: a long context that fits fewer batches does not cut a short context's schedule; it says so."""
+    m, hw = load_model("qwen3-235b-a22b"), load_hardware("h100-sxm")
+    s = build_schedule(m, hw, batch=[1, 64, 256], draft_len=[1, 2], contexts=[1024, 32768])
+    short, long = s.contexts
+    assert short.batch[-1] == 256 and long.batch[-1] < 64
+    assert any(n.startswith("context 32768: batches above") for n in s.notes)
+    assert not any(n.startswith("context 1024") for n in s.notes)
+    assert [r["batch"] for r in schedule_json(s)["contexts"][1]["throughput"]] == [1]

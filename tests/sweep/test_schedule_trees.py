@@ -18,7 +18,7 @@ def result():
 
 def test_tree_cases_named_and_chain_tree_equals_chain(result):
     names = [c.variant for c in result.cases]
-    assert names == ["", "tree 2/4 (7 nodes)", "chain 3"]
+    assert names == ["", "tree 2,2 (7 nodes)", "chain 3"]
     chain, tree, one_wide = result.cases
     assert tree.result.gammas.tolist() == [6]
     np.testing.assert_allclose(one_wide.result.speedup[0], chain.result.speedup[chain.at_gamma(3)], rtol=1e-12)
@@ -27,7 +27,7 @@ def test_tree_cases_named_and_chain_tree_equals_chain(result):
 
 def test_explain_prices_the_tree():
     a = explain("qwen3-30b-a3b", "h100-sxm", None, batch=8, tree=full_tree([2, 2]), context=256, acceptance=0.75)
-    assert a.tree == "tree 2/4 (7 nodes)" and a.draft_len == 6
+    assert a.tree == "tree 2,2 (7 nodes)" and a.draft_len == 6
     assert a.refined.accept_length == pytest.approx(1 + 0.9375 + 0.9375 ** 2, rel=1e-12)  # α = 0.75: 1-(1/4)^2
 
 

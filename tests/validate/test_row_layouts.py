@@ -12,7 +12,7 @@ from simulator.cost.step import step_time
 from simulator.errors import InfeasibleError
 from simulator.specs import load_hardware, load_model
 from simulator.validate import validate_tpot
-from simulator.validate.mapping import row_dtype
+from simulator.validate.mapping import find_model, row_dtype
 from simulator.validate.tpot import REQUIRED_COLUMNS
 
 HEADER = (*REQUIRED_COLUMNS, "silicon_data_source", "decode_num_workers")
@@ -35,12 +35,19 @@ def _agg(id, model, system, engine, quant, batch, tp, dp, moe_tp, ep, tpot=10.0)
             "silicon_tpot_ms": tpot}
 
 
-def test_row_dtype_reads_gpt_oss_fp4_labels_as_mxfp4_only():
-    assert row_dtype("openai/gpt-oss-120b", "nvfp4") == "mxfp4"
-    assert row_dtype("OpenAI/gpt-oss-20b", "nvfp4") == "mxfp4"
-    assert row_dtype("openai/gpt-oss-120b", "bf16") == "bf16"  # not a 4-bit label: the row's own format
-    assert row_dtype("deepseek-ai/DeepSeek-R1", "nvfp4") == "nvfp4"
-    assert row_dtype("deepseek-ai/DeepSeek-R1", "int3") is None
+def test_row_dtype_reads_same_width_labels_as_binding_checkpoint_formats():
+    """The checkpoint's format comes from the model spec's hf_id: gpt-oss publishes MXFP4 only, DeepSeek-R1 and
+    Qwen3-*-FP8 block-scaled FP8; a label of another width (or on a non-binding format) is the row's own."""
+    assert find_model("openai/gpt-oss-120b") == ("gpt-oss-120b", "mxfp4")
+    assert find_model("OpenAI/gpt-oss-20b") == ("gpt-oss-20b", "mxfp4")
+    assert row_dtype("mxfp4", "nvfp4") == "mxfp4"
+    assert row_dtype("mxfp4", "bf16") == "bf16"  # not a 4-bit label: the row's own format
+    assert find_model("deepseek-ai/DeepSeek-R1")[1] == "fp8_block"
+    assert row_dtype("fp8_block", "fp8") == "fp8_block"  # issue 18 item 3: block-FP8 weights run block kernels
+    assert row_dtype("fp8_block", "nvfp4") == "nvfp4"
+    assert row_dtype("int4_wo", "nvfp4") == "nvfp4"  # a different published checkpoint
+    assert row_dtype("bf16", "fp8") == "fp8"
+    assert row_dtype("", "int3") is None
 
 
 def test_gpt_oss_nvfp4_row_on_hopper_prices_as_mxfp4(tmp_path):

@@ -30,12 +30,12 @@ def _by_id(v):
 
 def test_statuses(result):
     r = _by_id(result)
-    assert [r[i].status for i in ("agg_qwen_h100", "agg_qwen_h100_b64", "disagg_r1_h200", "dense_llama_h100")] \
-        == ["ok"] * 4
+    assert [r[i].status for i in ("agg_qwen_h100", "agg_qwen_h100_b64", "dense_llama_h100")] == ["ok"] * 3
+    assert r["disagg_r1_h200"].status == "batch-inferred"  # no decode_batch_size: priced, reported apart
     assert r["unmapped_model"].status == "unmapped" and "acme/Unknown-1B" in r["unmapped_model"].reason
     assert r["impossible_tp3"].status == "refused" and "tp" in r["impossible_tp3"].reason
     assert r["held_out_b300"].status == "unmapped" and "held out" in r["held_out_b300"].reason
-    assert result.counts() == {"ok": 4, "refused": 1, "unmapped": 2}
+    assert result.counts() == {"ok": 3, "batch-inferred": 1, "refused": 1, "unmapped": 2}
 
 
 def test_agg_error_equals_direct_step_time(result):
@@ -64,13 +64,16 @@ def test_json_schema(capsys):
     assert set(out) >= {"rows", "summary"}
     for r in out["rows"]:
         assert {"id", "status", "reason", "predicted_tpot_ms", "measured_tpot_ms"} <= set(r)
-        assert r["status"] in ("ok", "refused", "unmapped")
-        assert (r["predicted_tpot_ms"] is None) == (r["status"] != "ok")
+        assert r["status"] in ("ok", "batch-inferred", "refused", "unmapped")
+        assert (r["predicted_tpot_ms"] is None) == (r["status"] not in ("ok", "batch-inferred"))
     s = out["summary"]
-    assert s["counts"] == {"ok": 4, "refused": 1, "unmapped": 2}
+    assert s["counts"] == {"ok": 3, "batch-inferred": 1, "refused": 1, "unmapped": 2}
     moe = s["moe_rows_of_catalog_gpus"]
-    assert moe["rows"] == 4 and moe["ok"] == 3  # the tp3 row is refused; unmapped / held-out rows are not counted
+    # headline: batch-stated MoE rows; the tp3 row is refused; unmapped / held-out / batch-inferred rows not counted
+    assert moe["rows"] == 3 and moe["ok"] == 2
+    assert s["moe_batch_inferred"]["rows"] == 1 and s["moe_batch_inferred"]["ok"] == 1
     errs = [abs(r["error"]) for r in out["rows"] if r["status"] == "ok" and r["id"] != "dense_llama_h100"]
+    assert len(errs) == 2
     assert moe["mape"] == pytest.approx(np.mean(errs))
     keys = {(g["model"], g["gpu"], g["engine"], g["mode"]) for g in s["groups"]}
     assert ("qwen3-235b-a22b", "h100-sxm", "trtllm", "agg") in keys
