@@ -111,6 +111,10 @@ def cmd_tpot(args: argparse.Namespace) -> int:
 def cmd_sd(args: argparse.Namespace) -> int:
     from ..validate.sd_report import markdown, run, text_lines
 
+    if args.report:  # before any work
+        from ..outputs import check_writable
+
+        check_writable(args.report, param="report", suffixes=(".md",))
     s = run(args.file)
     if args.report:
         from ..outputs import atomic_text
