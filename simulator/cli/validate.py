@@ -109,16 +109,13 @@ def cmd_tpot(args: argparse.Namespace) -> int:
 
 
 def cmd_sd(args: argparse.Namespace) -> int:
+    from ..outputs import atomic_text, check_writable
     from ..validate.sd_report import markdown, run, text_lines
 
-    if args.report:  # before any work
-        from ..outputs import check_writable
-
-        check_writable(args.report, param="report", suffixes=(".md",))
+    if args.report:  # before any work: exactly this file is written, or one line says why not
+        check_writable(args.report, param="report")
     s = run(args.file)
     if args.report:
-        from ..outputs import atomic_text
-
         atomic_text(args.report, markdown(s), param="report")
     if args.json:
         print_json(s)
