@@ -28,8 +28,9 @@ SETTINGS = [  # (persistence ρ, skew Σπ²/k or None for uniform, context shar
     (0.95, 0.118, 0.0),
     (0.8, 0.118, 0.3),
 ]
-PREDICTORS = ("pairs", "pooled", "lag1", "window", "window-4", "independent", "uniform")
-LABELS = {"pairs": "pairs (per expert, all lags)", "pooled": "pooled (lift)", "lag1": "lag1 (per expert, lag 1)",
+PREDICTORS = ("pairs", "pooled", "latent", "lag1", "window", "window-4", "independent", "uniform")
+LABELS = {"pairs": "pairs (per expert, all lags)", "pooled": "pooled (lift)", "latent": "latent (pooled)",
+          "lag1": "lag1 (per expert, lag 1)",
           "window": "window m=3", "window-4": "window m=4", "independent": "independent", "uniform": "uniform"}
 KNOB_PERSISTENCE = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99)
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "overlap_accuracy.md")

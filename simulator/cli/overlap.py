@@ -29,14 +29,15 @@ _FIT_EPILOG = """\
 examples:
   python -m simulator overlap fit trace.npz --tokens 2,4,8 --batch 1,4,16
   python -m simulator overlap fit trace.jsonl --tokens 4 --window 3 --layer 0 --json
-Predictors (each a choice of trace statistics fitted by maximum entropy, or a baseline): pairs (per-expert pair
-probabilities, all lags), pooled (pooled overlaps, lift rule), lag1 (lag 1 only), window (M-token patterns),
-independent, uniform. Relative error = prediction / empirical - 1. Traces (--format, default auto: by extension
-and content): npy/npz integer arrays [sequences, tokens, layers, k] or [sequences, tokens, k]; jsonl records
-{"seq": .., "token": .., "layer": .., "experts": [..]}; sglang: SGLang's per-token expert-distribution dump (.pt,
-or its .npz export); vllm: vLLM's routed_experts arrays [tokens, layers, k] per request (.npz of arrays, .pt list,
-or .jsonl with "routed_experts"). Engine dumps are cut into windows of --seq-tokens tokens. Without --experts the
-expert count is the largest id + 1, refused when fewer than half of the ids up to it occur (docs/MODEL.md §2.9)."""
+Predictors (each a choice of trace statistics and a model, or a baseline): pairs (per-expert pair probabilities, all
+lags, max-ent), pooled (pooled overlaps, lift rule, max-ent), latent (pooled overlaps, latent-score model), lag1
+(lag 1 only), window (M-token patterns), independent, uniform. Relative error = prediction / empirical - 1. Traces
+(--format, default auto: by extension and content): npy/npz integer arrays [sequences, tokens, layers, k] or
+[sequences, tokens, k]; jsonl records {"seq": .., "token": .., "layer": .., "experts": [..]}; sglang: SGLang's
+per-token expert-distribution dump (.pt, or its .npz export); vllm: vLLM's routed_experts arrays [tokens, layers, k]
+per request (.npz of arrays, .pt list, or .jsonl with "routed_experts"). Engine dumps are cut into windows of
+--seq-tokens tokens. Without --experts the expert count is the largest id + 1, refused when fewer than half of the
+ids up to it occur (docs/MODEL.md §2.9)."""
 
 _SYNTH_EPILOG = """\
 example:
@@ -83,8 +84,10 @@ def register(subparsers) -> None:
                     help=f"expert->rank placement with --ranks: random (expectation over placements), balanced "
                          f"(greedy packing by usage) or contiguous blocks (default {DEFAULT_PLACEMENT})")
     add_tree_choice(pp, "score", " instead of a chain")
-    pp.add_argument("--tree-method", default="auto", choices=TREE_METHODS, help="tree fit: auto (default), ipf "
-                    "(exact maximum entropy on the junction tree), stationary (tree-indexed stationary chain), "
+    pp.add_argument("--tree-method", default="auto", choices=TREE_METHODS, metavar="METHOD",
+                    help="tree model: auto (default: latent, or stationary when the lags look like binary memory), "
+                    "latent (thresholded Gaussian latent score along the tree, every lag), ipf (pairwise maximum "
+                    "entropy on the junction tree; small cliques only), stationary (tree-indexed stationary chain), "
                     "independent, uniform")
     pp.add_argument("--persistent", type=csv_list(float, "--persistent"), default=None, metavar="FLOOR[,SHARE]",
                     help="per-request working set: FLOOR = lag overlap at long lags (fraction), SHARE = probability "
@@ -237,7 +240,7 @@ def _predict_tree(args) -> int:
     if res.ranks is not None:
         print(f"  busiest of {res.ranks} ranks  {float(res.busiest_rank_experts):9.3f}  ({args.placement})")
     if res.approximation:
-        print(f"  approximation: {res.approximation}")
+        print("\n".join(fill(f"  approximation: {res.approximation}", WIDTH, "    ")))
     if res.persistent:
         p = res.persistent
         print(f"  persistent working set: floor {p['floor']:.3f}, hot share {p['share']:.3f}")
@@ -278,7 +281,9 @@ def _fit(args) -> int:
             f"routed experts)")
     for s in report.summaries:
         ov = " ".join(f"{o:.3f}" for o in s.overlaps[:8])
-        say(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}")
+        say(f"layer {s.layer}: independent overlap {s.skew:.3f}; overlaps o(1..) {ov}; the lag profile is "
+            f"reproduced within {s.latent_misfit:.4f} by the latent model (Gaussian memory, the tree default) and "
+            f"{s.binary_misfit:.4f} by binary memory")
     for p in persistent:
         say(f"layer {p['layer']}: persistent working set floor {p['floor']:.3f}, share {p['share']:.3f} "
             f"(overlap predict --persistent {p['floor']:.3f},{p['share']:.3f})")
@@ -287,9 +292,12 @@ def _fit(args) -> int:
     rows = [[str(r.layer), str(r.n_tokens), str(r.batch), f"{r.empirical:.2f}"]
             + [f"{r.predictions[m]:.2f} {100 * r.rel_error(m):+.1f}%" for m in report.predictors] for r in report.rows]
     mean = report.mean_abs_error()
-    print(render(cols, rows, notes=["mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%"
-                                                                        for m, v in mean.items())],
-                 wide=wide(args)))
+    notes = ["mean |relative error|: " + ", ".join(f"{m} {100 * v:.1f}%" for m, v in mean.items())]
+    best = report.best()
+    if best is not None:
+        notes.append(f"the trace is explained best by {best[0]} (mean |relative error| {100 * best[1]:.1f}% over "
+                     f"the windows and batches above; latent = the tree default, pooled/pairs = maximum entropy)")
+    print(render(cols, rows, notes=notes, wide=wide(args)))
     return 0
 
 

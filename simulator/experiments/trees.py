@@ -34,8 +34,12 @@ class Settings:
     measured_source: str = ""
 
 
+METHOD = "ipf"  # this study compares the pairwise maximum-entropy model (its prose says so); the latent tree default
+# (docs/MODEL.md §2.16) is compared with the same measurements in benchmarks/results/overlap_trees.md
+
+
 def _union(stats: OverlapStats, parents: tuple, pers: Persistent | None) -> float:
-    return float(predict_tree(stats, parents, persistent=pers).unique_experts)
+    return float(predict_tree(stats, parents, method=METHOD, persistent=pers).unique_experts)
 
 
 def run(study, priced, ctx, s: Settings) -> Part:
@@ -49,7 +53,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
     rows, pred = [], {}
     for t, parents in trees:
         n = len(parents)
-        base = predict_tree(stats, parents)
+        base = predict_tree(stats, parents, method=METHOD)
         pred[("lag1", n)] = float(base.unique_experts)
         for share in s.hot_shares:
             for f in floors:

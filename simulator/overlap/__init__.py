@@ -20,7 +20,8 @@ Fits (cached per statistics and n; hashable statistics)
     ``fit_window(stats, n_tokens, method="auto", *, tol=1e-9, max_iter=5000) -> WindowFit``
         (``.p_zero`` (E,), ``.method``, ``.iterations``, ``.max_error``, ``.notes``);
         METHODS: auto, ipf (exact, IPF on the junction tree), ipf_table (the same law by IPF over the 2^n table),
-        markov (lag-1 closed form), junction (stationary chain), independent, uniform
+        markov (lag-1 closed form), junction (stationary chain), latent (the tree model on a path), independent,
+        uniform
     ``p_zero(stats, n_tokens, method="auto") -> ndarray (E,)``;  ``clear_cache()``
 Closed forms of P_e(0…0) and unique experts (U vectorised over an array of batch sizes)
     ``uniform_p_zero(experts, top_k, n_tokens)`` (1 − k/E)^n,  ``independent_p_zero(popularity, n_tokens)`` (1 − π)^n
@@ -33,9 +34,10 @@ Closed forms of P_e(0…0) and unique experts (U vectorised over an array of bat
         -> OverlapPrediction``;  ``realisability_warnings(stats, n_tokens, method)``
 Draft trees and the persistent working set (``tree``; docs/MODEL.md §2.15)
     ``full_tree(branching) -> parents``, ``read_parents(path)``, ``check_parents(parents)`` (root −1, ≤ 4096 nodes),
-    ``tree_p_zero(stats, parents, *, method="auto", persistent=None) -> TreeFit`` (TREE_METHODS: auto, ipf,
-    stationary, independent, uniform), ``predict_tree(stats, parents, batch=1, *, method, persistent, ranks,
-    placement) -> TreePrediction``, ``Persistent(floor, share=None)``, ``fit_persistent(trace, layer=0)``
+    ``tree_p_zero(stats, parents, *, method="auto", persistent=None) -> TreeFit`` (TREE_METHODS: auto, latent,
+    ipf, stationary, independent, uniform; auto = latent, the latent-score model of ``latent``/``latent_tree``),
+    ``predict_tree(stats, parents, batch=1, *, method, persistent, ranks, placement) -> TreePrediction``,
+    ``Persistent(floor, share=None)``, ``fit_persistent(trace, layer=0)``, ``clear_tree_cache()``
 Traces and the synthetic router
     ``read_trace(path, num_experts=None, *, format="auto", seq_tokens=None) -> Trace`` (TRACE_FORMATS: auto, npy,
     npz, jsonl, sglang, vllm: SGLang / vLLM routing dumps), ``write_trace(trace, path)``,
@@ -43,13 +45,15 @@ Traces and the synthetic router
     ``layer_stats(trace, layer, *, max_lag=4, window=0) -> OverlapStats``,
     ``empirical_unique(trace, layer, n_tokens, batch, *, samples=2000, seed=0) -> (mean, std)``,
     ``evaluate_trace(trace, n_tokens, batch, *, window=3, layers=None, samples=2000, seed=0,
-    predictors=PREDICTORS) -> TraceReport``  (PREDICTORS: pairs, pooled, lag1, window, independent, uniform),
+    predictors=PREDICTORS) -> TraceReport``  (PREDICTORS: pairs, pooled, latent, lag1, window, independent,
+    uniform; ``TraceReport.best()``: the model that explains the trace),
     ``synth_trace(experts, top_k, sequences, tokens, *, layers=1, persistence=0.8, skew=None, context=0.0,
     hidden=32, seed=0) -> Trace``
 """
 
 from .evaluate import PREDICTORS, TraceReport, evaluate_trace
 from .fit import METHODS, WindowFit, clear_cache, fit_window, p_zero, resolve_method
+from .persistent import Persistent, fit_persistent
 from .placement import eplb_replicas, replica_p_zero
 from .popularity import independent_overlap, parse_popularity, water_fill
 from .predict import OverlapPrediction, RealisabilityWarning, predict, realisability_warnings
@@ -60,11 +64,10 @@ from .trace_formats import read_trace
 from .traces import Trace, empirical_unique, layer_stats, validate_routing, write_trace
 from .tree import (
     TREE_METHODS,
-    Persistent,
     TreeFit,
     TreePrediction,
     check_parents,
-    fit_persistent,
+    clear_tree_cache,
     full_tree,
     predict_tree,
     read_parents,
@@ -89,6 +92,7 @@ __all__ = [
     "TreeFit",
     "TreePrediction",
     "check_parents",
+    "clear_tree_cache",
     "fit_persistent",
     "full_tree",
     "predict_tree",

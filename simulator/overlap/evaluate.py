@@ -9,6 +9,8 @@ statistics (or a baseline closed form); the fit method that computes the law is 
   ``junction`` beyond);
 - ``pooled``: the pooled overlaps o(1..n−1) through the default pooling rule, with the trace popularity (``ipf`` /
   ``junction`` as for ``pairs``);
+- ``latent``: the pooled overlaps o(1..n−1) and the trace popularity, turned into P_e(0…0) by the latent-score model
+  (``latent``, docs/MODEL.md §2.16: a thresholded Gaussian latent, not maximum entropy);
 - ``lag1``: per-expert lag-1 pair marginals only (``markov``, the closed form);
 - ``window``: m-token pattern frequencies at every position (``junction``, exact for window patterns);
 - ``independent``: the popularity only, tokens independent; ``uniform``: MoESD, k/E for every expert.
@@ -23,22 +25,29 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import Interval, Param, check_params
 from .fit import fit_window
+from .latent import binary_memory_misfit, fit_latent
 from .stats import OverlapStats
 from .traces import BATCH_DRAWS, SAMPLES, SEED, Trace, empirical_unique, layer_stats
 from .unique import independent_unique, uniform_unique, unique_experts
 
 __all__ = ["PREDICTORS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]
 
-PREDICTORS = ("pairs", "pooled", "lag1", "window", "independent", "uniform")
+PREDICTORS = ("pairs", "pooled", "latent", "lag1", "window", "independent", "uniform")
+BASELINES = ("independent", "uniform")
 WINDOW_MAX_TOKENS = 12  # longest window pattern m (the trace statistics count 2^m patterns per expert)
 PAIRS_EXACT_MAX_TOKENS = 12  # pairs/pooled: exact finite-n law (ipf) up to here, the stationary chain beyond
 
 
 @dataclass(frozen=True)
 class LayerSummary:
+    """Per layer: Σπ²/k, the pooled overlaps, and how closely the two kinds of memory reproduce them (largest
+    |model − measured| overlap): the latent-score model (§2.16) and the binary-memory profile F + (1 − F)·θ^d."""
+
     layer: int
     skew: float
     overlaps: tuple
+    latent_misfit: float = 0.0
+    binary_misfit: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,11 @@ class TraceReport:
         """Mean |relative error| per predictor over all rows."""
         return {m: float(np.mean([abs(r.rel_error(m)) for r in self.rows])) for m in self.predictors}
 
+    def best(self) -> tuple | None:
+        """(predictor, mean |relative error|) of the model that explains the trace best (baselines excluded)."""
+        errs = {m: v for m, v in self.mean_abs_error().items() if m not in BASELINES}
+        return min(errs.items(), key=lambda kv: kv[1]) if errs else None
+
     def to_dict(self) -> dict:
         rows = []
         for r in self.rows:
@@ -84,9 +98,12 @@ class TraceReport:
             "trace": self.source, "sequences": self.sequences, "tokens_per_sequence": self.tokens,
             "layers": self.layers, "experts": self.experts, "top_k": self.top_k, "window": self.window,
             "statistics": [{"layer": s.layer, "independent_overlap": float(s.skew),
-                            "overlaps": [float(o) for o in s.overlaps]} for s in self.summaries],
+                            "overlaps": [float(o) for o in s.overlaps], "latent_misfit": s.latent_misfit,
+                            "binary_memory_misfit": s.binary_misfit} for s in self.summaries],
             "predictions": rows,
             "mean_abs_rel_error": self.mean_abs_error(),
+            "best": None if self.best() is None else {"predictor": self.best()[0], "mean_abs_rel_error":
+                                                      self.best()[1]},
         }
 
 
@@ -98,6 +115,10 @@ def _predict_layer(stats: OverlapStats, predictor: str, n: int, batch: np.ndarra
     if predictor == "window":
         win = OverlapStats(stats.popularity, stats.top_k, window=stats.window)
         p0 = fit_window(win, n, "junction").p_zero
+    elif predictor == "latent":
+        lags = OverlapStats(stats.popularity, stats.top_k, pair_probs=stats.pair_probs[:, :n - 1]).overlaps
+        pooled = OverlapStats(stats.popularity, stats.top_k, lags)
+        p0 = fit_window(pooled, n, "latent").p_zero
     elif predictor == "lag1":
         p0 = fit_window(OverlapStats(stats.popularity, stats.top_k, pair_probs=stats.pair_probs[:, :1]), n,
                         "markov").p_zero
@@ -131,7 +152,10 @@ def evaluate_trace(trace: Trace, n_tokens=(4,), batch=(1,), *, window: int = 3, 
     for layer in chosen:
         win = window if "window" in predictors else 0
         stats = layer_stats(trace, layer, max_lag=max(ns[-1] - 1, win - 1, 1), window=win)
-        summaries.append(LayerSummary(layer, stats.skew, stats.overlaps))
+        pooled = OverlapStats(stats.popularity, stats.top_k, stats.overlaps)
+        latent = fit_latent(pooled.popularity, pooled.pair_probs, stats.top_k).misfit
+        binary = binary_memory_misfit(stats.overlaps, stats.skew)[0]
+        summaries.append(LayerSummary(layer, stats.skew, stats.overlaps, float(latent), float(binary)))
         for n in ns:
             emp, emp_std = empirical_unique(trace, layer, n, bs, samples=samples, seed=seed)
             preds = {m: _predict_layer(stats, m, n, bs) for m in predictors}

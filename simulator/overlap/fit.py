@@ -3,12 +3,12 @@
 Methods (each names the algorithm or closed form that computes P_e; the engines live in :mod:`.maxent`): ``ipf``
 (the exact maximum-entropy law of the n-token window, by IPF on the junction tree of the constraint graph: linear in
 n, ``maxent.chain_ipf``), ``ipf_table`` (the same law by IPF over the whole 2^n table: the reference, n <= 20,
-``maxent.table_ipf``), ``markov`` (lag-1 closed form, ``maxent.markov``), ``junction`` (maximum-entropy-rate
-*stationary* chain over the junction tree, ``maxent.stationary`` + ``maxent.junction``: differs from ``ipf`` by a
-boundary effect when lags >= 2 are constrained), ``independent`` (P = (1−π)^n) and ``uniform`` (MoESD:
-P = (1 − k/E)^n). ``auto`` picks ``markov`` when only lag-1 constraints apply and ``junction``
-when only window patterns apply (both closed forms of the maximum-entropy law), otherwise ``ipf``. Experts with
-identical constraints share one fit.
+``maxent.table_ipf``), ``markov`` (lag-1 closed form, ``maxent.markov``), ``latent`` (the latent-score model of
+trees on a path, ``latent``/``latent_tree``), ``junction`` (maximum-entropy-rate *stationary* chain over the
+junction tree, ``maxent.stationary`` + ``maxent.junction``: differs from ``ipf`` by a boundary effect when lags >= 2
+are constrained), ``independent`` (P = (1−π)^n) and ``uniform`` (MoESD: P = (1 − k/E)^n). ``auto`` picks ``markov``
+when only lag-1 constraints apply and ``junction`` when only window patterns apply (both closed forms of the
+maximum-entropy law), otherwise ``ipf``. Experts with identical constraints share one fit.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import numpy as np
 from ..errors import InfeasibleError
 from ..validation import Interval, Options, check_params
 from .constraints import check_feasible, window_constraints
+from .latent import fit_latent
+from .latent_tree import latent_tree_p_zero
 from .maxent import (
     chain_ipf,
     clear_plans,
@@ -37,7 +39,7 @@ from .unique import independent_p_zero, uniform_p_zero
 
 __all__ = ["WindowFit", "clear_cache", "fit_window", "p_zero", "resolve_method", "stationary_window", "METHODS"]
 
-METHODS = ("auto", "ipf", "ipf_table", "markov", "junction", "independent", "uniform")
+METHODS = ("auto", "ipf", "ipf_table", "markov", "junction", "latent", "independent", "uniform")
 WARM_CLIQUES = 32  # longer chains start from a fit of this many cliques, its middle clique repeated,
 WARM_MIN_CLIQUES = 40  # ... when they have more than this many
 
@@ -187,6 +189,9 @@ def _fit_cached(stats: OverlapStats, n: int, method: str, tol: float, max_iter: 
         if (stats.max_lag > 1 and n > 2) or stats.window_size > 2:
             notes = ("method 'markov' uses only the lag-1 statistics; longer lags and window patterns are ignored",)
         fit = WindowFit(p0, method, n, notes=notes)
+    elif method == "latent":  # the latent-score model of trees (§2.16) on a path: every given lag shapes it
+        params = fit_latent(pi, stats.pair_probs, stats.top_k)
+        fit = WindowFit(latent_tree_p_zero(params, (-1,) + tuple(range(n - 1))), method, n, max_error=params.misfit)
     elif method == "ipf":
         fit = _fit_ipf(stats, n, tol, max_iter)
     elif method == "ipf_table":

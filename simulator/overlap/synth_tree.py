@@ -21,7 +21,8 @@ from .popularity import skew_popularity
 from .synth import _calibrate, _top_k
 from .traces import Trace, validate_routing
 
-__all__ = ["TreeRouter", "route_tree", "router_trace", "tree_router", "tree_empirical_unique"]
+__all__ = ["SetRouter", "TreeRouter", "route_tree", "router_trace", "set_router", "tree_router",
+           "tree_empirical_unique"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +57,52 @@ def tree_router(experts: int, top_k: int, *, persistence: float = 0.8, skew: flo
     return TreeRouter(w, b, int(top_k), float(persistence), float(context))
 
 
+@dataclass(frozen=True, eq=False)
+class SetRouter:
+    """A second kind of ground truth, with no Gaussian latent: a discrete Markov chain on expert *sets* with a
+    per-request working set. Each request draws a working set W of ``working`` experts (by popularity, without
+    replacement); every node ranks the experts by Gumbel(0, 1) + log π_e + ``stick``·1{e used by the parent}
+    + ``boost``·1{e ∈ W} and takes the top k (Plackett–Luce sampling: the root by popularity and W alone)."""
+
+    log_weight: np.ndarray
+    top_k: int
+    stick: float
+    boost: float
+    working: int
+
+    @property
+    def experts(self) -> int:
+        return int(self.log_weight.size)
+
+
+def set_router(experts: int, top_k: int, *, stick: float = 2.0, boost: float = 1.0, working: int = 16,
+               skew: float | None = None) -> SetRouter:
+    """The set-Markov router (see :class:`SetRouter`); popularity weights from ``skew`` (Zipf, uniform when None)."""
+    check_params("set_router", {"experts": experts, "top_k": top_k, "working": working},
+                 {"experts": [Interval(int, 1, None)], "top_k": [Interval(int, 1, experts)],
+                  "working": [Interval(int, 0, experts)]})
+    target = np.full(experts, top_k / experts) if skew is None else skew_popularity(experts, top_k, float(skew))
+    return SetRouter(np.log(np.maximum(target, 1e-12)), int(top_k), float(stick), float(boost), int(working))
+
+
+def _route_sets(router: SetRouter, parents, samples: int, rng: np.random.Generator) -> np.ndarray:
+    e, k = router.experts, router.top_k
+    gumbel = -np.log(-np.log(rng.uniform(1e-300, 1.0, (samples, e))))
+    work = np.zeros((samples, e))
+    if router.working:
+        chosen = _top_k(router.log_weight + gumbel, router.working)
+        np.put_along_axis(work, chosen, router.boost, axis=1)
+    out = np.empty((samples, len(parents), k), dtype=np.int64)
+    used = np.zeros((samples, len(parents), e), dtype=bool)
+    for v in _topological(parents):
+        score = router.log_weight + work - np.log(-np.log(rng.uniform(1e-300, 1.0, (samples, e))))
+        if parents[v] >= 0:
+            score = score + router.stick * used[:, parents[v]]
+        out[:, v] = _top_k(score, k)
+        np.put_along_axis(used[:, v], out[:, v], True, axis=1)
+    return out
+
+
 def _topological(parents) -> list:
     """Nodes ordered so that every parent comes before its children."""
     children: list = [[] for _ in parents]
@@ -73,9 +120,12 @@ def _topological(parents) -> list:
     return order
 
 
-def route_tree(router: TreeRouter, parents, samples: int, *, seed: int = 0) -> np.ndarray:
-    """Expert ids (samples, N, k) of ``samples`` independent requests whose verify pass scores the tree's N nodes."""
+def route_tree(router, parents, samples: int, *, seed: int = 0) -> np.ndarray:
+    """Expert ids (samples, N, k) of ``samples`` independent requests whose verify pass scores the tree's N nodes
+    (a :class:`TreeRouter` or a :class:`SetRouter`)."""
     rng = np.random.default_rng(seed)
+    if isinstance(router, SetRouter):
+        return _route_sets(router, parents, samples, rng)
     h = router.weight.shape[0]
     rho, c = router.persistence, router.context
     state = np.empty((samples, len(parents), h))
@@ -88,7 +138,7 @@ def route_tree(router: TreeRouter, parents, samples: int, *, seed: int = 0) -> n
     return _top_k(z @ router.weight + router.bias, router.top_k)
 
 
-def router_trace(router: TreeRouter, sequences: int, tokens: int, *, seed: int = 0) -> Trace:
+def router_trace(router, sequences: int, tokens: int, *, seed: int = 0) -> Trace:
     """A chain trace (sequences, tokens, 1, k) of the same router: the source of its lag statistics."""
     path = [-1] + list(range(tokens - 1))
     ids = route_tree(router, path, sequences, seed=seed)

@@ -2,50 +2,52 @@
 
 A tree is a parent list (``parents[v]`` = parent of node v, −1 at the root). Two nodes at tree distance d (edges on
 the path through their lowest common ancestor) carry the statistics of chain tokens at lag d: popularity π_e and the
-pair law p_e(d). Per expert, the law of x ∈ {0,1}^N over the N nodes is fitted by maximum entropy under every pair
-constraint up to lag L, and P_e(0…0) gives U(B) = Σ_e [1 − P_e(0…0)^B] as for chains.
+pair law p_e(d). Per expert, a law of x ∈ {0,1}^N over the N nodes with these marginals gives P_e(0…0), and
+U(B) = Σ_e [1 − P_e(0…0)^B] as for chains.
 
 Methods (``TREE_METHODS``):
 
-- ``ipf``: the exact maximum-entropy law, by IPF on the junction tree of the L-th power of the tree
-  (:mod:`.maxent.tree_ipf`). Approximation rule: L is the largest given lag whose cliques (sets of nodes pairwise
-  within distance L) hold at most ``MAX_CLIQUE_NODES`` nodes; longer lags are dropped and named in the result.
+- ``latent`` (the default: ``auto`` with any lag given, unless the lag profile looks like binary memory and the
+  stationary chain below is cheap, then that chain): the latent-score model (:mod:`.latent`, §2.16): a
+  thresholded Gaussian latent per expert, a per-request component plus a Gaussian Markov (AR(1)) process along the
+  tree, solved from π_e and p_e(1..D); P_e(0…0) by message passing over the tree (:mod:`.latent_tree`), linear in N,
+  every lag used. It carries correlation among three and more nodes (siblings share their parent's latent score).
+  When the two-parameter correlation c + (1 − c)·r^d cannot reproduce all given lags, the result states the largest
+  overlap misfit.
+- ``ipf``: the exact pairwise maximum-entropy law, by IPF on the junction tree of the L-th power of the tree
+  (:mod:`.maxent.tree_ipf`); refused (a one-line error) when the cliques (sets of nodes pairwise within distance L)
+  would exceed ``MAX_CLIQUE_NODES`` nodes: no lag is dropped.
 - ``stationary``: the tree-indexed maximum-entropy-rate chain: every node, given its L nearest ancestors, follows
-  the stationary chain of the statistics (the ``junction`` method's chain), so every root-to-leaf path is that
-  chain; nodes off each other's ancestor line are independent given their common ancestors. Closed form:
-  P_e(0…0) = Π_v q_e(min(depth_v, L)), q(j) = P(x_t = 0 | the j tokens before are 0). Exact for lag 1 (where it is
-  the Markov chain on the tree, and the maximum-entropy law of every tree), an approximation for siblings otherwise.
-- ``auto``: lag 1 only → the closed form (exact); otherwise ``ipf`` when the fit is small (junction-tree cells ×
-  distinct experts ≤ ``AUTO_IPF_CELLS``), else ``stationary`` (stated in the result).
+  the stationary chain of the statistics (the ``junction`` method's chain); nodes off each other's ancestor line are
+  independent given their common ancestors. P_e(0…0) = Π_v q_e(min(depth_v, L)). Exact for lag 1, an approximation
+  for siblings otherwise.
 - ``independent``, ``uniform``: the baselines.
 
-Long range (``Persistent``): beyond lag L the maximum-entropy law assumes conditional independence given the window,
-so correlation decays as the fitted chain implies. The persistent component adds a per-request working set: each
-request draws, per expert, a latent state (hot with probability h, popularity a·π; cold, b·π; h·a + (1−h)·b = 1);
-given it, tokens follow the maximum-entropy law with the lift correlation λ'_d = (o(d) − f)/(1 − f) where f is the
-floor (the overlap at long lags): P_e(0…0) = h·P_e(0…0 | hot) + (1 − h)·P_e(0…0 | cold), each request independent.
+Fits are cached per (statistics, tree, method, persistent component): one fit per distinct set of statistics.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
 from ..validation import Interval, Options, Param, check_params
 from .constraints import lag_problems, pair_table
+from .latent_union import clear_latent_cache, latent_union
 from .maxent import fit_stationary, window_features
 from .maxent.junction import block_marginals
 from .maxent.markov import markov_p_zero
 from .maxent.tree_ipf import ball_sizes, tree_depths, tree_ipf, tree_junction
+from .persistent import Persistent, fit_persistent
 from .predict import OverlapPrediction
 from .stats import OverlapStats
 from .unique import busiest_rank_experts, independent_unique, uniform_unique, unique_experts, unique_experts_std
 
 __all__ = [
-    "AUTO_IPF_CELLS",
     "MAX_CLIQUE_NODES",
     "MAX_TREE_NODES",
     "TREE_METHODS",
@@ -53,6 +55,7 @@ __all__ = [
     "TreeFit",
     "TreePrediction",
     "check_parents",
+    "clear_tree_cache",
     "fit_persistent",
     "full_tree",
     "predict_tree",
@@ -61,13 +64,10 @@ __all__ = [
 ]
 
 MAX_TREE_NODES = 4096  # engines verify at most a few hundred draft tokens per request
-MAX_CLIQUE_NODES = 12  # ipf: cliques of at most 2^12 cells; longer lags are dropped (the approximation rule)
-AUTO_IPF_CELLS = 1 << 14  # auto: ipf when Σ clique cells × distinct experts is at most this, else stationary
-TREE_METHODS = ("auto", "ipf", "stationary", "independent", "uniform")
+MAX_CLIQUE_NODES = 12  # ipf: cliques of at most 2^12 cells; a tree and lag set needing more is refused
+AUTO_STATIONARY_CELLS = 1 << 13  # auto on binary-memory profiles: stationary when distinct experts × 2^(D+1) <= this
+TREE_METHODS = ("auto", "latent", "ipf", "stationary", "independent", "uniform")
 BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children per node")
-FLOOR = Param(Interval(float, 0, 1, closed="neither"))
-SHARE_SLACK = 1.01  # Persistent: a share up to 1% above the bound 1/m2 is taken at the bound (fit_persistent clips
-# to the bound under the trace's own popularity; a prediction may use a slightly different one, e.g. uniform)
 
 
 # ---- trees --------------------------------------------------------------------------------------------------------
@@ -150,67 +150,6 @@ def read_parents(path: str) -> tuple:
     return check_parents(values, "read_parents")
 
 
-# ---- the persistent component ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Persistent:
-    """Per-request working set: ``floor`` f = the lag overlap at long lags (fraction), ``share`` h = probability that
-    an expert is hot in a request (None: the pure working set, cold experts unused, h = Σπ²/(k·f))."""
-
-    floor: float
-    share: float | None = None
-
-    def components(self, pi: np.ndarray, top_k: int) -> tuple:
-        """(weights (2,), hot/cold popularity (2, E), m2 = E[r²]) of the two latent states."""
-        FLOOR.check(self.floor, "floor", "Persistent")
-        skew = float(pi @ pi) / top_k
-        m2 = self.floor / skew
-        if m2 <= 1 + 1e-12:
-            return np.array([1.0, 0.0]), np.stack([pi, pi]), 1.0
-        h = 1.0 / m2 if self.share is None else float(self.share)
-        if 1.0 / m2 < h <= SHARE_SLACK / m2:  # a fitted share at the bound, the popularity slightly different
-            h = 1.0 / m2
-        if not 0 < h <= 1.0 / m2 + 1e-12:
-            raise ParameterError(f"the 'share' parameter of Persistent must be in (0, {1 / m2:.4g}] for floor "
-                                 f"{self.floor:g} (Σπ²/k = {skew:.4g}: cold experts would need a negative popularity)"
-                                 f"; got {h:g}", owner="Persistent", param="share")
-        gap = np.sqrt((m2 - 1) / (h * (1 - h))) if h < 1 else 0.0
-        a, b = 1 + (1 - h) * gap, max(1 - h * gap, 0.0)
-        return np.array([h, 1 - h]), np.stack([np.minimum(a * pi, 1.0), b * pi]), m2
-
-    def to_dict(self, pi: np.ndarray, top_k: int) -> dict:
-        w, comp, _ = self.components(pi, top_k)
-        return {"floor": float(self.floor), "share": float(w[0]),
-                "hot_boost": float(comp[0].sum() / top_k), "cold_scale": float(comp[1].sum() / top_k)}
-
-
-def fit_persistent(trace, layer: int = 0) -> Persistent:
-    """Estimate the persistent component of one trace layer: each sequence is cut into three segments; per expert,
-    E[f1·f2] and E[f1·f2·f3] of the segment frequencies (far apart: independent given the request's latent state)
-    pooled over experts give the moments m2 = E[r²], m3 = E[r³] of the popularity ratio r; a two-point r (mean 1)
-    with these moments gives the share h, and the floor is f = m2·Σπ²/k."""
-    from .traces import activity
-
-    x = activity(trace, layer).astype(float)  # (sequences, tokens, E)
-    t = x.shape[1]
-    if t < 48:
-        raise ParameterError(f"fit_persistent needs sequences of at least 48 tokens (three segments far apart); the "
-                             f"trace has {t}", owner="fit_persistent", param="trace")
-    seg = t // 3
-    f = [x[:, i * seg:(i + 1) * seg].mean(axis=1) for i in range(3)]  # (S, E) each
-    pi = x.mean(axis=(0, 1))
-    m2 = float((f[0] * f[1]).mean(axis=0).sum() / (pi @ pi))
-    m3 = float((f[0] * f[1] * f[2]).mean(axis=0).sum() / (pi ** 3).sum())
-    k = trace.top_k
-    floor = min(m2 * float(pi @ pi) / k, 1 - 1e-9)
-    v = m2 - 1
-    if v <= 1e-9:
-        return Persistent(floor=max(floor, 1e-9), share=None)
-    mu3 = m3 - 3 * m2 + 2
-    gamma = mu3 / v ** 1.5
-    h = (1 - gamma / np.sqrt(gamma * gamma + 4)) / 2
-    return Persistent(floor=floor, share=float(min(max(h, 1e-6), 1 / m2)))
-
-
 # ---- fits ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TreeFit:
@@ -275,7 +214,8 @@ def _fit_q(pi: np.ndarray, pairs: np.ndarray, lags: int, tol: float) -> np.ndarr
     return q
 
 
-def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, tol: float, max_iter: int) -> tuple:
+def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, tol: float, max_iter: int,
+                top_k: float) -> tuple:
     """P(0…0) per row of (π, p(1..L)) on the tree: (p_zero, method, lags used, approximation, iterations, error)."""
     n = len(parents)
     given = pairs.shape[1]
@@ -287,50 +227,71 @@ def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, 
     gp, gpairs = pi[first], pairs[first]
     depth = tree_depths(parents)
     lags = min(given, int(depth.max()) * 2)  # no two nodes are further apart than twice the depth
-    note = ""
+    if method in ("auto", "latent"):
+        weights = np.bincount(inverse, minlength=first.size).astype(float)
+        p0, used, note, misfit, binary = latent_union(gp, gpairs, parents, top_k, weights)
+        # the choice depends on the statistics only (every lag given), never on the tree: one model per statistics
+        if method == "auto" and binary and given >= 2 and first.size << (given + 1) <= AUTO_STATIONARY_CELLS:
+            try:  # the lag profile looks like binary memory: the pairwise chain did better there (§2.16)
+                res = _fit_arrays(pi, pairs, parents, "stationary", tol, max_iter, top_k)
+                return (*res[:3], f"auto chose the tree-indexed stationary chain (pairwise, every lag): the lag "
+                        f"profile looks like binary memory; {note}", 0, 0.0)
+            except InfeasibleError:
+                pass
+        return p0[inverse], "latent", used, note, 0, misfit
     if lags == 1:
-        return markov_p_zero(gp, gpairs[:, 0], n)[inverse], "markov", 1, "", 0, 0.0
-    if method == "auto":
-        used = _largest_lag(parents, lags)
-        cells = tree_junction(parents, used).cells() * first.size
-        method = "ipf" if cells <= AUTO_IPF_CELLS else "stationary"
+        return markov_p_zero(gp, gpairs[:, 0], n)[inverse], method, 1, "", 0, 0.0
     if method == "stationary":
         q = _stationary_q(gp, gpairs, lags, min(tol, 1e-10))
         counts = np.bincount(np.minimum(depth, lags), minlength=lags + 1)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             p0 = np.exp(np.log(q) @ counts)
+        if not np.all(np.isfinite(p0)):
+            raise InfeasibleError(f"the stationary chain of these statistics did not converge with {lags} lags; use "
+                                  "method 'latent' (--tree-method latent) or fewer lags")
         return p0[inverse], "stationary", lags, "tree-indexed stationary chain: exact along ancestor lines, siblings " \
             "independent given their common ancestors", 0, 0.0
     used = _largest_lag(parents, lags)
     if used < lags:
-        note = (f"lags {used + 1}..{lags} dropped: the nodes pairwise within distance {used + 1} exceed "
-                f"MAX_CLIQUE_NODES={MAX_CLIQUE_NODES}")
+        raise ParameterError(f"method 'ipf' would need cliques of more than MAX_CLIQUE_NODES={MAX_CLIQUE_NODES} nodes "
+                             f"for lags {used + 1}..{lags} on this {n}-node tree; give at most {used} lags "
+                             f"(--overlap) or use method 'latent' (--tree-method latent), which uses every lag",
+                             owner="tree_p_zero", param="method")
     targets = {d: pair_table(gp, gpairs[:, d - 1]) for d in range(1, used + 1)}
     res = tree_ipf(parents, used, gp, targets, tol=tol, max_iter=max_iter)
     if not res.converged:
         raise InfeasibleError(f"IPF on the tree did not converge in {res.iterations} sweeps (largest pair error "
                               f"{res.max_error:.2e}); the statistics may be jointly infeasible, or raise max_iter")
-    return res.p_zero[inverse], "ipf", used, note, res.iterations, res.max_error
+    return res.p_zero[inverse], "ipf", used, "", res.iterations, res.max_error
 
 
 def tree_p_zero(stats: OverlapStats, parents, *, method: str = "auto", persistent: Persistent | None = None,
                 tol: float = 1e-9, max_iter: int = 2000) -> TreeFit:
-    """P_e(no node of the tree uses e) per expert, for one request whose verify pass scores every node."""
+    """P_e(no node of the tree uses e) per expert, for one request whose verify pass scores every node (cached per
+    statistics, tree, method and persistent component; the returned array is read-only)."""
     check_params("tree_p_zero", {"method": method, "tol": tol, "max_iter": max_iter},
                  {"method": [Options(TREE_METHODS)], "tol": [Interval(float, 0, 1, closed="neither")],
                   "max_iter": [Interval(int, 1, None)]})
     parents = check_parents(parents, "tree_p_zero")
+    return _tree_fit(stats, parents, method, persistent, float(tol), int(max_iter))
+
+
+@lru_cache(maxsize=512)
+def _tree_fit(stats: OverlapStats, parents: tuple, method: str, persistent: Persistent | None, tol: float,
+              max_iter: int) -> TreeFit:
     n = len(parents)
     pi = stats.popularity
     if method == "uniform":
-        return TreeFit(np.full(pi.size, (1 - stats.top_k / stats.experts) ** n), "uniform", n, 0, stats.max_lag)
+        return _frozen(TreeFit(np.full(pi.size, (1 - stats.top_k / stats.experts) ** n), "uniform", n, 0,
+                               stats.max_lag))
     pairs = stats.pair_probs
     problems = lag_problems(pi, pairs)
     if problems:
         raise InfeasibleError(f"no process has these lag statistics: {problems[0]}; check the overlaps")
+    k = float(stats.top_k)
     if persistent is None:
-        p0, used_method, used, note, it, err = _fit_arrays(pi, pairs, parents, method, tol, max_iter)
-        return TreeFit(np.clip(p0, 0, 1), used_method, n, used, stats.max_lag, note, it, err)
+        p0, used_method, used, note, it, err = _fit_arrays(pi, pairs, parents, method, tol, max_iter, k)
+        return _frozen(TreeFit(np.clip(p0, 0, 1), used_method, n, used, stats.max_lag, note, it, err))
     weights, comp, m2 = persistent.components(pi, stats.top_k)
     floor = persistent.floor
     ov = np.asarray(stats.overlaps, dtype=float)
@@ -343,10 +304,23 @@ def tree_p_zero(stats: OverlapStats, parents, *, method: str = "auto", persisten
         rows_pi.append(c)
         rows_pairs.append(c[:, None] ** 2 + lam[None, :] * (c - c ** 2)[:, None])
     p0, used_method, used, note, it, err = _fit_arrays(np.concatenate(rows_pi), np.concatenate(rows_pairs), parents,
-                                                       method, tol, max_iter)
+                                                       method, tol, max_iter, 2 * k)
     p0 = np.clip(p0, 0, 1).reshape(2, -1)
     notes = [note] + notes if note else notes
-    return TreeFit(weights @ p0, used_method, n, used, stats.max_lag, "; ".join(notes), it, err)
+    return _frozen(TreeFit(weights @ p0, used_method, n, used, stats.max_lag, "; ".join(notes), it, err))
+
+
+def _frozen(fit: TreeFit) -> TreeFit:
+    fit.p_zero.setflags(write=False)
+    return fit
+
+
+def clear_tree_cache() -> None:
+    """Forget cached tree fits, subtree shapes, junction trees and chain fits (for timing)."""
+    _tree_fit.cache_clear()
+    clear_latent_cache()
+    tree_junction.cache_clear()
+    _Q_CACHE.clear()
 
 
 @dataclass(frozen=True)
