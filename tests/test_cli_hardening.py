@@ -387,8 +387,8 @@ def test_errors_are_one_line_for_scripts_and_wrapped_on_a_terminal(capsys, monke
     import io
     import sys
 
-    argv = ["step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--dtype", "bf16", "--tp", "1",
-            "--ep", "1", "--batch", "1", "--tokens", "1"]  # weights do not fit: a long reason
+    argv = ["step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--dtype", "bf16", "--gpus", "1",
+            "--tp", "1", "--ep", "1", "--batch", "1", "--tokens", "1"]  # weights do not fit: a long reason
     assert main(argv) == 2
     line = capsys.readouterr().err.strip()
     assert "\n" not in line and len(line) > 100

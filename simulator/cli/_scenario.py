@@ -29,14 +29,17 @@ HELP = {
                  "EPLB-style packing by usage, contiguous = index blocks; docs/MODEL.md §3.2)",
     "redundant_experts": "EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)",
     "engine": "serving engine whose measured kernel parameters price the ops (default trtllm)",
-    "all_to_all": "MoE dispatch/combine kernels under attention DP (default nccl; deepep_*: DeepEP's normal / "
-                  "low-latency modes, docs/MODEL.md §3.9)",
+    "all_to_all": "MoE dispatch/combine kernels under attention DP (default auto: DeepEP low-latency across "
+                  "scale-up domains or beyond 8 GPUs where the profile has it, else nccl; docs/MODEL.md §3.9)",
+    "dispatch_dtype": "precision of dispatched tokens (default auto: the all-to-all mode's; combine is bf16)",
     "routing": "unique-expert model: uniform (MoESD), independent (popularity), overlap (max-ent IPF)",
     "kernel_curves": "per-op-class kernel efficiency curves (off: one global bandwidth efficiency)",
     "fixed_costs": "kernel floors, launch/collective latencies, host overhead (per_expert: MoESD's reading)",
     "l2": "re-reads of co-routed experts served from L2",
     "graph_padding": "CUDA-graph padding staircase and eager fallback above the capture cap",
     "round_overheads": "per-round state work (linear-attention state checkpoints)",
+    "two_batch_overlap": "two micro-batches, one's dispatch/combine beside the other's compute (auto: as the "
+                         "engine deploys it; docs/MODEL.md §3.5)",
     "draft_extend": "one draft pass per round over the gamma+1 verified positions (docs/MODEL.md §4.6)",
     "round_kernels": "sampling/top-k/rejection, tree-building and KV-slot kernels per round",
     "host_time": "engine host work per round and per decode step, exposed where the mode does not hide it",

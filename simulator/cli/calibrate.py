@@ -70,6 +70,8 @@ def run_all(args) -> int:
             done.append(cal)
             print(f"{gpu:<10} {engine:<7} " + ", ".join(f"{f.cls} {f.variant} {f.mape_fit:.1%}/{f.mape_loso:.1%}"
                                                          for f in cal.fits))
+            for r in cal.refused:
+                print(f"{'':<18} refused {r}")
     if args.report_dir:
         atomic_text(args.report_dir / "README.md", index_markdown(done), param="report_dir")
     return 0
@@ -108,12 +110,15 @@ def run(args) -> int:
         atomic_text(args.report, report_markdown(cal), param="report")
     if args.json:
         print_json({"gpu": cal.gpu, "engine": cal.engine, "data": cal.data, "fits": rows, "missing": cal.missing,
+                    "refused": cal.refused,
                     "launch_eager_us": cal.eager_extra * 1e6})
         return 0
     print(f"{'op':<11} {'variant':<10} {'rows':>5} {'MAPE fit':>9} {'LOSO':>7} {'all rows':>9}")
     for r in rows:
         print(f"{r['op']:<11} {r['variant']:<10} {r['rows']:>5} {r['mape_fit']:>9.1%} "
               f"{r['mape_leave_one_shape_out']:>7.1%} {r['mape_all_rows']:>9.1%}")
+    for r in cal.refused:
+        print(f"refused: {r}")
     print(f"eager (no CUDA graph) extra per kernel: {cal.eager_extra * 1e6:.1f} µs")
     if args.write:
         print(f"wrote {written} fitted values into {args.write}")

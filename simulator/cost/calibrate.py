@@ -21,7 +21,8 @@ from ..errors import ConfigError, ParameterError
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import DEFAULT_ENGINE, Collective, Curve, KernelClass
-from .engine import collective_seconds, op_time
+from .calibrate_guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed
+from .engine import collective_seconds, kernel_time, op_time
 from .measured import (
     ATTN_FIT_MIN_KV,
     COLLECTIVES,
@@ -123,26 +124,38 @@ def fit_gemm(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str,
         return (op_time(op, h, REFINED).time[mask] - y[mask]) / y[mask]
 
     mask = np.ones(len(y), bool)
-    th, mf, ml = _fit(res, [4.0, 0.85, 10.0, 0.7, 3.0], [0.0, 0.3, 0.5, 0.1, 1.0], [1000.0, 1.0, 200.0, 1.0, 20.0],
-                      groups, mask)
+    lo, hi = [0.0, 0.3, 0.5, 0.1, 1.0], [1000.0, 1.0, 200.0, 1.0, 20.0]
+    th, mf, ml = _fit(res, [4.0, 0.85, 10.0, 0.7, 3.0], lo, hi, groups, mask)
     h = _with_class(hw, "gemm", dtype, kernel(th))
     return Fit("gemm", dtype, kernel(th), len(y), mf, ml, mape(op_time(op, h, REFINED).time, y),
                f"all {engine_display(ref.framework)} rows",
                "(n, k)",
-               {"eta_max": th[1], "tiles_scale": th[2], "mu": th[3], "q": th[4]})
+               {"eta_max": th[1], "tiles_scale": th[2], "mu": th[3], "q": th[4],
+                # physical ends: q at 1 (compute and memory in series) or its top (the plain roofline max), no ramp
+                "at_bounds": tuple(b for b in at_bounds(th, lo, hi, ("fixed", "eta_max", "tiles_scale", "mu",
+                                                                      "combine_q"))
+                                   if not b.startswith(("combine_q=", "tiles_scale=lower")))})
+
+
+def gemm_host_timed(rows: list[dict], hw: HardwareProfile, dtype_csv: str, ref: Reference = REF) -> str:
+    """Why this engine's GEMM rows of one format time host work ('' when they do not; calibrate_guard)."""
+    r = gemm_rows(rows, dtype_csv, ref)
+    return host_timed(gemm_op(col(r, "m"), col(r, "n"), col(r, "k"), DTYPE_NAMES[dtype_csv]),
+                      col(r, "latency_us") * 1e-6, hw)
 
 
 # --- MoE ----------------------------------------------------------------------------------------------------------
 def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, compute_mu: Curve,
-            ref: Reference = REF) -> Fit:
-    r = moe_rows(rows, dtype_csv, ref)
+            ref: Reference = REF, cls: str = "moe") -> Fit:
+    """The MoE kernel of one format (``cls`` "moe"), or TensorRT-LLM's min-latency kernel ("moe_min_latency")."""
+    r = moe_rows(rows, dtype_csv, ref, min_latency=cls == "moe_min_latency")
     dtype = DTYPE_NAMES[dtype_csv]
     op = moe_row_op(r, dtype, None if dtype_csv == MXFP4_W4A8 else moe_compute(dtype))
     y = col(r, "latency_us") * 1e-6
     groups = np.array([f'{q["model"]}|{q["moe_tp_size"]}|{q["moe_ep_size"]}' for q in r])  # deterministic keys
     fit_mask = moe_fit_mask(op)
     # tile_rows is hand-set in the profile (the balanced rows cannot identify it); the fit uses it and keeps it
-    tile_rows = hw.kernels.classes.get("moe", {}).get(dtype, KernelClass()).params.get("tile_rows", MOE_TILE_ROWS)
+    tile_rows = hw.kernels.classes.get(cls, {}).get(dtype, KernelClass()).params.get("tile_rows", MOE_TILE_ROWS)
 
     def kernel(th):
         f0, fe, eta, eta_act = th
@@ -151,15 +164,19 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
                                              "tile_rows": tile_rows}))
 
     def res(th, mask):
-        h = _with_class(hw, "moe", dtype, kernel(th))
-        return (op_time(op, h, REFINED).time[mask] - y[mask]) / y[mask]
+        return (kernel_time(op, kernel(th), hw, REFINED).time[mask] - y[mask]) / y[mask]  # this kernel alone
 
-    th, mf, ml = _fit(res, [25.0, 0.1, 0.9, 0.3], [0.0, 0.0, 0.3, 0.01], [200.0, 5.0, 1.0, 1.0], groups, fit_mask)
-    h = _with_class(hw, "moe", dtype, kernel(th))
-    return Fit("moe", dtype, kernel(th), int(fit_mask.sum()), mf, ml, mape(op_time(op, h, REFINED).time, y),
-               f"{engine_display(ref.framework)} balanced rows streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of "
-               "weights" + (f", {dtype_csv} table" if dtype == "mxfp4" else ""),
-               "(model, tp, ep)", {"rows_total": len(y)})
+    lo, hi = [0.0, 0.0, 0.3, 0.01], [200.0, 5.0, 1.0, 1.0]
+    th, mf, ml = _fit(res, [25.0, 0.1, 0.9, 0.3], lo, hi, groups, fit_mask)
+    # a per-local-expert term at 0 and an activation efficiency at 1 are physical ends, not artefacts of the box
+    bound = tuple(b for b in at_bounds(th, lo, hi, ("fixed", "per_local_expert", "eta", "activation_efficiency"))
+                  if not b.startswith(("per_local_expert=lower", "activation_efficiency=upper")))
+    what = (("min-latency kernel, " if cls != "moe" else "") + f"{engine_display(ref.framework)} balanced rows "
+            f"streaming >= {MOE_FIT_MIN_BYTES / 1e6:.0f} MB of weights"
+            + (f", {dtype_csv} table" if dtype == "mxfp4" else ""))
+    return Fit(cls, dtype, kernel(th), int(fit_mask.sum()), mf, ml,
+               mape(kernel_time(op, kernel(th), hw, REFINED).time, y), what, "(model, tp, ep)",
+               {"rows_total": len(y), "at_bounds": bound})
 
 
 # --- attention ----------------------------------------------------------------------------------------------------
@@ -180,13 +197,15 @@ def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: st
         hh = _with_class(hw, "attention", kv_dtype, kernel(th))
         return (op_time(op, hh, REFINED).time[mask] - y[mask]) / y[mask]
 
-    th, mf, ml = _fit(res, [9.0, 5.0, 0.9, 0.5, 4.0], [0.0, 0.0, 0.3, 0.0, 0.1], [50.0, 200.0, 1.0, 0.999, 1000.0],
-                      groups, fit_mask)
+    lo, hi = [0.0, 0.0, 0.3, 0.0, 0.1], [50.0, 200.0, 1.0, 0.999, 1000.0]
+    th, mf, ml = _fit(res, [9.0, 5.0, 0.9, 0.5, 4.0], lo, hi, groups, fit_mask)
     hh = _with_class(hw, "attention", kv_dtype, kernel(th))
+    bound = tuple(b for b in at_bounds(th, lo, hi, ("fixed", "per_parallel", "eta_max", "ramp", "parallel_scale"))
+                  if not b.startswith(("per_parallel=lower", "ramp=lower")))  # physical ends: no term, no ramp
     return Fit("attention", kv_dtype, kernel(th), int(fit_mask.sum()), mf, ml,
                mape(op_time(op, hh, REFINED).time, y),
                f"{engine_display(ref.framework)} rows with kv_len >= {ATTN_FIT_MIN_KV}", "(heads, kv heads)",
-               {"rows_total": len(y)})
+               {"rows_total": len(y), "at_bounds": bound})
 
 
 # --- collectives --------------------------------------------------------------------------------------------------
@@ -230,6 +249,17 @@ class Calibration:
     data: str = "measured/h100-sxm"  # what was read, for the written source text
     reference: Reference = REF
     missing: tuple[str, ...] = ()  # "<op> <format>" the data has no rows of (left to the fallback rules)
+    refused: tuple[str, ...] = ()  # "<op> <format>: reason" left out by the guards (calibrate_guard; fallback rules)
+
+
+def refusal(f: Fit, hw: HardwareProfile, engine: str) -> str:
+    """Why a fit may not be written ('' when it may): parameters at their bounds, or a floor out of line."""
+    bound = f.notes.get("at_bounds", ())
+    if len(bound) >= REFUSE_AT_BOUNDS:
+        return "at the bounds of its fit: " + ", ".join(bound)
+    if isinstance(f.kernel, KernelClass):
+        return floor_out_of_line(hw, engine, f.cls, f.variant, f.kernel.fixed)
+    return ""
 
 
 def fit_eager(rows: list[dict], framework: str | None = None) -> tuple[float, int]:
@@ -286,16 +316,29 @@ def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-
         raise ConfigError(where, "gemm", f"has no bf16 GEMM rows of {engine_display(ref.framework)} {ref.version} "
                           f"on {gpus[0]}", "pick an engine/version with data for this GPU (python -m simulator "
                           "calibrate --list)")
-    fits, missing = [], []
+    fits, missing, refused = [], [], []
+
+    def keep(f: Fit) -> bool:
+        why = refusal(f, hw, engine)
+        if why:
+            refused.append(f"{f.cls} {f.variant}: {why} (MAPE {f.mape_fit:.1%})")
+        else:
+            fits.append(f)
+        return not why
+
     gemm_fits = {}
     for dt in GEMM_DTYPES:
         if not gemm_rows(tables["gemm"], dt, ref):
             missing.append(f"gemm {DTYPE_NAMES[dt]}")
             continue
+        why = gemm_host_timed(tables["gemm"], hw, dt, ref)
+        if why:
+            refused.append(f"gemm {DTYPE_NAMES[dt]}: {why}")
+            continue
         say(f"calibrate: gemm {dt}")
         f = fit_gemm(tables["gemm"], hw, dt, source, ref)
-        gemm_fits[f.variant] = f
-        fits.append(f)
+        if keep(f):
+            gemm_fits[f.variant] = f
     fp4 = compute_dtype(FORMATS["mxfp4"], dict(hw.peak_flops)) == "fp4"
     for dt in MOE_DTYPES:
         name = DTYPE_NAMES[dt]
@@ -306,14 +349,21 @@ def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-
             missing.append(f"moe {name}")
             continue
         say(f"calibrate: moe {dt}")
-        mu = gemm_fits.get(name, gemm_fits["bf16"]).kernel.compute
-        fits.append(fit_moe(moe, hw, dt, source, mu, ref))
+        # the GEMM's μ of this format (else this engine's bf16 GEMM's); a refused GEMM fit leaves the profile's
+        # (default engine's) value of that format
+        refused_gemm = any(r.startswith(f"gemm {name}:") for r in refused)
+        mu = hw.kernels.get("gemm", name).compute if refused_gemm else \
+            gemm_fits.get(name, gemm_fits["bf16"]).kernel.compute
+        keep(fit_moe(moe, hw, dt, source, mu, ref))
+        if moe_rows(moe, dt, ref, min_latency=True):
+            say(f"calibrate: moe min-latency {dt}")
+            keep(fit_moe(moe, hw, dt, source, mu, ref, cls="moe_min_latency"))
     for kv in KV_DTYPES:
         if not [x for x in attention_rows(attn, kv, ref) if float(x["kv_len"]) >= ATTN_FIT_MIN_KV]:
             missing.append(f"attention {DTYPE_NAMES[kv]}")
             continue
         say(f"calibrate: attention kv {kv}")
-        fits.append(fit_attention(attn, hw, kv, source, ref))
+        keep(fit_attention(attn, hw, kv, source, ref))
     for kind in COLLECTIVES:
         if kind != "all_reduce" and engine != DEFAULT_ENGINE:
             continue
@@ -323,7 +373,7 @@ def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-
         say(f"calibrate: {kind}")
         fits.append(fit_collective(coll, hw, kind, ref))
     eager, n_eager = fit_eager(coll, None if engine == DEFAULT_ENGINE else ref.framework)
-    return Calibration(gpus[0], tuple(fits), eager, n_eager, engine, where, ref, tuple(missing))
+    return Calibration(gpus[0], tuple(fits), eager, n_eager, engine, where, ref, tuple(missing), tuple(refused))
 
 
 def calibrate_engine(gpu: str, engine: str = DEFAULT_ENGINE, version: str | None = None, root=None,

@@ -73,6 +73,7 @@ def _err(f: Fit) -> str:
 def fitted_params(cls: str) -> tuple[str, ...]:
     """Extra parameters of op class ``cls`` that the calibration fits (others, e.g. ``tile_rows``, are hand-set)."""
     return {"gemm": ("combine_q",), "moe": ("per_local_expert", "activation_efficiency"),
+            "moe_min_latency": ("per_local_expert", "activation_efficiency"),
             "attention": ("per_parallel",)}.get(cls, ())
 
 

@@ -16,6 +16,14 @@ from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE, ENGINE_VENDORS, ENGINES
 from ..specs.model import ModelSpec
+from ..specs.wide_ep import (
+    A2A_ACROSS_DOMAINS,
+    A2A_AUTO,
+    A2A_NCCL_MAX_GPUS,
+    DISPATCH_BYTES,
+    MODE_DISPATCH,
+    TBO_ENGINES,
+)
 from ..validation import Interval, Options, Param, check_fields, param_field
 
 ROUTING = ("uniform", "independent", "overlap")
@@ -49,6 +57,10 @@ class Mechanisms:
     #     drafted position); "off" = none.
     graph_padding: str = param_field(Param(Options(ONOFF)), "on")
     round_overheads: str = param_field(Param(Options(ONOFF)), "on")
+    # two_batch_overlap (docs/MODEL.md §3.5): under attention DP each layer runs as two micro-batches of B/2, one's
+    # MoE dispatch/combine beside the other's compute; "auto" = as the engine deploys it (specs.wide_ep.TBO_ENGINES
+    # with DeepEP dispatch), "on" = whenever dp > 1, "off" = never.
+    two_batch_overlap: str = param_field(Param(Options((A2A_AUTO, *ONOFF))), A2A_AUTO)
     # The round phase by phase as engines run it (docs/MODEL.md §4.6; simulator.specdec.engine_round):
     # draft_extend: "on" = one draft pass per round runs over the γ + 1 verified positions (SGLang's draft-extend
     #     after verify, vLLM's / TRT-LLM's first drafter pass over K + 1 tokens) instead of one token; "off" = γ
@@ -134,7 +146,11 @@ class Deployment:
     engine: str = param_field(Param(Options(ENGINES)), DEFAULT_ENGINE)
     # MoE dispatch/combine kernels under attention DP (docs/MODEL.md §3.9): the engine's all-to-all (nccl), or
     # DeepEP's normal (high-throughput) or low-latency mode (the profile's deepep_* collectives)
-    all_to_all: str = param_field(Param(Options(A2A_MODES)), "nccl")
+    # "auto" (default): the engine's all-to-all inside one scale-up domain, DeepEP low-latency across domains
+    # (specs.wide_ep.A2A_ACROSS_DOMAINS) where the profile has it; resolved by resolve_all_to_all
+    all_to_all: str = param_field(Param(Options((A2A_AUTO, *A2A_MODES))), A2A_AUTO)
+    # precision of the dispatched tokens (combine: bf16); "auto" = the mode's (specs.wide_ep.MODE_DISPATCH)
+    dispatch_dtype: str = param_field(Param(Options((A2A_AUTO, *DISPATCH_BYTES))), A2A_AUTO)
 
     def __post_init__(self):
         check_fields(self)
@@ -161,15 +177,42 @@ class Deployment:
             parts.append(f"+{self.redundant_experts} redundant experts")
         if self.engine != DEFAULT_ENGINE:
             parts.append(self.engine)
-        if self.all_to_all != "nccl":
+        if self.all_to_all not in ("nccl", A2A_AUTO):
             parts.append(self.all_to_all)
+        if self.dispatch_dtype != A2A_AUTO:
+            parts.append(f"dispatch {self.dispatch_dtype}")
         return " ".join(parts)
+
+    @property
+    def dispatch_bytes(self) -> float:
+        """Bytes per hidden element of a dispatched token (the mode's precision unless ``dispatch_dtype`` says)."""
+        dt = MODE_DISPATCH.get(self.all_to_all, "bf16") if self.dispatch_dtype == A2A_AUTO else self.dispatch_dtype
+        return DISPATCH_BYTES[dt]
 
     @property
     def attn_dtype(self) -> str:
         """Attention and dense-layer weights: the deployment dtype, except weight-only 4-bit formats that
         engines apply to experts only (mxfp4, int4_wo), where the rest stays bf16."""
         return "bf16" if self.dtype in ("mxfp4", "int4_wo") else self.dtype
+
+
+def resolve_all_to_all(hw: HardwareProfile, dep: Deployment) -> Deployment:
+    """``all_to_all = "auto"`` made concrete: DeepEP low-latency when attention DP spans more than one scale-up
+    domain, or more than ``A2A_NCCL_MAX_GPUS`` GPUs inside one (NVL72), and the profile has its parameters; else
+    the engine's all-to-all (nccl)."""
+    if dep.all_to_all != A2A_AUTO:
+        return dep
+    across = dep.dp > 1 and (dep.gpus > A2A_NCCL_MAX_GPUS or (hw.domain_size > 0 and dep.gpus > hw.domain_size))
+    mode = A2A_ACROSS_DOMAINS if across and A2A_MODES[A2A_ACROSS_DOMAINS] in hw.kernels.collectives else "nccl"
+    return replace(dep, all_to_all=mode)
+
+
+def two_batch_overlap_on(mech: Mechanisms, dep: Deployment) -> bool:
+    """Whether a step runs as two overlapped micro-batches (needs attention DP: its dispatch/combine is what is
+    hidden); ``auto``: the engines of ``TBO_ENGINES`` with a DeepEP dispatch. ``dep.all_to_all`` resolved."""
+    if dep.dp <= 1 or mech.two_batch_overlap == "off":
+        return False
+    return mech.two_batch_overlap == "on" or (dep.engine in TBO_ENGINES and dep.all_to_all.startswith("deepep"))
 
 
 def _bad(field: str, value, problem: str, fix: str) -> InfeasibleError:
@@ -205,12 +248,16 @@ def validate_meaning(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> 
     routed experts), an engine on a GPU vendor it does not run on (unless the profile is a what-if: a note)."""
     validate_options(model, hw, dep)
     moe = model.ffn.is_moe
-    if dep.all_to_all != "nccl" and (not moe or dep.dp == 1 or dep.gpus == 1):
+    # "auto" (the defaults) asks for nothing: it resolves to the engine's all-to-all, and to no dispatch at all here
+    stated = [(f, v) for f, v in (("all_to_all", dep.all_to_all), ("dispatch_dtype", dep.dispatch_dtype))
+              if v not in (A2A_AUTO, "nccl")]
+    if stated and (not moe or dep.dp == 1 or dep.gpus == 1):
         why = (f"{model.name} is dense (no MoE dispatch)" if not moe else "one GPU has no dispatch" if dep.gpus == 1
                else "with attention TP (dp 1) every rank holds every token and the MoE output is combined by an "
                     "all-reduce, so no all-to-all runs")
-        raise _bad("all_to_all", dep.all_to_all, why, "use attention data parallelism (--dp > 1) or leave "
-                   "--all-to-all out")
+        field, value = stated[0]
+        raise _bad(field, value, why, f"use attention data parallelism (--dp > 1) or leave --{field.replace('_', '-')} "
+                   "out")
 
 
 def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
@@ -259,7 +306,7 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
                        "pick another tp")
     validate_op_dtype(hw, dep.dtype)
     validate_op_dtype(hw, dep.attn_dtype)
-    key = A2A_MODES[dep.all_to_all]
+    key = A2A_MODES[resolve_all_to_all(hw, dep).all_to_all]
     if key not in hw.kernels.collectives:
         raise _bad("all_to_all", dep.all_to_all, f"{hw.name} has no measured parameters for it "
                    f"(kernels.collectives.{key})", "use all_to_all 'nccl', or add the collective with its source")

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..specs.dtypes import FALLBACK_COMPUTE
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import KernelClass
+from ..specs.kernels import ALTERNATIVE_KERNELS, DEFAULT_COMPUTE, KernelClass
 from .deployment import Mechanisms, domain_split
 from .ops import Op
 
@@ -157,11 +157,26 @@ def reread_bytes(weight: np.ndarray, rows: np.ndarray, kc: KernelClass) -> np.nd
 
 
 def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True) -> OpCost:
-    """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass)."""
+    """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass). Where the
+    profile states an alternative kernel of the op's class for exactly its variant (``ALTERNATIVE_KERNELS``:
+    TensorRT-LLM's min-latency MoE), the op runs on the faster of them at each point (the engine's selection)."""
     if op.cls == "collective":
         return collective_time(op, hw, mech)
+    best = kernel_time(op, hw.kernels.get(op.cls, op.variant), hw, mech, cuda_graphs)
+    for alt in ALTERNATIVE_KERNELS.get(op.cls, ()):
+        kc = hw.kernels.classes.get(alt, {}).get(op.variant)
+        if kc is not None:
+            other = kernel_time(op, kc, hw, mech, cuda_graphs)
+            pick = other.time < best.time
+            best = OpCost(op.name, op.cls, *(np.where(pick, getattr(other, f), getattr(best, f))
+                                            for f in ("time", "fixed", "compute", "memory", "hbm_bytes", "l2_bytes",
+                                                      "flops")))
+    return best
+
+
+def kernel_time(op: Op, kc: KernelClass, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True) -> OpCost:
+    """The cost of ``op`` on kernel ``kc`` (docs/MODEL.md §3.4)."""
     k = hw.kernels
-    kc = k.get(op.cls, op.variant)
     # Scalars stay 0-d through the arithmetic (numpy broadcasts them, with the same values); the outputs are
     # broadcast to the grid's shape at the end.
     # (Per-call overhead matters: a 64k-point sweep prices ~21k ops, so no generator and a C-level broadcast.)
@@ -193,7 +208,7 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
     else:
         eta = eta_act = k.global_efficiency
         q = np.inf
-    mu = kc.compute(x[kc.compute.x]) if kc.compute else 1.0
+    mu = kc.compute(x[kc.compute.x]) if kc.compute else DEFAULT_COMPUTE.get(op.cls, 1.0)
 
     peak = hw.peak(op.compute) or hw.peak(FALLBACK_COMPUTE)  # weight-only dequantisation where no such cores
     t_comp = flops / (peak * mu)

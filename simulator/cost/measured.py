@@ -124,12 +124,14 @@ def drop_spikes(rows: list[dict], series: tuple[str, ...], x: str, factor: float
     return keep
 
 
-def moe_rows(rows: list[dict], dtype_csv: str, ref: Reference = REF) -> list[dict]:
+def moe_rows(rows: list[dict], dtype_csv: str, ref: Reference = REF, min_latency: bool = False) -> list[dict]:
     """MoE rows the calibration prices: reference-engine ``balanced`` rows of one format, isolated spikes removed,
-    without the ``min_latency`` kernels (they re-route the benchmark's logits onto fewer experts: measured/README)
-    (the fit then keeps those streaming at least ``MOE_FIT_MIN_BYTES``: :func:`moe_fit_mask`)."""
+    of the throughput kernels, or (``min_latency``) of TensorRT-LLM's ``min_latency`` kernels alone, fitted apart as
+    the ``moe_min_latency`` class (they re-route the benchmark's logits with their own grouped top-k, measured/README:
+    priced with the balanced count of experts, an upper bound of their weight traffic) (the fit then keeps those
+    streaming at least ``MOE_FIT_MIN_BYTES``: :func:`moe_fit_mask`)."""
     r = [x for x in rows if _reference(x, ref) and x["moe_dtype"] == dtype_csv and x["distribution"] == "balanced"
-         and "min_latency" not in x["kernel_source"]]
+         and ("min_latency" in x["kernel_source"]) == min_latency]
     return drop_spikes(r, ("model", "moe_tp_size", "moe_ep_size"), "num_tokens")
 
 

@@ -133,22 +133,25 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
     if a.kind == "mla":
         qd = a.qk_nope_head_dim + a.qk_rope_head_dim
         lat = a.kv_lora_rank + a.qk_rope_head_dim
-        if a.q_lora_rank:
-            ops.append(gemm("q_a_proj", T, a.q_lora_rank, H, wd, cd))
+        if a.q_lora_rank:  # the engines fuse the two down-projections of the hidden state into one GEMM (TRT-LLM
+            # DeepseekV3 "fused_a", SGLang fused_qkv_a_proj_with_mqa, vLLM fused_qkv_a_proj): one floor, not two
+            ops.append(gemm("qkv_a_proj", T, a.q_lora_rank + lat, H, wd, cd))
             ops.append(gemm("q_b_proj", T, qh * qd, a.q_lora_rank, wd, cd))
         else:
             ops.append(gemm("q_proj", T, qh * qd, H, wd, cd))
-        ops.append(gemm("kv_a_proj", T, lat, H, wd, cd))
+            ops.append(gemm("kv_a_proj", T, lat, H, wd, cd))
         # Absorbed MLA: W_UK folds into the query and W_UV into the output (MQA over the latent cache).
         ops.append(gemm("k_up_absorb", T, qh * a.kv_lora_rank, a.qk_nope_head_dim, wd, cd))
         if a.sparse:  # DeepSeek Sparse Attention (docs/MODEL.md §7): the indexer scores all L cached tokens,
             ops += _indexer_ops(model, T, B, L, wd, cd)  # the attention core reads only the top indexer_topk
             L = np.minimum(L, a.indexer_topk)
-        kv = B * L * lat * kvb
+        kv = B * L * mla_cache_bytes(model, dep.kv_dtype)
         flops = 2.0 * T * qh * L * (lat + a.kv_lora_rank)
+        # The work unit is (request, KV head) as for GQA: the latent is one KV head shared by all query heads
+        # (FlashMLA's grid is batch x kv-heads x splits), so the per-unit floor is paid once per request.
         ops.append(Op("attention", "attention", "bf16", dep.kv_dtype,
                       other_bytes=kv + T * qh * (lat + a.kv_lora_rank) * A,
-                      flops=flops, rows=T, parallel=B * qh, tokens=T))
+                      flops=flops, rows=T, parallel=B * MLA_KV_HEADS, tokens=T))
         ops.append(gemm("v_up_absorb", T, qh * a.v_head_dim, a.kv_lora_rank, wd, cd))
         ops.append(gemm("o_proj", T, H, qh * a.v_head_dim, wd, cd))
         return ops
@@ -160,6 +163,22 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
                   flops=4.0 * T * qh * hd * L, rows=T, parallel=B * kvh, tokens=T))
     ops.append(gemm("o_proj", T, H, qh * hd, wd, cd))
     return ops
+
+
+MLA_KV_HEADS = 1  # absorbed MLA attends over one latent KV head (MQA)
+# FlashMLA's FP8 KV cache (deepseek-ai/FlashMLA README, "FP8 KV cache"; DeepSeek-V3.2 inference code): per token
+# the 512-value latent in fp8 with 4 fp32 scales (one per 128 values) and the 64-value RoPE part kept in bf16:
+# 512 + 16 + 128 = 656 bytes (not 576).
+MLA_FP8_SCALE_BYTES = 4.0 / 128
+
+
+def mla_cache_bytes(model: ModelSpec, kv_dtype: str) -> float:
+    """Bytes of one cached token of one MLA layer: the latent in ``kv_dtype`` (fp8: plus one fp32 scale per 128
+    values) and the RoPE key, which FP8 caches keep in bf16."""
+    a = model.attention
+    if KV_BYTES[kv_dtype] < A:
+        return a.kv_lora_rank * (KV_BYTES[kv_dtype] + MLA_FP8_SCALE_BYTES) + a.qk_rope_head_dim * A
+    return (a.kv_lora_rank + a.qk_rope_head_dim) * KV_BYTES[kv_dtype]
 
 
 INDEXER_KEY_BYTES = 1.0 + 4.0 / 128  # DSA indexer keys: fp8 with one fp32 scale per 128 values (DeepSeek-V3.2)

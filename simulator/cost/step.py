@@ -20,18 +20,22 @@ from ..specs.hardware import HardwareProfile
 from ..specs.kernels import A2A_MODES
 from ..specs.model import ModelSpec
 from ..validation import declare
-from .deployment import MEMORY_HEADROOM, Deployment, Mechanisms, validate
+from .deployment import (
+    MEMORY_HEADROOM,
+    Deployment,
+    Mechanisms,
+    resolve_all_to_all,
+    two_batch_overlap_on,
+    validate,
+)
 from .engine import OpCost, op_time, step_fixed
 from .graph import critical_path, structure
+from .imbalance import with_busiest_pairs
 from .memory import kv_bytes_per_gpu
 from .ops import BATCH, CONTEXT, CONTEXTS, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
 from .routing import OverlapInput, expert_load, layer_overlaps, mean_load
 
 A = ACTIVATION_BYTES
-# Bytes per hidden element a token carries in the MoE dispatch (docs/MODEL.md §3.9): bf16 activations for the
-# engine's all-to-all; DeepEP casts dispatched tokens to fp8 with one fp32 scale per 128 channels (its low-latency
-# kernels always, its normal kernels as SGLang runs DeepSeek); the combine returns bf16 in every mode.
-DISPATCH_BYTES = {"nccl": A, "deepep_normal": 1.0 + 4.0 / 128, "deepep_low_latency": 1.0 + 4.0 / 128}
 CLASSES = ("gemm", "moe", "attention", "elementwise", "router", "embedding", "sampling", "collective", "host")
 
 
@@ -69,8 +73,10 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     info: dict = {}
     # MoE layers with the same statistics share one expert load (a pooled profile: one load for every MoE layer)
     layer_stats = layer_overlaps(model, overlap) if model.ffn.is_moe else ()
-    loads = {st: expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, st, dep.placement,
-                             dep.redundant_experts) for st in dict.fromkeys(layer_stats)}
+    loads = {st: with_busiest_pairs(expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, st, dep.placement,
+                                                dep.redundant_experts), model.ffn, dep.ep, wl.batch, wl.tokens,
+                                    mech.routing, st, dep.placement, dep.redundant_experts)
+             for st in dict.fromkeys(layer_stats)}
     if loads:
         info["load"] = mean_load([loads[st] for st in layer_stats])
     groups: dict[str, list] = {}
@@ -99,7 +105,13 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
                       after=tuple(_sinks(ops))))
         groups[key] = [1, ops]
     out = [LayerGroup(k, c, tuple(o)) for k, (c, o) in groups.items()]
-    V = model.vocab_size
+    return out, head_ops(model, dep, wl), info
+
+
+def head_ops(model: ModelSpec, dep: Deployment, wl: Workload) -> list[Op]:
+    """The once-per-step ops: embedding, final norm, LM head (+ logits gather), sampling."""
+    H, V = model.hidden_size, model.vocab_size
+    T_attn = wl.total_tokens.astype(float) / dep.dp
     head: list[Op] = [
         Op("embedding", "embedding", other_bytes=T_attn * H * A * 2, tokens=T_attn),
         Op("final_norm", "elementwise", other_bytes=2 * T_attn * H * A, tokens=T_attn),
@@ -108,7 +120,7 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     if dep.tp > 1:
         head.append(collective_op("logits_gather", "all_gather", T_attn * V * A, dep.tp))
     head.append(Op("sampling", "sampling", other_bytes=T_attn * V * 4.0, tokens=T_attn))
-    return out, head, info
+    return head
 
 
 def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list[Op]:
@@ -121,8 +133,8 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
     H, k = model.hidden_size, model.ffn.top_k
     ops = [router]
     if dep.dp > 1:
-        kind = A2A_MODES[dep.all_to_all]
-        ops += [collective_op("moe_dispatch", kind, T_attn * k * H * DISPATCH_BYTES[dep.all_to_all], dep.gpus),
+        kind = A2A_MODES.get(dep.all_to_all, A2A_MODES["nccl"])  # "auto" unresolved (no profile here): NCCL
+        ops += [collective_op("moe_dispatch", kind, T_attn * k * H * dep.dispatch_bytes, dep.gpus),
                 experts,
                 collective_op("moe_combine", kind, T_attn * k * H * A, dep.gpus, after=("experts",))]
     else:
@@ -134,19 +146,52 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
     return ops
 
 
+def _overlapped(ops, costs: list[OpCost]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Both micro-batches of one layer under two-batch overlap (docs/MODEL.md §3.5), ``costs`` priced at B/2. The
+    compute of one micro-batch runs beside the dispatch or combine of the other, stage by stage, as DeepSeek's
+    decode profile and SGLang's TBO schedule it: with A the layer's compute outside the routed and shared experts,
+    X the routed experts, S the shared experts, D the dispatch and C the combine,
+
+        T = max(A + S, C) + max(A, D) + max(X, D) + max(S + X, C)
+
+    (each of A, X, S, D, C run twice). A layer without dispatch/combine runs its halves in series: 2 × its path.
+    Returns T and each op's weight on the path (the breakdown adds up to T)."""
+    names = [c.name for c in costs]
+    zero = np.zeros_like(costs[0].time)
+    comm = {"moe_dispatch", "moe_combine"}
+    path_len, path = critical_path(structure(ops), {c.name: (zero if c.name in comm else c.time) for c in costs})
+    if not comm <= set(names):
+        return 2.0 * path_len, [2.0 * path[n] for n in names]
+    t = {c.name: c.time for c in costs}
+    shared = [n for n in names if n.startswith("shared_")]
+    X, D, C = t["experts"], t["moe_dispatch"], t["moe_combine"]
+    S = sum((t[n] for n in shared), zero)
+    A = path_len - X - S  # the compute path holds every compute op in series
+    w1, w2, w3, w4 = A + S >= C, A >= D, X >= D, S + X >= C
+    group = {n: "X" if n == "experts" else "D" if n == "moe_dispatch" else "C" if n == "moe_combine"
+             else "S" if n in shared else "A" for n in names}
+    stage = {"A": lambda: w1 * 1.0 + w2, "S": lambda: w1 * 1.0 + w4, "X": lambda: w3 * 1.0 + w4,
+             "D": lambda: (~w2) * 1.0 + ~w3, "C": lambda: (~w1) * 1.0 + ~w4}
+    weights = [stage[group[n]]() * (path[n] if group[n] == "A" else 1.0) for n in names]
+    T = np.maximum(A + S, C) + np.maximum(A, D) + np.maximum(X, D) + np.maximum(S + X, C)
+    return T, weights
+
+
 def _sinks(ops: list[Op]) -> list[str]:
     return list(structure(ops).sinks)
 
 
 def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_max: float, tokens: float,
-                 context: int) -> dict:
-    """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU."""
+                 context: int, extra_weights: float = 0.0) -> dict:
+    """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU. ``extra_weights``:
+    bytes per GPU resident beside the target's (a drafter's: an MTP module or EAGLE head, which engines load on
+    every rank of the target's group)."""
     c = param_counts(model)
     fmt = FORMATS[dep.dtype]
     copies = 1 + dep.redundant_experts / model.ffn.experts if model.ffn.experts else 1.0  # EPLB replicas
     experts = (c.routed_experts * copies / dep.ep / dep.moe_tp) * fmt.bytes_per_weight
     rest = weight_bytes(model, dep.attn_dtype) - c.routed_experts * FORMATS[dep.attn_dtype].bytes_per_weight
-    w = experts + rest / dep.tp
+    w = experts + rest / dep.tp + extra_weights
     kv = kv_bytes_per_gpu(model, dep, batch_max, tokens, context)  # window-limited, replicated KV (cost.memory)
     need, have = w + kv, hw.hbm_capacity * MEMORY_HEADROOM
     if need > have:
@@ -170,6 +215,7 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     mech = mech or Mechanisms()
     validate(model, hw, dep)
     hw = hw.for_engine(dep.engine)  # the engine's kernel parameters (docs/MODEL.md §3.7)
+    dep = resolve_all_to_all(hw, dep)
     ctx = np.asarray(context)
     batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                         np.atleast_1d(np.asarray(tokens, dtype=float)))
@@ -180,18 +226,25 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
         check_memory(model, hw, dep, float(batch.max()), float(tokens.max()), int(ctx.max()))
     wl = Workload(batch, tokens, ctx.copy() if ctx.ndim else int(context))
     groups, head, info = describe(model, dep, wl, mech, overlap)
+    # Two-batch overlap: each layer runs as two micro-batches of B/2 where every attention rank has two requests
+    # to split (elsewhere unsplit); the once-per-step ops keep the whole batch.
+    split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, dep) else np.zeros(batch.shape, dtype=bool)
+    halves = describe(model, dep, Workload(batch / 2.0, tokens, wl.context), mech, overlap)[0] \
+        if split.any() else [None] * len(groups)
     shape = batch.shape
     total = np.zeros(shape)
     breakdown = {c: np.zeros(shape) for c in CLASSES}
     hbm, l2, flops, comp_bound, fixed_sum = (np.zeros(shape) for _ in range(5))
 
-    def account(costs: list[OpCost], weights, count: int) -> None:
-        """Add each op's path-weighted time, fixed and compute-bound parts (weight × part) and its traffic (every
-        op, on the path or not: count × part), op by op. A weight of None is 1 and a count of 1 is left out: x · 1
-        is exactly x, so the sums are the same numbers with fewer array operations."""
+    def account(costs: list[OpCost], weights, count: int, runs=None) -> None:
+        """Add each op's path-weighted time, fixed and compute-bound parts (count × weight × part) and its traffic
+        (every op, on the path or not: runs × part; ``runs`` defaults to ``count``), op by op. A weight of None is 1
+        and a count of 1 is left out: x · 1 is exactly x, so the sums are the same numbers with fewer array
+        operations."""
         nonlocal hbm, l2, flops, comp_bound, fixed_sum
         for c, weight in zip(costs, weights, strict=True):
-            w = weight if count == 1 else count * weight
+            one = isinstance(count, int) and count == 1 and runs is None
+            w = weight if one else count * weight
             bound = np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
             if w is None:
                 breakdown[c.cls] += c.time
@@ -201,20 +254,31 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
                 breakdown[c.cls] += w * c.time
                 fixed_sum += w * c.fixed
                 comp_bound += w * bound
-            if count == 1:
+            if one:
                 hbm += c.hbm_bytes
                 l2 += c.l2_bytes
                 flops += c.flops
             else:
-                hbm += count * c.hbm_bytes
-                l2 += count * c.l2_bytes
-                flops += count * c.flops
+                n = count if runs is None else runs
+                hbm += n * c.hbm_bytes
+                l2 += n * c.l2_bytes
+                flops += n * c.flops
 
-    for g in groups:
+    for g, half in zip(groups, halves, strict=True):
         costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in g.ops]
         length, on_path = critical_path(structure(g.ops), {c.name: c.time for c in costs})
-        total += g.count * length
-        account(costs, [on_path[c.name] for c in costs], g.count)
+        weights = [on_path[c.name] for c in costs]
+        if half is None:
+            total += g.count * length
+            account(costs, weights, g.count)
+            continue
+        whole = g.count * (~split)  # points left unsplit, and the split ones: two micro-batches per layer
+        total += whole * length
+        account(costs, weights, whole)
+        half_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in half.ops]
+        both, stream = _overlapped(half.ops, half_costs)
+        total += g.count * split * both
+        account(half_costs, stream, g.count * split, runs=2.0 * g.count * split)  # each half-batch op runs twice
     head_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in head]
     for c in head_costs:
         total += c.time

@@ -7,7 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import headline, overlap_sweep, sd_validation, shapes, traffic, trees, validation, whatif, whatif_validation
+from . import (
+    headline,
+    multinode_validation,
+    overlap_sweep,
+    sd_validation,
+    shapes,
+    traffic,
+    trees,
+    validation,
+    whatif,
+    whatif_validation,
+)
 
 
 @dataclass(frozen=True)
@@ -31,5 +42,6 @@ ANALYSES: dict[str, Analysis] = {
     "tree_unions": Analysis(trees.Settings, trees.run),
     "whatif_validation": Analysis(whatif_validation.Settings, whatif_validation.run),
     "sd_validation": Analysis(sd_validation.Settings, sd_validation.run),
+    "multinode_validation": Analysis(multinode_validation.Settings, multinode_validation.run),
     "validation": Analysis(validation.Settings, validation.run, (), validation.check, ready=validation.ready),
 }

@@ -53,12 +53,19 @@ OP_CLASSES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "gemm": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"), _dims("combine_q")),
     "moe": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"),
             _dims("per_local_expert", "per_token", "activation_efficiency", "tile_rows", "combine_q")),
+    # TensorRT-LLM's min-latency fused MoE (moe_torch_flow_min_latency): a second kernel of the same format, fitted
+    # on its own rows; an experts op is priced with the faster of the two at each point (docs/MODEL.md §3.4)
+    "moe_min_latency": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"),
+                        _dims("per_local_expert", "per_token", "activation_efficiency", "tile_rows", "combine_q")),
     "attention": (("bf16", "fp8"), _dims("per_parallel", "combine_q")),
     "elementwise": (("any",), {}),
     "router": (("any",), {}),
     "embedding": (("any",), {}),
     "sampling": (("any",), _dims("per_token")),
 }
+OPTIONAL_CLASSES = ("moe_min_latency",)  # op classes a profile may leave out
+# the alternative kernels of an op class, each used for exactly the op's variant (no fallback) where stated
+ALTERNATIVE_KERNELS = {"moe": ("moe_min_latency",)}
 REQUIRED_VARIANTS = {"gemm": ("bf16",), "moe": ("bf16",), "attention": ("bf16",), "elementwise": ("any",),
                      "router": ("any",), "embedding": ("any",), "sampling": ("any",)}
 # A variant with no parameters of its own uses the first of these that the profile has (docs/MODEL.md).
@@ -192,6 +199,15 @@ class Curve:
                 "source": self.source}
 
 
+# μ of a class whose profile entry states no compute curve (docs/MODEL.md §3.4). Decode attention: FlashMLA, the
+# compute-bound decode kernel (MLA: 2·(r_kv + d_rope + r_kv) FLOPs per query head per cached token, above the ridge
+# point of every GPU here), reaches 660 TFLOPS on H800 SXM5, 0.667 of its 989.4 dense BF16 TFLOPS
+# (https://github.com/deepseek-ai/FlashMLA README, "Performance Update (2025.04.22)"; the previous kernel 580,
+# 0.586). The calibration's attention tables are GQA decode rows, memory-bound, so they cannot identify μ.
+FLASHMLA_COMPUTE_EFFICIENCY = 660.0 / 989.4
+DEFAULT_COMPUTE = {"attention": FLASHMLA_COMPUTE_EFFICIENCY}
+
+
 @dataclass(frozen=True)
 class KernelClass:
     """Kernel parameters of one op class and variant."""
@@ -323,7 +339,8 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
     """An engine's ``kernels:`` overrides (any subset of classes/variants, collectives and step costs, each entry
     complete) merged onto the default engine's resolved block ``base``."""
     k = r.mapping(obj, path, ("classes", "collectives", "step", "graphs", "round", "note"))
-    classes = {name: dict(v) for name, v in base.classes.items()}
+    # an alternative kernel (OPTIONAL_CLASSES) is the stating engine's own: another engine does not inherit it
+    classes = {name: dict(v) for name, v in base.classes.items() if name not in OPTIONAL_CLASSES}
     if "classes" in k:
         cpath = r.join(path, "classes")
         cobj = r.mapping(k["classes"], cpath, OP_CLASSES)
@@ -331,7 +348,7 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
             variants, extras = OP_CLASSES[name]
             vp = r.join(cpath, name)
             for v, kobj in r.mapping(vobj, vp, variants).items():
-                classes[name][v] = _kernel_class(r, kobj, r.join(vp, v), extras)
+                classes.setdefault(name, {})[v] = _kernel_class(r, kobj, r.join(vp, v), extras)
     collectives = dict(base.collectives)
     if "collectives" in k:
         colpath = r.join(path, "collectives")
@@ -361,11 +378,13 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     r.mapping(k, path, k.keys(), ("global_efficiency", "classes", "collectives", "step"))
     geff = r.quantity(k, "global_efficiency", path, "fraction", low=0.0, high=1.0, open_low=True)
     cpath = r.join(path, "classes")
-    classes_obj = r.mapping(k["classes"], cpath, OP_CLASSES, OP_CLASSES)
+    classes_obj = r.mapping(k["classes"], cpath, OP_CLASSES, tuple(c for c in OP_CLASSES if c not in OPTIONAL_CLASSES))
     classes = {}
     for name, (variants, extras) in OP_CLASSES.items():
+        if name not in classes_obj:
+            continue  # an optional class the profile does not state
         vp = r.join(cpath, name)
-        vobj = r.mapping(classes_obj[name], vp, variants, REQUIRED_VARIANTS[name])
+        vobj = r.mapping(classes_obj[name], vp, variants, REQUIRED_VARIANTS.get(name, ()))
         classes[name] = MappingProxyType({v: _kernel_class(r, vobj[v], r.join(vp, v), extras)
                                           for v in variants if v in vobj})
     colpath = r.join(path, "collectives")

@@ -7,6 +7,7 @@ import pytest
 from simulator.cost.deployment import Deployment
 from simulator.cost.memory import kv_bytes_per_gpu, kv_bytes_per_request
 from simulator.cost.step import check_memory
+from simulator.errors import InfeasibleError
 from simulator.specs import load_hardware, load_model
 
 L = 32768.0
@@ -48,3 +49,17 @@ def test_check_memory_uses_the_per_gpu_kv():
     dep = Deployment(dtype="fp8_block", tp=8, ep=8)
     got = check_memory(m, hw, dep, 16, 1, 4095)["kv_per_gpu"]
     assert got == pytest.approx(16 * kv_bytes_per_request(m, dep, 4096))
+
+
+def test_llama4_scout_int4_fits_one_h100_as_deployed():
+    """Meta ships Scout for one H100 with int4 weights: 85.0 GB of driver-visible HBM (not 80e9 B)."""
+    m, hw = load_model("llama-4-scout"), load_hardware("h100-sxm")
+    assert hw.hbm_capacity == pytest.approx(85.045e9, rel=1e-3)
+    out = check_memory(m, hw, Deployment(dtype="int4_wo", tp=1), 1, 1, 1024)
+    assert out["weights_per_gpu"] > 0.9 * 80e9  # it would not fit 90% of 80e9 B
+    with pytest.raises(InfeasibleError):  # drafter weights count against the same budget
+        check_memory(m, hw, Deployment(dtype="int4_wo", tp=1), 1, 1, 1024, extra_weights=5e9)
+
+
+def test_hbm_capacities_are_binary_as_the_engines_see_them():
+    assert load_hardware("h200-sxm").hbm_capacity == pytest.approx(141 * 2**30)  # "141GB" is GiB

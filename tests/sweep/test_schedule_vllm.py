@@ -28,7 +28,7 @@ from simulator.sweep.schedule import (
     vllm_config,
 )
 
-ALPHA = 0.1  # low enough that SD loses at some batches and pays at others (qwen3-30b-a3b, 1x H100, vLLM)
+ALPHA = 0.2  # low enough that SD loses at some batches and pays at others (qwen3-30b-a3b, 1x H100, vLLM)
 BATCH = [1, 2, 4, 16, 64, 256]
 DRAFT = [1, 2, 3, 4]
 

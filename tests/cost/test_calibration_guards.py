@@ -1,0 +1,73 @@
+"""Calibration guards (cost/calibrate_guard.py; issue 18 item 2): host-timed tables, fits at their bounds, floors
+out of line with the other engines on the same GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from simulator.cost.calibrate import Fit, refusal
+from simulator.cost.calibrate_guard import (
+    HOST_RATIO,
+    at_bounds,
+    floor_out_of_line,
+    host_timed,
+    roofline_seconds,
+)
+from simulator.cost.opviews import gemm_op
+from simulator.specs import load_hardware
+from simulator.specs.kernels import KernelClass
+
+H100 = load_hardware("h100-sxm")
+
+
+def test_parameters_at_their_bounds_are_named():
+    got = at_bounds([0.0, 0.5, 1.0], [0.0, 0.0, 0.3], [10.0, 1.0, 1.0], ("a", "b", "c"))
+    assert got == ("a=lower bound 0", "c=upper bound 1")
+    assert at_bounds([5.0, 0.5], [0.0, 0.0], [10.0, 1.0], ("a", "b")) == ()
+
+
+def _gemm_rows():
+    m = np.repeat([1.0, 8.0, 64.0, 256.0], 6)
+    n = np.tile([4096.0, 7168.0, 16384.0], 8)
+    k = np.tile([4096.0, 7168.0], 12)
+    return gemm_op(m, n, k, "fp8_block")
+
+
+def test_rows_far_above_the_roofline_are_host_timed():
+    op = _gemm_rows()
+    ideal = roofline_seconds(op, H100)
+    assert host_timed(op, 2.0 * ideal + 5e-6, H100) == ""  # a kernel: a floor and ~2x the roofline
+    why = host_timed(op, 20.0 * ideal + 60e-6, H100)
+    assert "host work" in why and f"{HOST_RATIO:g}x" in why
+
+
+def test_floor_out_of_line_with_the_other_engines():
+    # H100's moe fp8 floor is ~31 us under TRT-LLM (and SGLang's fallback to it): vLLM 0.24's 170 us table is not
+    assert "5.5x" in floor_out_of_line(H100, "vllm", "moe", "fp8", 169.6e-6)
+    assert floor_out_of_line(H100, "vllm", "moe", "fp8", 40e-6) == ""
+
+
+def _fit(bounds=(), fixed=30e-6):
+    return Fit("moe", "fp8", KernelClass(fixed=fixed), 100, 0.1, 0.1, 0.1, "", "", {"at_bounds": bounds})
+
+
+def test_refusal_rule():
+    assert refusal(_fit(), H100, "vllm") == ""
+    assert refusal(_fit(("eta=lower bound 0.3",)), H100, "vllm") == ""  # one: flagged, kept
+    assert "bounds" in refusal(_fit(("fixed=upper bound 200", "eta=lower bound 0.3")), H100, "vllm")
+    assert "median" in refusal(_fit(fixed=200e-6), H100, "vllm")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("aiconfigurator_core") is None,
+                    reason="needs the optional extra .[calibrate] (aiconfigurator-core tables)")
+def test_vllm_tables_on_h100_are_refused_with_their_reasons():
+    from simulator.cost.calibrate import calibrate_engine
+
+    cal = calibrate_engine("h100-sxm", "vllm")
+    refused = {r.split(":")[0]: r for r in cal.refused}
+    assert "host work" in refused["gemm fp8_block"]
+    assert "moe fp8" in refused
+    assert {(f.cls, f.variant) for f in cal.fits} >= {("gemm", "bf16"), ("moe", "fp8_block")}

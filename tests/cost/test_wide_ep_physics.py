@@ -1,0 +1,204 @@
+"""Issue 18 item 4: MLA's work unit, the attention compute efficiency, FP8 MLA and DSA indexer caches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.cost.deployment import Deployment, Mechanisms
+from simulator.cost.engine import op_time
+from simulator.cost.memory import kv_bytes_per_request
+from simulator.cost.ops import INDEXER_KEY_BYTES, Workload, attention_ops, mla_cache_bytes
+from simulator.specs import load_hardware, load_model
+from simulator.specs.kernels import DEFAULT_COMPUTE
+
+L = 4096.0
+
+
+def _attention(model, dep, batch, tokens=1, context=2048):
+    wl = Workload(np.array([float(batch)]), np.array([float(tokens)]), context)
+    return next(op for op in attention_ops(model, dep, wl, "full") if op.name == "attention")
+
+
+def test_mla_work_unit_is_one_per_request_not_per_query_head():
+    m = load_model("deepseek-v3")  # 128 query heads, one latent KV head
+    for tp, dp in ((1, 8), (8, 1)):
+        op = _attention(m, Deployment(dtype="fp8_block", tp=tp, dp=dp, ep=8), 64)
+        assert float(np.ravel(op.parallel)[0]) == pytest.approx(64 / dp)  # B per attention group x 1 latent head
+
+
+def test_mla_per_parallel_floor_is_paid_once_per_request():
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    kc = hw.kernels.get("attention", "bf16")
+    per = kc.params["per_parallel"]
+    assert per > 0
+    dep = Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)
+    mech = Mechanisms()
+    fixed = [float(op_time(_attention(m, dep, b), hw, mech).fixed[0]) for b in (8, 800)]
+    # 100 requests per rank more add 99 per-unit floors (not 99 x 128)
+    assert fixed[1] - fixed[0] == pytest.approx(99 * per, rel=1e-9)
+
+
+def test_attention_compute_efficiency_defaults_to_flashmla():
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    assert hw.kernels.get("attention", "bf16").compute is None  # the profile states none: the default applies
+    assert DEFAULT_COMPUTE["attention"] == pytest.approx(0.667, abs=1e-3)
+    dep = Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)
+    op = _attention(m, dep, 2048, tokens=2)  # 256 requests per rank, one MTP token: compute-bound on H100
+    c = op_time(op, hw, Mechanisms())
+    expect = float(np.ravel(op.flops)[0]) / (hw.peak("bf16") * DEFAULT_COMPUTE["attention"])
+    assert float(c.compute[0]) == pytest.approx(expect)
+    assert float(c.compute[0]) > float(c.memory[0])
+
+
+def test_fp8_mla_cache_is_flashmla_layout_656_bytes():
+    m = load_model("deepseek-v3")
+    assert mla_cache_bytes(m, "fp8") == pytest.approx(656.0)
+    assert mla_cache_bytes(m, "bf16") == pytest.approx(1152.0)
+    got = kv_bytes_per_request(m, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8), L)
+    assert got == pytest.approx(m.layers * L * 656.0)
+    op = _attention(m, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8), 4, context=int(L) - 1)
+    assert float(np.ravel(op.other_bytes)[0]) > 4 * L * 656.0  # the attention op reads the same layout
+
+
+def test_dsa_indexer_key_cache_is_counted():
+    m = load_model("deepseek-v3.2")
+    a = m.attention
+    assert a.sparse
+    for kv in ("bf16", "fp8"):
+        got = kv_bytes_per_request(m, Deployment(dtype="fp8_block", kv_dtype=kv, tp=8, ep=8), L)
+        main = m.layers * L * mla_cache_bytes(m, kv)
+        assert got == pytest.approx(main + m.layers * L * a.indexer_head_dim * INDEXER_KEY_BYTES)
+        assert 0.10 < got / main - 1 < 0.21  # +11% (bf16 cache) to +20% (fp8 cache)
+
+
+# ---- all-to-all defaults, dispatch precision, two-batch overlap ------------------------------------------------
+from simulator.cost.deployment import resolve_all_to_all, two_batch_overlap_on  # noqa: E402
+from simulator.cost.step import step_time  # noqa: E402
+
+
+def test_auto_all_to_all_is_deepep_low_latency_across_domains_only():
+    h100, a100 = load_hardware("h100-sxm"), load_hardware("a100-sxm")
+    one = Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)
+    two = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16)
+    assert one.all_to_all == "auto"
+    assert resolve_all_to_all(h100, one).all_to_all == "nccl"  # single-node default unchanged
+    assert resolve_all_to_all(h100, two).all_to_all == "deepep_low_latency"
+    assert resolve_all_to_all(a100, replace_dtype(two)).all_to_all == "nccl"  # no DeepEP parameters for A100
+    gb200 = load_hardware("gb200")  # one NVL72 domain: DeepEP beyond an 8-GPU node's worth of EP ranks
+    assert resolve_all_to_all(gb200, Deployment(dtype="fp8_block", tp=1, dp=8, ep=8)).all_to_all == "nccl"
+    assert resolve_all_to_all(gb200, Deployment(dtype="fp8_block", tp=1, dp=16, ep=16)).all_to_all == \
+        "deepep_low_latency"
+    assert "deepep_low_latency" in load_hardware("gb200").kernels.collectives  # fitted on the gb200 tables
+
+
+def replace_dtype(dep):
+    from dataclasses import replace
+    return replace(dep, dtype="bf16")
+
+
+def test_dispatch_precision_sets_the_dispatched_bytes():
+    assert Deployment(all_to_all="nccl").dispatch_bytes == 2.0
+    assert Deployment(all_to_all="deepep_low_latency").dispatch_bytes == pytest.approx(1 + 4 / 128)
+    assert Deployment(all_to_all="deepep_low_latency", dispatch_dtype="nvfp4").dispatch_bytes == pytest.approx(
+        0.5 + 1 / 16)
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    t = {d: step_time(m, hw, Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, dispatch_dtype=d), [16 * 64], 1,
+                      1024).breakdown["collective"][0] for d in ("bf16", "fp8", "nvfp4")}
+    assert t["bf16"] > t["fp8"] > t["nvfp4"]
+
+
+def test_two_batch_overlap_default_per_engine():
+    mech = Mechanisms()
+    wide = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, all_to_all="deepep_low_latency")
+    assert two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang"}))
+    assert not two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "vllm"}))  # --enable-dbo: opt-in
+    assert not two_batch_overlap_on(mech, wide)  # trtllm
+    assert not two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang", "all_to_all": "nccl"}))
+    assert two_batch_overlap_on(Mechanisms(two_batch_overlap="on"), wide)
+    assert not two_batch_overlap_on(Mechanisms(two_batch_overlap="on"), Deployment(dtype="fp8_block", tp=8, ep=8))
+
+
+def _fields(dep):
+    from dataclasses import fields
+    return {f.name: getattr(dep, f.name) for f in fields(dep)}
+
+
+def test_two_batch_overlap_hides_the_smaller_stream_at_half_the_batch():
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="fp8_block", tp=1, dp=64, ep=64, all_to_all="deepep_low_latency", engine="sglang")
+    batch = np.array([64.0, 64 * 2, 64 * 128])  # 1, 2, 128 requests per attention rank (4 experts per rank)
+    on = step_time(m, hw, dep, batch, 1, 1024, mech=Mechanisms(two_batch_overlap="on"))
+    off = step_time(m, hw, dep, batch, 1, 1024, mech=Mechanisms(two_batch_overlap="off"))
+    assert on.time[0] == off.time[0]  # one request per rank: nothing to split
+    assert on.time[2] < off.time[2]  # communication hidden behind the other micro-batch's compute
+    assert on.time[2] > off.time[2] - off.breakdown["collective"][2]  # but the halves pay floors twice
+    assert on.hbm_bytes[2] > off.hbm_bytes[2]  # each micro-batch reads the weights again
+    parts = sum(on.breakdown.values())
+    np.testing.assert_allclose(parts, on.time, rtol=1e-12)  # the breakdown adds up to the step
+    # two micro-batches read every weight twice: at 16 experts per rank (2 nodes) that costs more than it hides
+    dep16 = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, all_to_all="deepep_low_latency", engine="sglang")
+    on16, off16 = (step_time(m, hw, dep16, [16 * 128], 1, 1024, mech=Mechanisms(two_batch_overlap=t)).breakdown
+                   for t in ("on", "off"))
+    assert on16["moe"][0] > 1.5 * off16["moe"][0]
+
+
+def test_mla_down_projections_are_one_fused_gemm():
+    m = load_model("deepseek-v3")
+    a = m.attention
+    wl = Workload(np.array([4.0]), np.array([1.0]), 128)
+    ops = {op.name: op for op in attention_ops(m, Deployment(dtype="fp8_block", tp=8, ep=8), wl, "full")}
+    assert "q_a_proj" not in ops and "kv_a_proj" not in ops
+    fused = ops["qkv_a_proj"]
+    assert float(np.ravel(fused.parallel)[0]) * 128 == a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
+
+
+def test_trtllm_min_latency_moe_is_selected_where_faster():
+    """B200 TensorRT-LLM: DeepSeek nvfp4 at moe_tp 8, 4 tokens, measured 25.2 us on the min-latency kernel (87.5 us
+    on the throughput kernel; aiconfigurator-core 0.12.0 b200 tables): priced on the faster of the two."""
+    from dataclasses import replace as _replace
+
+    from simulator.cost.opviews import moe_op
+    hw = load_hardware("b200")
+    assert "moe_min_latency" in hw.kernels.classes
+    assert "moe_min_latency" not in hw.for_engine("sglang").kernels.classes  # TRT-LLM's own kernel
+    op = moe_op(7168, 2048, 256, 8, 4, "nvfp4", tp=8, ep=1)
+    both = float(op_time(op, hw, Mechanisms()).time)
+    k = hw.kernels
+    alone = hw.with_changes(kernels=_replace(k, classes={n: v for n, v in k.classes.items()
+                                                         if n != "moe_min_latency"}))
+    throughput = float(op_time(op, alone, Mechanisms()).time)
+    assert both < 0.5 * throughput
+    assert 15e-6 < both < 35e-6
+
+
+def test_two_batch_overlap_step_is_the_stage_formula():
+    """T = Σ_layers [max(A+S, C) + max(A, D) + max(X, D) + max(S+X, C)] at B/2 (2 × path for layers without
+    dispatch), plus the once-per-step ops at the whole batch and the host overhead."""
+    from simulator.cost.engine import step_fixed
+    from simulator.cost.graph import critical_path, structure
+    from simulator.cost.step import describe, head_ops
+
+    m, hw0 = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="fp8_block", tp=1, dp=64, ep=64, all_to_all="deepep_low_latency", engine="sglang")
+    hw, mech, B = hw0.for_engine("sglang"), Mechanisms(two_batch_overlap="on"), 64 * 128.0
+    got = float(step_time(m, hw0, dep, [B], 1, 1024, mech=mech).time[0])
+    groups = describe(m, dep, Workload(np.array([B / 2]), np.array([1.0]), 1024), mech)[0]
+    want = 0.0
+    for g in groups:
+        t = {op.name: float(op_time(op, hw, mech).time[0]) for op in g.ops}
+        comm = {"moe_dispatch", "moe_combine"}
+        path = float(critical_path(structure(g.ops), {n: np.array([0.0 if n in comm else v])
+                                                     for n, v in t.items()})[0][0])
+        if comm <= set(t):
+            X, D, C = t["experts"], t["moe_dispatch"], t["moe_combine"]
+            S = sum(v for n, v in t.items() if n.startswith("shared_"))
+            A = path - X - S
+            layer = max(A + S, C) + max(A, D) + max(X, D) + max(S + X, C)
+        else:
+            layer = 2 * path
+        want += g.count * layer
+    wl = Workload(np.array([B]), np.array([1.0]), 1024)
+    want += sum(float(op_time(op, hw, mech).time[0]) for op in head_ops(m, dep, wl))
+    want += step_fixed(hw, mech, "host_overhead")
+    assert got == pytest.approx(want, rel=1e-9)

@@ -1,0 +1,46 @@
+"""multinode_validation analysis (experiments/multinode-validation.yaml): predictions never depend on the published
+throughputs, each case is the one pricing path at its deployment, errors and findings follow the numbers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from simulator.cost.deployment import Deployment
+from simulator.experiments import load_experiment
+from simulator.experiments.multinode_validation import predict, run
+from simulator.pricing import Scenario, price_pass
+from simulator.specs.catalog import load_hardware, load_model
+
+
+def _settings(**measured):
+    s = load_experiment("multinode-validation").analyses["multinode_validation"]
+    return replace(s, cases=tuple(replace(c, measured=measured.get(c.name, c.measured)) for c in s.cases))
+
+
+def test_published_values_are_not_inputs():
+    s = _settings()
+    a, b = run(None, None, None, s), run(None, None, None, _settings(**{c.name: 1.0 for c in s.cases}))
+    assert [r[9] for r in a.tables[0].rows] == [r[9] for r in b.tables[0].rows]
+    for row, c in zip(a.tables[0].rows, s.cases, strict=True):
+        assert row[10] == pytest.approx(row[9] / c.measured - 1)
+
+
+def test_each_case_is_the_step_model_at_its_deployment():
+    c = _settings().cases[0]
+    m, hw = load_model(c.model), load_hardware(c.hardware)
+    dep = Deployment(dtype=c.dtype, kv_dtype=c.kv_dtype, tp=1, dp=c.gpus, ep=c.gpus, engine=c.engine,
+                     redundant_experts=c.redundant_experts)
+    t = price_pass(Scenario(m, hw, dep, context=c.context), [c.batch * c.gpus], 1, check_fit=False).time[0]
+    p = predict(c)
+    assert p["default"] == pytest.approx(c.batch / t, rel=1e-12)
+    assert p["all_to_all"] == "deepep_low_latency" and p["tbo"]  # SGLang's wide-EP defaults across nodes
+    assert p["nccl"] != p["default"] and p["no_tbo"] != p["default"]
+
+
+def test_findings_name_every_case():
+    s = _settings()
+    part = run(None, None, None, s)
+    text = " ".join(part.findings)
+    assert all(c.name in text for c in s.cases)
