@@ -64,6 +64,18 @@ class StepResult:
         return np.array(["compute", "memory", "fixed"])[np.argmax(stack, axis=0)]
 
 
+# The Mechanisms fields the step model reads (describe, op_time, step_fixed, the two-batch-overlap stages); the
+# others act on a round (padding, round terms, host time, execution modes) and leave T(B, s) unchanged, so a memo of
+# step times keys on these alone (simulator.specdec.StepCache; tests/cost/test_step_mechanisms.py checks the rest
+# change nothing).
+STEP_MECHANISMS = ("routing", "kernel_curves", "fixed_costs", "l2", "two_batch_overlap")
+
+
+def step_key(mech: Mechanisms) -> tuple:
+    """The part of ``mech`` that :func:`step_time` depends on."""
+    return tuple(getattr(mech, f) for f in STEP_MECHANISMS)
+
+
 def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
              overlap: OverlapInput | None = None) -> tuple[list[LayerGroup], list[Op], dict]:
     """Per-layer op groups and the once-per-step ops for this workload (no GPU data: ops describe work)."""

@@ -31,7 +31,7 @@ from ..cost.deployment import Deployment, Mechanisms
 from ..cost.engine import step_fixed
 from ..cost.ops import BATCH, CONTEXT
 from ..cost.routing import OverlapInput
-from ..cost.step import StepResult, step_time
+from ..cost.step import StepResult, step_key, step_time
 from ..errors import ParameterError
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
@@ -60,7 +60,7 @@ class StepCache:
         """T(B, s) over aligned ``batch`` and ``tokens`` arrays (or a scalar s), memoised."""
         batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                             np.atleast_1d(np.asarray(tokens, dtype=float)))
-        key = (id(model), id(hw), dep, mech, overlap, tokens.tobytes(), int(context), batch.tobytes())
+        key = (id(model), id(hw), dep, step_key(mech), overlap, tokens.tobytes(), int(context), batch.tobytes())
         hit = self._results.get(key)
         if hit is not None:
             self.hits += 1

@@ -161,6 +161,10 @@ def test_cli_sd_on_a_small_corpus_and_bad_rows(tmp_path, capsys):
     text = capsys.readouterr().out.splitlines()
     assert report.read_text().startswith("# SD validation") and max(len(x) for x in text) <= 100
     assert any(x.startswith("target every_loss_predicted") for x in text)
+    # a report path that cannot be written is refused before any pricing: one line, exit 2
+    (tmp_path / "afile").write_text("x")
+    assert main(["validate", "sd", str(good), "--report", str(tmp_path / "afile" / "R.md")]) == 2
+    assert "report" in capsys.readouterr().err
     bad = [list(r) for r in keep]
     bad[0][COLUMNS.index("level")] = ""
     _write(tmp_path / "bad.csv", bad)
