@@ -19,7 +19,7 @@ from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
 from ..validation import Interval, Param, param_field
-from .outcome import Part, Table
+from .outcome import Part, table
 from .schema import choice, loadable, positive
 
 BATCH_FROM = ("stated", "assumed")
@@ -84,48 +84,22 @@ def run(study, priced, ctx, s: Settings) -> Part:
                      c.batch, c.batch_from, c.context, p["step_ms"], c.measured, p["default"],
                      p["default"] / c.measured - 1, p["nccl"] / c.measured - 1, p["no_tbo"] / c.measured - 1,
                      p["collective_share"], c.source))
-    table = Table("multinode_validation", "Decode throughput per GPU of public wide-EP deployments: predicted vs "
-                  "published",
-                  ("case", "deployment", "all-to-all", "two-batch overlap", "batch/GPU", "batch", "context",
-                   "step ms", "published tok/s/GPU", "predicted tok/s/GPU", "error", "error with NCCL dispatch",
-                   "error without TBO", "collective share of the step", "source"), tuple(rows),
-                  ("", "", "", "", "{:d}", "", "{:d}", "{:.1f}", "{:,.0f}", "{:,.0f}", "{:+.0%}", "{:+.0%}",
-                   "{:+.0%}", "{:.0%}", ""),
-                  note="error = predicted / published − 1 (throughput). 'assumed' batches are not in the source; "
-                       "each case's note says where they come from. With TBO the collective share is 0 when the "
-                       "compute stream sets the pace.")
-    return Part(tuple(_keys(s.cases, pred)), (table,), (), findings(s.cases, pred), _settings(s.cases))
+    t = table("multinode_validation", "Decode throughput per GPU of public wide-EP deployments: predicted vs "
+              "published", "case; deployment; all-to-all; two-batch overlap; batch/GPU|d; batch; context|d; step "
+              "ms|.1f; published tok/s/GPU|,.0f; predicted tok/s/GPU|,.0f; error|+.0%; error with NCCL dispatch|+.0%; "
+              "error without TBO|+.0%; collective share of the step|.0%; source", rows)
+    return Part(tables=(t,), values=values(s.cases, pred))
 
 
-def _keys(cases, pred):
-    for label, group in (("cases with a stated batch", [c for c in cases if c.batch_from == "stated"]),
-                         ("all cases", cases)):
-        if group:
-            errs = [abs(pred[c.name]["default"] / c.measured - 1) for c in group]
-            yield (f"mean |error| of decode tok/s/GPU, {label} ({len(group)})", f"{np.mean(errs):.0%}")
-    inside = [c for c in cases if abs(pred[c.name]["default"] / c.measured - 1) <= 0.10]
-    yield ("cases within 10%", f"{len(inside)} of {len(cases)}")
-
-
-def findings(cases, pred) -> tuple[str, ...]:
+def values(cases, pred) -> dict:
+    """The named numbers of the multi-node prose (experiments/multinode-validation.yaml)."""
     def err(c, k="default"):
         return pred[c.name][k] / c.measured - 1
 
-    over = [c for c in cases if err(c) > 0]
-    s1 = (f"The refined model predicts {len(over)} of {len(cases)} cases faster than published: "
-          + "; ".join(f"{c.name} {err(c):+.0%}" for c in cases) + ".")
-    moved = [(c.name, abs(err(c, "nccl")) - abs(err(c)), abs(err(c, "no_tbo")) - abs(err(c))) for c in cases]
-    s2 = ("What the engines' multi-node defaults do to |error| (positive: the default is closer to the published "
-          "number): " + "; ".join(f"{n}: DeepEP instead of NCCL {a:+.0%}, two-batch overlap {b:+.0%}"
-                                  for n, a, b in moved) + ".")
-    assumed = [c.name for c in cases if c.batch_from == "assumed"]
-    s3 = ("Batches not stated by the source (" + ", ".join(assumed) + ") make those errors conditional on the "
-          "assumed batch: throughput per GPU grows with it until the step turns compute- or communication-bound."
-          if assumed else "Every case states its batch.")
-    return (s1, s2, s3)
-
-
-def _settings(cases) -> tuple[str, ...]:
-    return ("cases: experiments/multinode-validation.yaml (each with its public source and what it does not state)",
-            "pricing: pricing.price_pass at s = 1 (plain decode), attention DP over all GPUs (tp 1, dp = ep = GPUs),"
-            " the engine's kernels, all_to_all and two_batch_overlap at their 'auto' defaults; nothing fitted")
+    groups = (("cases with a stated batch", [c for c in cases if c.batch_from == "stated"]), ("all cases", cases))
+    return dict(n=len(cases), nover=sum(err(c) > 0 for c in cases), ninside=sum(abs(err(c)) <= 0.10 for c in cases),
+                groups=[{"label": k, "n": len(g), "mae": float(np.mean([abs(err(c)) for c in g]))}
+                        for k, g in groups if g],
+                cases=[{"name": c.name, "err": err(c), "nccl": abs(err(c, "nccl")) - abs(err(c)),
+                        "tbo": abs(err(c, "no_tbo")) - abs(err(c))} for c in cases],
+                assumed=[c.name for c in cases if c.batch_from == "assumed"])

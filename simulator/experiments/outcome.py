@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..outputs import atomic_text, atomic_write
-from ..sweep.table import tidy_columns
 
 CSV_FLOAT = "{:.6g}"
 
@@ -51,13 +51,12 @@ class Table:
         return "\n".join([head, rule, *body])
 
 
-def tidy_table(name: str, title: str, cases, spec, **kw) -> Table:
-    """A :class:`Table` over the sweep's tidy table of ``cases`` (:func:`simulator.sweep.tidy_columns`, one row per
-    case × batch × draft length): ``spec`` lists (header, tidy column or function of the columns, format)."""
-    cols = tidy_columns(list(cases))
-    data = [(cols[c] if isinstance(c, str) else c(cols)).tolist() for _, c, _ in spec]
-    return Table(name, title, tuple(h for h, _, _ in spec), tuple(zip(*data, strict=True)),
-                 tuple(f for _, _, f in spec), **kw)
+def table(name: str, title: str, columns: str, rows, **kw) -> Table:
+    """A :class:`Table` whose ``columns`` are written "header|format; header|format; ..." (format: a format spec such
+    as ``.3f`` or ``+.1%``, used in Markdown only; none for text or the default)."""
+    cols = [c.strip().partition("|") for c in columns.split(";")]
+    return Table(name, title, tuple(h for h, _, _ in cols), tuple(tuple(r) for r in rows),
+                 tuple("{:" + f + "}" if f else "" for _, _, f in cols), **kw)
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,7 @@ class Part:
     figures: tuple[Figure, ...] = ()
     findings: tuple[str, ...] = ()  # Markdown paragraphs: what the model predicts and how sure it is
     settings: tuple[str, ...] = ()  # Markdown bullet lines: models, drafter, acceptance, generator settings
+    values: dict = field(default_factory=dict, compare=False)  # the named numbers the study's templates read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,27 +145,93 @@ def figure_file(o: Outcome, f: Figure) -> str:
     return f"{o.name}-{f.name}.png"
 
 
+def draw_figures(o: Outcome, folder: Path) -> list[Path]:
+    """Every figure of ``o`` drawn into ``folder`` as ``NAME-FIGURE.png``."""
+    paths = [folder / figure_file(o, f) for f in o.figures]
+    for f, p in zip(o.figures, paths, strict=True):
+        f.draw(p)
+    return paths
+
+
 def write_outcome(o: Outcome, out: Path, figures: bool = True) -> list[Path]:
     """CSV per table, PNG per figure and ``summary.md`` into ``out``; returns the written paths."""
     out.mkdir(parents=True, exist_ok=True)
-    written = [write_csv(t, out / f"{t.name}.csv") for t in o.tables]
-    if figures:
-        for f in o.figures:
-            p = out / figure_file(o, f)
-            f.draw(p)
-            written.append(p)
+    written = [write_csv(t, out / f"{t.name}.csv") for t in o.tables] + (draw_figures(o, out) if figures else [])
     summary = out / "summary.md"
     atomic_text(summary, render(o, ".", csv_dir=".") + "\n")
     written.append(summary)
     return written
 
 
-def trend(a: float, b: float, up: str, down: str, same: str, tol: float = 0.0) -> str:
-    """The word for how ``b`` compares with ``a`` (``up`` if larger by more than ``tol``, ``down`` if smaller,
-    else ``same``): prose says the opposite when the numbers say the opposite."""
-    return up if b - a > tol else down if a - b > tol else same
+# -- prose templates (docs/MODEL.md §6.2) ------------------------------------------------------------------------
+# {name} or {name:spec}: a value (a dotted name reads an attribute, key or index) formatted by the spec;
+# {cond?A|B}: A if cond holds, else B; {cond?A|B|C}: by the sign of cond (> 0, < 0, = 0). cond: a name, or
+# "name OP operand" with OP one of < > <= >= == != (operand: a number, a name or a 'quoted' string) or ~TOL (the
+# sign of name, |name| <= TOL counted as 0). {name*ITEM|SEP}: ITEM filled for each element of the list (a mapping's
+# keys become names, any other element is "it"), joined by SEP (default ", "; \n in SEP is a line break).
+# Branches and items are templates themselves; \| is a literal | inside them.
+OPS = {"<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+       "<": lambda a, b: a < b, ">": lambda a, b: a > b, "~": lambda a, b: (a > b) - (a < -b)}
+FIELD = re.compile(r"([\w.-]+)\s*(?:(<=|>=|==|!=|<|>|~)\s*('[^']*'|[\w.+-]+))?\s*([?*:]?)")
 
 
-def fmt_pct(x: float, digits: int = 1) -> str:
-    return f"{100 * x:.{digits}f}%"
+def _split(body: str, sep: str = "|") -> list[str]:
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        depth += (ch == "{") - (ch == "}")
+        if ch == sep and depth == 0 and body[i - 1:i] != "\\":
+            out.append(body[start:i])
+            start = i + 1
+    return [*out, body[start:]]
+
+
+def lookup(ns, name: str):
+    v = ns
+    for part in name.split("."):
+        v = v[int(part)] if part.lstrip("-").isdigit() else v[part] if isinstance(v, dict) else getattr(v, part)
+    return v
+
+
+def _operand(ns, x: str):
+    if x.startswith("'"):
+        return x[1:-1]
+    try:
+        return float(x)
+    except ValueError:
+        return lookup(ns, x)
+
+
+def fill(template: str, ns: dict) -> str:
+    """``template`` with its fields filled from ``ns`` (KeyError/AttributeError: a name ``ns`` lacks)."""
+    out, i = [], 0
+    while (j := template.find("{", i)) >= 0:
+        depth, k = 0, j
+        for k in range(j, len(template)):
+            depth += (template[k] == "{") - (template[k] == "}")
+            if depth == 0:
+                break
+        if depth:
+            raise ValueError(f"the field at {template[j:j + 30]!r} is not closed")
+        out += [template[i:j].replace("\\|", "|"), _field(template[j + 1:k], ns)]
+        i = k + 1
+    return "".join(out) + template[i:].replace("\\|", "|")
+
+
+def _field(body: str, ns: dict) -> str:
+    if not (m := FIELD.match(body)):
+        raise ValueError(f"{{{body}}} does not start with a name")
+    name, op, rhs, kind = m.groups()
+    rest = body[m.end():]
+    v = lookup(ns, name)
+    if op:
+        v = OPS[op](v, _operand(ns, rhs))
+    if kind == "?":
+        branches = _split(rest)
+        pick = (0 if v else 1) if len(branches) == 2 else (0 if v > 0 else 1 if v < 0 else 2)
+        return fill(branches[pick], ns)
+    if kind == "*":
+        item, sep = (_split(rest) + [", "])[:2]
+        sep = sep.replace("\\n", "\n")
+        return sep.join(fill(item, {**ns, **x} if isinstance(x, dict) else {**ns, "it": x}) for x in v)
+    return format(v, rest)
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..render import figures as plots
 from ..validation import Interval, Param
 from .grid import baseline, build_variant, deploy_target, price_target
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, table
 from .schema import on_grid, param_field, variant_name
 
 
@@ -86,53 +86,31 @@ def run(study, priced, ctx, p: Settings) -> Part:
     bi = [int(np.flatnonzero(np.asarray(g.batch) == b)[0]) for b in p.report_batches]
     rows = tuple((x.model, x.profile, x.lag1, *(float(x.speedup[i]) for i in bi), x.peak_batch, x.ratio,
                   ", ".join(f"{v:.3f}" for v in x.lags)) for x in points)
-    table = Table("sensitivity", "Refined speedup (best draft length) vs lag-1 overlap",
-                  ("model", "profile", "o(1)", *(f"S(B={b})" for b in p.report_batches), "peak batch",
-                   f"T_decode/T_verify (B={g.batch[0]}, γ={p.ratio_draft_len})", "lags o(1..D)"),
-                  rows, ("", "", "{:.3f}", *["{:.2f}"] * len(bi), "{:d}", "{:.3f}", ""))
-    flip_t = Table("flips", "Where the curve shape flips (peak moves to the smallest batch)",
-                   ("model", "profile", "o(1) at flip", "peak batch below", "peak batch above"), tuple(flips),
-                   ("", "", "{:.3f}", "{:d}", "{:d}"))
+    sens = table("sensitivity", "Refined speedup (best draft length) vs lag-1 overlap", "model; profile; o(1)|.3f; "
+                 + "".join(f"S(B={b})|.2f; " for b in p.report_batches) + "peak batch|d; T_decode/T_verify "
+                 f"(B={g.batch[0]}, γ={p.ratio_draft_len})|.3f; lags o(1..D)", rows)
+    flip_t = table("flips", "Where the curve shape flips (peak moves to the smallest batch)", "model; profile; o(1) "
+                   "at flip|.3f; peak batch below|d; peak batch above|d", flips)
     figs = (Figure("speedup_vs_overlap", "Refined speedup at the report batches vs lag-1 overlap; grey band: the "
                    "study's measured range; hatched: independent-routing baselines; dashed: flip points",
                    lambda path: _plot_overlap(points, flips, study, p, path)),
             Figure("curves", "Refined speedup vs batch at selected overlaps (Cohere-shaped profile)",
                    lambda path: _plot_curves(points, study, p, path)))
-    keys = tuple((f"flip: {m} ({prof})", f"o(1) ≈ {o:.3f} (peak B={a} → B={b})") for m, prof, o, a, b in flips)
-    pop = exps[0].spec.overlap.popularity
-    keys += tuple((f"{m}: independent baseline (popularity {pop})", f"{bases[m][0]:.4f}") for m in bases)
-    return Part(keys, (table, flip_t), figs, findings(points, flips, study, p, bases), _settings(study, p, bases,
-                                                                                              exps[0]))
+    i1, i_n = (g.batch.index(b) for b in (p.report_batches[0], p.report_batches[-1]))
+    curves = [dict(m=m, prof=prof, o0=pts[0].lag1, on=pts[-1].lag1, a0=pts[0].speedup[i1], an=pts[-1].speedup[i1],
+                   b0=pts[0].speedup[i_n], bn=pts[-1].speedup[i_n], second=_second_peak(pts, np.asarray(g.batch)),
+                   flips=[{"o": f[2], "a": f[3], "b": f[4]} for f in flips if f[:2] == (m, prof)],
+                   peaks=sorted({x.peak_batch for x in pts}))
+              for m in bases for prof in dict.fromkeys(x.profile for x in points)
+              if (pts := [x for x in points if x.model == m and x.profile == prof])]
+    return Part(tables=(sens, flip_t), figures=figs, values=dict(
+        curves=curves, flips=[dict(zip(("m", "prof", "o", "a", "b"), f, strict=True)) for f in flips],
+        o=exps[0].spec.overlap, half=p.resolution / 2, lags=sorted(exps[0].spec.overlap.lag1),
+        bases=[{"m": m, "b": b, "label": dd.dep.label, "hw": dd.hw.display_name} for m, (b, dd) in bases.items()]))
 
 
-def findings(points, flips, exp, p: Settings, bases) -> tuple[str, ...]:
-    out = []
-    for m in bases:
-        for prof in dict.fromkeys(x.profile for x in points):
-            pts = [x for x in points if x.model == m and x.profile == prof]
-            if not pts:
-                continue
-            s = [(x.lag1, x.speedup) for x in pts]
-            b = p.report_batches
-            i1 = exp.grid.batch.index(b[0])
-            iN = exp.grid.batch.index(b[-1])
-            fl = [f for f in flips if f[0] == m and f[1] == prof]
-            part = (f"{m}, {prof} profile: as o(1) goes from {s[0][0]:.3f} to {s[-1][0]:.3f}, the refined speedup at "
-                    f"B={b[0]} goes from {s[0][1][i1]:.2f} to {s[-1][1][i1]:.2f} and at B={b[-1]} from "
-                    f"{s[0][1][iN]:.2f} to {s[-1][1][iN]:.2f}. ")
-            if fl:
-                part += "The shape flips at " + "; ".join(
-                    f"o(1) ≈ {o:.3f} (peak from B={a} to B={bb})" for _, _, o, a, bb in fl) + ". "
-            else:
-                pk = sorted({x.peak_batch for x in pts})
-                part += f"No flip in this range (peak batch {', '.join(map(str, pk))} throughout). "
-            part += _second_peak(pts, np.asarray(exp.grid.batch))
-            out.append(part)
-    return tuple(out)
-
-
-def _second_peak(pts: list[Point], batch: np.ndarray) -> str:
-    """Text on the curve's local maximum above B=2 (MoESD's saturation peak) across the overlap range."""
+def _second_peak(pts: list[Point], batch: np.ndarray) -> dict:
+    """The curve's local maxima above B=2 (MoESD's saturation peak) across the overlap range."""
     peaks = []
     for x in pts:
         s = x.speedup
@@ -140,32 +118,9 @@ def _second_peak(pts: list[Point], batch: np.ndarray) -> str:
         if inner:
             i = max(inner, key=lambda j: s[j])
             peaks.append((float(s[i]), int(batch[i])))
-    if not peaks:
-        return "At every overlap the curve falls from B=1 without a second peak."
-    if len(peaks) < len(pts):
-        return "Over part of the range the curve falls from B=1 without a second peak."
-    vals = [v for v, _ in peaks]
-    where = "/".join(str(b) for b in sorted({b for _, b in peaks}))
-    text = f"The competing peak sits at B={where} with S = {min(vals):.2f}–{max(vals):.2f} across the whole range"
-    if max(vals) - min(vals) < 0.02:
-        text += (": there a decode step already touches most of a rank's experts, so overlap moves only the "
-                 "low-batch end of the curve")
-    return text + "."
-
-
-def _settings(exp, p: Settings, bases, e) -> tuple[str, ...]:
-    o = e.spec.overlap
-    return (
-        "targets: " + "; ".join(f"{m} ({r.dep.label} on {r.hw.display_name})" for m, (_, r) in bases.items()),
-        f"o(1) grid {', '.join(f'{x:g}' for x in sorted(o.lag1))}; popularity {o.popularity} (independent baseline: "
-        + ", ".join(f"{m} {b:.4f}" for m, (b, _) in bases.items()) + ")",
-        "profile 'cohere': o(d) = s + λ(1)·(λ_C(d)/λ_C(1))·(1 − s) with the Cohere blog's lag correlations "
-        f"λ_C(d) from o = {', '.join(f'{x:g}' for x in o.shape)} over s = {o.shape_baseline:g}; 'markov': lag 1 "
-        "only, so the maximum-entropy law is a first-order Markov chain (λ(d) = λ(1)^d), realisable by construction",
-        f"drafter {exp.speculation.drafter}, acceptance {exp.speculation.acceptance.label}; batch "
-        f"{list(exp.grid.batch)}, draft length {list(exp.grid.draft_len)} (best per batch), context {exp.grid.context}",
-        f"flip located by bisection to ±{p.resolution / 2:g} in o(1)",
-    )
+    vals = [v for v, _ in peaks] or [0.0]
+    return dict(none=not peaks, part=0 < len(peaks) < len(pts), lo=min(vals), hi=max(vals),
+                where=sorted({b for _, b in peaks}), flat=max(vals) - min(vals) < 0.02)
 
 
 def _plot_overlap(points, flips, exp, p: Settings, path) -> str:

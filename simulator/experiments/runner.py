@@ -14,7 +14,7 @@ from pathlib import Path
 from ..outputs import atomic_text
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
-from .outcome import Outcome, Part, figure_file, render
+from .outcome import Outcome, Part, draw_figures, fill, lookup, render
 from .registry import ANALYSES
 from .schema import Study, read_study
 
@@ -53,26 +53,56 @@ def run_experiment(exp: str | Study, ctx: RunContext | None = None) -> Outcome:
     require_deployed(study, *grid)  # before pricing, as --check does
     priced = price_grid(study, ctx, study.variants, grid)
     parts = []
-    for name, settings in study.analyses.items():
+    for name in study.analyses:
         ctx.say(f"{study.name}: analysis {name}")
-        parts.append(annotate(ANALYSES[name].run(study, priced, ctx, settings), study, name))
+        parts.append(run_analysis(study, name, priced, ctx))
     return Outcome(name=study.name, title=study.title, kind="+".join(study.analyses), description=study.description,
                    question=study.question, **{f.name: tuple(x for p in parts for x in getattr(p, f.name))
-                                               for f in fields(Part)})
+                                               for f in fields(Part) if f.name != "values"})
 
 
-def annotate(part: Part, study: Study, name: str) -> Part:
-    """The analysis's declared notes (schema.Notes) added to its part: caveats after its findings, table notes
-    under the named tables (a name the analysis does not produce is a ConfigError)."""
-    notes = study.notes.get(name)
-    if notes is None:
+def run_analysis(study: Study, name: str, priced=None, ctx: RunContext | None = None, settings=None) -> Part:
+    """One analysis of ``study`` (``settings``: its own unless given) with its declared prose filled in."""
+    settings = study.analyses[name] if settings is None else settings
+    return annotate(ANALYSES[name].run(study, priced, ctx or RunContext(), settings), study, name, settings)
+
+
+def prose(study: Study, name: str, values: dict, key: str, settings=None) -> list[tuple[str, str]]:
+    """The ``key`` templates (findings, settings, key_numbers, table_notes) of analysis ``name`` filled from
+    ``values`` (plus the study as ``study``, its grid's lists as ``grid`` and the settings as ``s``), as (name,
+    text) pairs; a key number ``each LIST: LABEL`` gives a row per element of LIST. A template naming a number
+    the analysis does not compute is a one-line ConfigError."""
+    notes, path = study.notes.get(name), f"analyses.{name}.{key}"
+    ns = {"study": study, "s": study.analyses[name] if settings is None else settings, **values,
+          "grid": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(study.grid).items()}}
+    items = getattr(notes, key) or {}
+    out = []
+    for i, (k, t) in enumerate(items.items() if isinstance(items, dict) else enumerate(items)):
+        each, _, label = str(k).partition(": ") if str(k).startswith("each ") else ("", "", k)
+        try:
+            for x in lookup(ns, each[5:]) if each else (None,):
+                sub = ns if x is None else {**ns, **x} if isinstance(x, dict) else {**ns, "it": x}
+                out.append((fill(label, sub).strip() if key == "key_numbers" else k, fill(t, sub).strip()))
+        except (KeyError, AttributeError, IndexError, TypeError, ValueError) as exc:
+            raise Reader(study.where).fail(f"{path}[{i}]", f"cannot be filled ({type(exc).__name__}: {exc})"[:200],
+                                           "name a number the analysis computes (docs/MODEL.md §6.4)") from None
+    return [(k, v) for k, v in out if v]
+
+
+def annotate(part: Part, study: Study, name: str, settings=None) -> Part:
+    """The analysis's declared prose (schema.Notes) filled from its numbers (``part.values``) and added to its part;
+    a table note for a table the analysis does not produce is a ConfigError."""
+    if study.notes.get(name) is None:
         return part
-    tn = dict(notes.table_notes or {})
+    text = {k: prose(study, name, part.values, k, settings) for k in ("findings", "settings", "key_numbers")}
+    tn = dict(prose(study, name, part.values, "table_notes", settings))
     if unknown := sorted(set(tn) - {t.name for t in part.tables}):
         raise Reader(study.where).fail(f"analyses.{name}.table_notes", f"names {unknown}, not a table of {name}",
                                        "use one of " + ", ".join(t.name for t in part.tables))
     return replace(part, tables=tuple(replace(t, note=tn.get(t.name, t.note)) for t in part.tables),
-                   findings=part.findings + notes.caveats)
+                   key_numbers=part.key_numbers + tuple(text["key_numbers"]),
+                   settings=part.settings + tuple(v for _, v in text["settings"]),
+                   findings=part.findings + tuple(v for _, v in text["findings"]))
 
 
 def require_deployed(study: Study, deployed: list, skipped: list) -> None:
@@ -141,11 +171,6 @@ def write_report(outcomes: list[Outcome], path: str | Path) -> list[Path]:
     """Write the report and its figures; returns the written paths."""
     outcomes = report_order(outcomes)
     path = Path(path)
-    written = []
-    for o in outcomes:
-        for f in o.figures:
-            p = path.parent / FIGURE_DIR / figure_file(o, f)
-            f.draw(p)
-            written.append(p)
+    written = [p for o in outcomes for p in draw_figures(o, path.parent / FIGURE_DIR)]
     atomic_text(path, report_markdown(outcomes), param="report")
     return [path, *written]

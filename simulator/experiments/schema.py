@@ -148,10 +148,13 @@ class Study:
 
 @dataclass(frozen=True)
 class Notes:
-    """Fixed text an analysis entry declares beside its settings (data, not code): ``caveats`` are paragraphs
-    appended to the analysis's findings, ``table_notes`` (table name -> text) the notes under its tables."""
+    """The prose an analysis entry declares beside its settings (data, not code), as templates filled from the
+    numbers its analysis computes (:func:`~.outcome.fill`): ``findings`` (paragraphs; an empty one is dropped),
+    ``settings`` (bullet lines), ``key_numbers`` (label -> value) and ``table_notes`` (table name -> note)."""
 
-    caveats: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+    key_numbers: dict | None = None
     table_notes: dict | None = None
 
 
@@ -302,8 +305,15 @@ def read_notes(r: Reader, obj: Any, path: str) -> Notes:
     """The :class:`Notes` keys of an analysis entry (the rest is its settings)."""
     n = read_settings(r, {k: v for k, v in obj.items() if k in NOTE_KEYS} if isinstance(obj, Mapping) else {}, path,
                       Notes)
-    for k in n.table_notes or {}:
-        r.string(n.table_notes, k, f"{path}.table_notes")
+    for key in ("key_numbers", "table_notes"):
+        for k in getattr(n, key) or {}:
+            r.string(getattr(n, key), k, f"{path}.{key}")
+    for key in ("findings", "settings", "key_numbers", "table_notes"):
+        items = getattr(n, key) or ()
+        for k, t in items.items() if isinstance(items, dict) else enumerate(items):
+            if any(str(s).count("{") != str(s).count("}") for s in (k, t)):
+                raise r.fail(f"{path}.{key}[{k!r}]", "has a '{' without its '}' (or the reverse)",
+                             "close every {field} of the template (docs/MODEL.md §6.2)")
     return n
 
 

@@ -24,7 +24,7 @@ from ..sweep import Variant
 from ..sweep.runner import deploy, in_mode
 from ..sweep.shapley import players
 from ..validation import Interval, Param, param_field
-from .outcome import Part, Table
+from .outcome import Part, table
 from .schema import choice, loadable, positive
 
 STRUCTURES = ("chain", "tree-chain-verify", "tree-as-chain")
@@ -84,70 +84,32 @@ def run(study, priced, ctx, s: Settings) -> Part:
                      f"{c.drafter} γ={c.draft_len} AL {c.accept_length:g}", c.batch, c.measured, p["refined"],
                      p["refined"] / c.measured - 1, p["prior"], p["prior"] / c.measured - 1,
                      min(p[r] for r in PRIOR_READINGS), max(p[r] for r in PRIOR_READINGS), c.source))
-    table = Table("sd_validation", "Predicted vs measured speedup of speculative decoding, per public case",
-                  ("case", "structure", "target", "drafter", "batch", "measured", "refined", "refined error",
-                   "prior", "prior error", "prior min", "prior max", "source"), tuple(rows),
-                  ("", "", "", "", "{:d}", "{:.2f}", "{:.2f}", "{:+.0%}", "{:.2f}", "{:+.0%}", "{:.2f}", "{:.2f}",
-                   ""),
-                  note="error = predicted / measured − 1; prior min/max over the prior's readings "
-                       f"({', '.join(PRIOR_READINGS)}). Sources: docs/sources/published.md, 'Measured SD speedups'.")
-    keys = tuple(_keys(s.cases, pred))
-    settings = ("cases and their settings: experiments/sd-validation.yaml (each with its public source); context "
-                "where the source gives none: the stated `context` (assumed, see each case's note)",
-                "acceptance: the measured mean acceptance length at the case's draft length (engine-reported, bonus "
-                "token included), turned into a per-token acceptance by the chain formula")
-    return Part(keys, (table,), (), findings(s.cases, pred), settings)
+    t = table("sd_validation", "Predicted vs measured speedup of speculative decoding, per public case", "case; "
+              "structure; target; drafter; batch|d; measured|.2f; refined|.2f; refined error|+.0%; prior|.2f; prior "
+              "error|+.0%; prior min|.2f; prior max|.2f; source", rows)
+    return Part(tables=(t,), values=values(s.cases, pred))
 
 
-def _mape(cases, pred, mode: str) -> float:
-    errs = [abs(pred[c.name][mode] / c.measured - 1) for c in cases]
-    return sum(errs) / len(errs) if errs else float("nan")
+def values(cases, pred) -> dict:
+    """The named numbers of the SD-validation prose (experiments/sd-validation.yaml)."""
+    def mape(group, mode: str) -> float:
+        return sum(abs(pred[c.name][mode] / c.measured - 1) for c in group) / len(group) if group else float("nan")
 
+    def verdict(c) -> dict:
+        return {"name": c.name, "measured": c.measured, "r": pred[c.name]["refined"]}
 
-def _keys(cases, pred):
     exact = [c for c in cases if c.structure in EXACT]
-    for label, group in (("exact-structure cases", exact), ("all cases", cases)):
-        if group:
-            yield (f"mean |error| refined / prior, {label} ({len(group)})",
-                   f"{_mape(group, pred, 'refined'):.0%} / {_mape(group, pred, 'prior'):.0%}")
     losses = [c for c in cases if c.measured < 1]
-    yield ("cases where SD loses (measured < 1): predicted loss refined / prior",
-           f"{sum(pred[c.name]['refined'] < 1 for c in losses)} / {sum(pred[c.name]['prior'] < 1 for c in losses)}"
-           f" of {len(losses)}")
-
-
-def findings(cases, pred) -> tuple[str, ...]:
-    """Per-case verdicts computed from the numbers."""
-    losses = [c for c in cases if c.measured < 1]
-    wins = [c for c in cases if c.measured >= 1]
-
-    def verdict(c) -> str:
-        r = pred[c.name]["refined"]
-        said = "a loss" if r < 1 else "a gain"
-        return f"{c.name} (measured {c.measured:.2f}×, refined {r:.2f}×: {said})"
-
-    s1 = (f"SD loses in {len(losses)} of {len(cases)} public cases: " + "; ".join(verdict(c) for c in losses)
-          + ". " if losses else "No public case here shows SD losing. ")
-    caught = [c for c in losses if pred[c.name]["refined"] < 1]
-    every = sum(max(pred[c.name][r] for r in PRIOR_READINGS) < 1 for c in losses)
-    s1 += (f"The refined model predicts {len(caught)} of these losses; the prior predicts "
-           f"{sum(pred[c.name]['prior'] < 1 for c in losses)} under its default reading and {every} under every "
-           "reading.")
     over = sorted(pred[c.name]["refined"] / c.measured for c in cases if pred[c.name]["refined"] > c.measured)
-    s2 = (f"The refined model over-predicts {len(over)} of {len(cases)} cases"
-          + (f" (median predicted/measured {over[len(over) // 2]:.2f})" if over else "")
-          + "; " + ("gains: " + "; ".join(verdict(c) for c in wins) if wins else "no measured gains here") + ".")
-    s3 = ("Over-prediction in most cases means the round is priced too cheaply, even with the drafter's passes on "
-          "the case's engine and the engine round overheads of docs/MODEL.md §4.5 (CUDA-graph padding, linear-"
-          "attention checkpoints) priced: what is not modelled (host and scheduler work per draft step beyond the "
-          "step model's, tree expansion and KV compaction in drafting) may add at most each case's error, and no "
-          "term is fitted to it." if len(over) * 2 > len(cases) else
-          "The refined model under-predicts most cases: its verify or draft costs are too high for these engines.")
-    moved = {k[len("without "):]: sum(abs(pred[c.name]["refined"] / c.measured - 1)
-                                      - abs(pred[c.name][k] / c.measured - 1) for c in cases) / len(cases)
-             for k in pred[cases[0].name] if k.startswith("without ")} if cases else {}
-    s4 = ("What each mechanism of the refined model does to the error, switched back alone to the prior's setting "
-          "(mean change of |error| over the cases that it makes when on; positive: it moves the predictions away "
-          "from the measurements): "
-          + ", ".join(f"{n} {d:+.1%}" for n, d in moved.items()) + ".") if moved else ""
-    return (s1, s2, s3, s4) if s4 else (s1, s2, s3)
+    moved = [{"n": k[len("without "):], "d": sum(abs(pred[c.name]["refined"] / c.measured - 1)
+                                                 - abs(pred[c.name][k] / c.measured - 1) for c in cases) / len(cases)}
+             for k in pred[cases[0].name] if k.startswith("without ")] if cases else []
+    return dict(n=len(cases), nexact=len(exact), mape_exact_r=mape(exact, "refined"), mape_exact_p=mape(exact, "prior"),
+                mape_all_r=mape(cases, "refined"), mape_all_p=mape(cases, "prior"), readings=PRIOR_READINGS,
+                losses=[verdict(c) for c in losses], nloss=len(losses),
+                wins=[verdict(c) for c in cases if c.measured >= 1],
+                caught=sum(pred[c.name]["refined"] < 1 for c in losses),
+                prior_caught=sum(pred[c.name]["prior"] < 1 for c in losses),
+                every=sum(max(pred[c.name][r] for r in PRIOR_READINGS) < 1 for c in losses),
+                nover=len(over), median=over[len(over) // 2] if over else 0.0, over_most=len(over) * 2 > len(cases),
+                moved=moved)

@@ -16,7 +16,7 @@ from ..render import figures as plots
 from ..specs.derived import param_counts
 from ..validation import Interval, Param
 from .grid import lift
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, Table, fill, table
 from .schema import on_grid, param_field, positive, variant_name
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
@@ -78,6 +78,7 @@ class Settings:
     low_batch_max: int = positive()
     ratio_draft_len: int = on_grid("draft_len", 3)
     transfer: str = variant_name("")  # the grid variant giving models without routing statistics a transferred profile
+    reason: str = "{v}: {s.label} at B={s.peak_batch}"  # template of the shapes table's reason column (per departure)
 
 
 @dataclass(frozen=True)
@@ -114,56 +115,31 @@ def run(study, priced, ctx, p: Settings) -> Part:
         rows.append(Row(c.model, c.deployment, c.hardware, ref.note, c.result.batch, res,
                         {v: classify(x.batch, x.best()[1], p.tolerance) for v, x in res.items()}, share))
     skipped = [(m, why) for m, _, _, why in priced.skipped]
-    n = len(rows)
-    prior_ok = sum(as_moesd(x.shapes["prior"], p) for x in rows)
-    ref_ok = sum(low_batch(x.shapes["refined"], p.low_batch_max) for x in rows)
-    tr_ok = sum(low_batch(x.shapes[TRANSFER], p.low_batch_max) for x in rows)
-    keys = (("targets run / not deployable", f"{n} / {len(skipped)}"),
-            (f"prior curves with an interior peak (B > {p.low_batch_max})", f"{prior_ok} of {n}"),
-            ("prior curves that are concave in log2(B)", f"{sum(x.shapes['prior'].concave for x in rows)} of {n}"),
-            (f"refined curves highest at low batch (B ≤ {p.low_batch_max})", f"{ref_ok} of {n}"),
-            ("… with the transferred overlap profile", f"{tr_ok} of {n}"))
     figs = (Figure("speedup", "Speedup at the best draft length vs batch, per target: prior, refined, and refined "
                    "with the transferred overlap profile (models without routing statistics)",
                    lambda path: _plot(rows, study, path)),)
-    return Part(keys, (_shape_table(rows, skipped, p), _curve_table(rows)), figs, findings(rows, skipped, p),
-                _settings(rows, study, p, priced))
+    tv = next((e.spec.overlap for e in priced.variants if e.name == p.transfer), None)
+    return Part(tables=(_shape_table(rows, skipped, p), _curve_table(rows)), figures=figs,
+                values=values(rows, skipped, p) | {"tv": tv, "lam": lift(tv.shape, tv.shape_baseline) if tv else ()})
 
 
 def _reason(x: Row, p: Settings) -> str:
-    """Why a curve departs from the expectation, from the model's own numbers at the smallest batch."""
-    m, dep = x.model, x.dep
-    per_rank = m.ffn.experts / dep.ep
+    """Why a curve departs from the expectation (``p.reason`` filled from the model's own numbers at the smallest
+    batch); "as expected" when it does not."""
     out = []
-    for v, want, test in (("prior", "an interior peak above the low-batch range", lambda s: as_moesd(s, p)),
-                          ("refined", "a low-batch peak", lambda s: low_batch(s, p.low_batch_max))):
-        s: Shape = x.shapes[v]
-        if test(s):
+    for v, ok in (("prior", as_moesd(x.shapes["prior"], p)), ("refined", low_batch(x.shapes["refined"],
+                                                                                      p.low_batch_max))):
+        res, j = x.results[v], 0
+        if ok:
             continue
-        res = x.results[v]
-        j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0]) if p.ratio_draft_len in res.gammas else 0
-        ud, uv = float(res.unique_decode_rank[0]), float(res.unique_verify_rank[j, 0])
-        vd = float(res.verify_decode_ratio[j, 0])
-        why = (f"{v}: {s.label} at B={s.peak_batch}, not {want}; at B={int(x.batch[0])} the busiest EP rank reads "
-               f"{ud:.1f} experts in decode and {uv:.1f} in a verify of {p.ratio_draft_len + 1} tokens, "
-               f"T_verify/T_decode {vd:.2f}, MoE {x.moe_share[v]:.0%} of the decode step")
-        if per_rank <= 2:
-            why += (f"; coarse MoE: {per_rank:g} expert(s) per EP rank, so a verify pass cannot touch many more "
-                    "experts per rank than a decode step; the routing mechanism behind both expectations is weak "
-                    "and the shape is set by the other costs (attention, shared/dense layers, collectives, drafting)")
-        elif v == "refined" and m.overlap is None:
-            tr = x.shapes[TRANSFER]
-            why += ("; no routing statistics for this model, so refined routes tokens independently"
-                    + ("; with the transferred overlap it becomes a low-batch peak" if low_batch(tr, p.low_batch_max)
-                       else f"; with the transferred overlap still {tr.label} at B={tr.peak_batch}"))
-            if x.moe_share[v] > 0.5:
-                why += " (expert reads dominate the step, so fixed costs amortise little of verification's extra reads)"
-        elif s.label == RISING:
-            why += ("; the prior's per-expert floor keeps every step expensive until the ranks' experts are all "
-                    "touched, and nothing becomes compute-bound within the grid")
-        elif s.label == LOW and v == "prior":
-            why += "; the prior's per-expert floor makes decode expensive enough that verify is relatively cheap"
-        out.append(why)
+        if p.ratio_draft_len in res.gammas:
+            j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
+        out.append(fill(p.reason, dict(
+            v=v, s=x.shapes[v], b0=int(x.batch[0]), ud=float(res.unique_decode_rank[0]), share=x.moe_share[v],
+            uv=float(res.unique_verify_rank[j, 0]), vd=float(res.verify_decode_ratio[j, 0]), p=p,
+            per_rank=x.model.ffn.experts / x.dep.ep, bare=v == "refined" and x.model.overlap is None,
+            low_prior=v == "prior" and x.shapes[v].label == LOW, tokens=p.ratio_draft_len + 1, tr=x.shapes[TRANSFER],
+            tr_low=low_batch(x.shapes[TRANSFER], p.low_batch_max))))
     return "; ".join(out) if out else "as expected"
 
 
@@ -180,11 +156,9 @@ def _shape_table(rows: list[Row], skipped, p: Settings) -> Table:
                      as_moesd(sp, p), low_batch(sr, p.low_batch_max), _reason(x, p)))
     for name, why in skipped:
         data.append((name, "", None, "not deployable", None, None, "", None, "", None, "", None, None, why))
-    return Table("shapes", "Curve shapes (speedup at the best draft length per batch)",
-                 ("model", "E/k", "params (B)", "deployment", "S(B=1) prior", "S(B=1) refined", "prior shape",
-                  "prior peak B", "refined shape", "refined peak B", "transferred overlap", "prior as MoESD",
-                  "refined low-batch", "reason"),
-                 tuple(data), ("", "", "{:.0f}", "", "{:.2f}", "{:.2f}", "", "{:d}", "", "{:d}"))
+    return table("shapes", "Curve shapes (speedup at the best draft length per batch)", "model; E/k; params (B)|.0f; "
+                 "deployment; S(B=1) prior|.2f; S(B=1) refined|.2f; prior shape; prior peak B|d; refined shape; "
+                 "refined peak B|d; transferred overlap; prior as MoESD; refined low-batch; reason", data)
 
 
 def _short(s: Shape) -> str:
@@ -199,74 +173,38 @@ def _curve_table(rows: list[Row]) -> Table:
             for i, b in enumerate(res.batch):
                 data.append((x.model.name, v, int(b), int(gam[i]), float(spd[i]),
                              float(res.t_decode[i] * 1e6)))
-    return Table("curves", "Speedup vs batch", ("model", "variant", "batch", "best draft length", "speedup",
-                                                "T_decode us"), tuple(data), in_summary=False)
+    return table("curves", "Speedup vs batch", "model; variant; batch; best draft length; speedup; T_decode us", data,
+                 in_summary=False)
 
 
-def findings(rows: list[Row], skipped, p: Settings) -> tuple[str, ...]:
-    n = len(rows)
+def values(rows: list[Row], skipped, p: Settings) -> dict:
+    """The named numbers of the curve-shape prose (experiments/paper-curves.yaml)."""
     fine = [x for x in rows if x.model.ffn.experts / x.dep.ep > 2]
-    coarse = [x.model.name for x in rows if x.model.ffn.experts / x.dep.ep <= 2]
-    prior_bad = [x.model.name for x in rows if not as_moesd(x.shapes["prior"], p)]
     dips = [x for x in rows if x.shapes["prior"].dip]
-    ref_fine = sum(low_batch(x.shapes["refined"], p.low_batch_max) for x in fine)
-    ref_bad = [x.model.name for x in fine if not low_batch(x.shapes["refined"], p.low_batch_max)]
-    s1 = (f"Of {n} deployable targets, the prior model gives an interior peak for "
-          f"{n - len(prior_bad)}" + (f" (exceptions: {', '.join(prior_bad)}; reasons in the table)" if prior_bad
-                                     else "") + ". "
-          f"The refined model puts the highest speedup at batch ≤ {p.low_batch_max} for {ref_fine} of the "
-          f"{len(fine)} fine-grained targets (more than two experts per EP rank)"
-          + (f"; not for {', '.join(ref_bad)}" if ref_bad else "") + ". "
-          + (f"Coarse targets ({', '.join(coarse)}) hold one or two experts per rank, so the premise of both "
-             "models (verification multiplies expert reads) does not apply to them. " if coarse else "")
-          + (_dip_text(dips[0], len(dips), sum(x.shapes["prior"].concave for x in rows), n, p) if dips else ""))
-    with_stats = [x.model.name for x in rows if x.model.overlap is not None]
-    s2 = ("How sure: the curve shapes follow from the calibrated kernel costs (per-op errors in the validation "
-          f"experiment) and from routing statistics that only {len(with_stats)} of the {n} targets ship "
-          f"({', '.join(with_stats) or 'none'}); the 'transferred overlap' column shows how much of each shape rests "
-          "on that input. "
-          "Acceptance is one per-token α for all targets, so the level of each curve is an assumption while its "
-          "shape (where the peak is) is the model's prediction.")
-    s3 = ("Not deployable on 8×H100 in their native format: " + ", ".join(f"{a} ({b})" for a, b in skipped)
-          if skipped else "Every target was deployed; models that need a smaller format than native are marked †.")
-    return s1, s2, s3
-
-
-def _dip_text(x: Row, k: int, conc: int, n: int, p: Settings) -> str:
-    s = x.shapes["prior"]
-    res = x.results["prior"]
-    j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
-    _, spd = res.best()
-    i = int(np.argmin(spd[: int(np.argmax(spd)) + 1]))
-    r = res.verify_decode_ratio[j]
-    return (f"{conc} of {n} prior curves are concave in log2(B) over the whole grid (MoESD's picture): {k} of {n} "
-            "first dip at small batch before their "
-            f"interior peak (e.g. {x.model.name}: {s.at_min:.2f} at B={int(res.batch[0])}, "
-            f"{spd[i]:.2f} at B={int(res.batch[i])}, peak {s.peak:.2f} at B={s.peak_batch}); T_verify/T_decode at "
-            f"γ={p.ratio_draft_len} goes {r[0]:.2f} → {r[i]:.2f} over those batches, so verification gets relatively "
-            "dearer before decode steps start to touch most experts (MoESD reports 'little or no gain at batch 1', "
-            "consistent with a flat start).")
-
-
-def _settings(rows: list[Row], exp, p: Settings, priced) -> tuple[str, ...]:
-    acc = exp.speculation.acceptance
-    tv = next((e.spec.overlap for e in priced.variants if e.name == p.transfer), None)
-    out = [f"hardware {', '.join(sorted({x.hw.display_name for x in rows}))}; deployment: the sweep's "
-           "default rule (native format, else fp8_block; attention TP as large as the heads allow; EP = "
-           "gcd(experts, 8)), fallback formats tried in order: "
-           + (", ".join(exp.grid.fallback_dtypes) or "none"),
-           f"drafter {exp.speculation.drafter}, acceptance {acc.label}" + (f" ({acc.source})" if acc.source else ""),
-           f"batch {list(exp.grid.batch)}, draft length {list(exp.grid.draft_len)} (best per batch), context "
-           f"{exp.grid.context} tokens",
-           f"classification tolerance {p.tolerance:.0%}; 'low batch' = peak at B ≤ {p.low_batch_max}",
-           *([f"transferred overlap (grid variant '{p.transfer}'): lag correlations λ(d) = (o(d) − s)/(1 − s) = "
-              + ", ".join(f"{x:.3f}" for x in lift(tv.shape, tv.shape_baseline))
-              + f" applied with {tv.popularity} popularity to models that ship no routing statistics"] if tv else []),
-           "routing statistics shipped: " + (", ".join(
-               f"{x.model.name} (o(1) {model_overlap(x.model).lags[0]:.3f})" for x in rows
-               if x.model.overlap is not None) or "none")]
-    out += [f"{x.model.name}: {x.note}" for x in rows if x.note]
-    return tuple(out)
+    out = dict(n=len(rows), nskip=len(skipped), nfine=len(fine),
+               prior_ok=sum(as_moesd(x.shapes["prior"], p) for x in rows),
+               concave=sum(x.shapes["prior"].concave for x in rows),
+               ref_ok=sum(low_batch(x.shapes["refined"], p.low_batch_max) for x in rows),
+               tr_ok=sum(low_batch(x.shapes[TRANSFER], p.low_batch_max) for x in rows),
+               coarse=[x.model.name for x in rows if x.model.ffn.experts / x.dep.ep <= 2],
+               prior_bad=[x.model.name for x in rows if not as_moesd(x.shapes["prior"], p)],
+               ref_fine=sum(low_batch(x.shapes["refined"], p.low_batch_max) for x in fine),
+               ref_bad=[x.model.name for x in fine if not low_batch(x.shapes["refined"], p.low_batch_max)],
+               ndips=len(dips), nstats=sum(x.model.overlap is not None for x in rows),
+               with_stats=[x.model.name for x in rows if x.model.overlap is not None],
+               skipped=[{"m": a, "why": b} for a, b in skipped], hws=sorted({x.hw.display_name for x in rows}),
+               shipped=[{"m": x.model.name, "o": model_overlap(x.model).lags[0]} for x in rows
+                        if x.model.overlap is not None], notes=[{"m": x.model.name, "note": x.note} for x in rows
+                                                                if x.note], dip=None)
+    out["prior_good"] = out["n"] - len(out["prior_bad"])
+    if dips:
+        x, res = dips[0], dips[0].results["prior"]
+        sh, (_, spd) = x.shapes["prior"], res.best()
+        i = int(np.argmin(spd[: int(np.argmax(spd)) + 1]))
+        r = res.verify_decode_ratio[int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])]
+        out["dip"] = dict(name=x.model.name, at_min=sh.at_min, b0=int(res.batch[0]), si=spd[i], bi=int(res.batch[i]),
+                          peak=sh.peak, peak_batch=sh.peak_batch, r0=r[0], ri=r[i])
+    return out
 
 
 def _plot(rows: list[Row], exp, path) -> str:

@@ -16,7 +16,7 @@ from ..overlap import evaluate_trace
 from ..render import figures as plots
 from ..specs.catalog import load_model, measured_dir
 from .grid import TraceSpec, deploy_target, measured_trace, price_target
-from .outcome import Figure, Part, Table
+from .outcome import Figure, Part, table
 from .schema import Target, choice, loadable
 
 METRICS = ("peak_batch", "speedup", "peak_speedup", "decode_verify_ratio", "ipf_error")
@@ -174,19 +174,18 @@ def _trace_value(c: Check, t: TraceSpec) -> tuple[float, str]:
 
 
 def run(study, priced, ctx, p: Settings) -> Part:
-    tables, figs, keys, calib, out_cal = [], [], [], {}, {}
-    v = None
+    tables, figs, calib, out_cal, ns = [], [], {}, {}, {}
     if p.per_op:
         v = validate_ops(p.hardware, ctx.data)
         rows = v.table()
-        excl = ", ".join(f"{n} {k}" for k, n in v.excluded.items())
-        tables.append(Table("per_op", f"Per-op error against the measured tables ({v.hardware})", ERROR_COLUMNS,
-                            tuple(tuple(r) for r in rows), ("", "", "", "{:d}", "{:.1%}", "{:.1%}", "{:.0%}",
-                                                           "{:+.1%}"), note=f"Excluded (not predicted): {excl}."))
+        tables.append(table("per_op", f"Per-op error against the measured tables ({v.hardware})", "; ".join(
+            f"{c}|{f}" for c, f in zip(ERROR_COLUMNS, ("", "", "", "d", ".1%", ".1%", ".0%", "+.1%"), strict=True)),
+            rows))
         figs.append(Figure("scatter", f"Predicted vs measured per-op latency on {v.hardware}, by row set",
                            lambda path: plot_scatter(v.samples, path)))
         calib = {r[0]: r[4] for r in rows if r[1] == "all formats" and r[2] == CALIB}
         out_cal = {(r[0], r[2]): r[4] for r in rows if r[1] == "all formats" and r[2] != CALIB}
+        ns = {"data": _shown(v.data), "excluded": [{"n": n, "k": k} for k, n in v.excluded.items()]}
     pub_rows = []
     for c in p.checks:
         vals = ([_model_value(c, t, study, ctx) for t in c.cases] if c.metric != "ipf_error"
@@ -194,20 +193,22 @@ def run(study, priced, ctx, p: Settings) -> Part:
         for val, label, err in vals:
             ok, e = _within(val, c) if val is not None else (None, None)
             pub_rows.append((c.id, c.claim, c.source, label, val, _expect_text(c), ok, e, err or c.note))
-    tables.append(Table("published", "Against published numbers (docs/SOURCES.md)",
-                        ("check", "claim", "source", "case", "predicted", "published", "within", "error", "note"),
-                        tuple(pub_rows), ("", "", "", "", "{:.3g}", "", "", "{:+.1%}", "")))
-    n_in = sum(1 for r in pub_rows if r[6])
-    keys = [(f"{op} MAPE, calibration rows", f"{x:.1%}") for op, x in calib.items()]
-    keys += [(f"{op} MAPE, {st}", f"{x:.1%}") for (op, st), x in out_cal.items()]
-    keys.append(("published checks within their range", f"{n_in} of {len(pub_rows)}"))
-    settings = ((f"measured data: `{_shown(v.data)}` (aiconfigurator-core 0.12.0 H100 SXM rows; see its README)",
-                 f"profile {p.hardware} as calibrated (docs/CALIBRATION.md), refined mechanisms; row filters of "
-                 "`python -m simulator calibrate` for the calibration rows") if v else ()) + (
-        f"published checks: batch grid {list(study.grid.batch)}, draft length {list(study.grid.draft_len)} unless a "
-        f"check fixes it, context {study.grid.context}; drafter {study.speculation.drafter} and acceptance "
-        f"{study.speculation.acceptance.label} unless a case sets its own",)
-    return Part(tuple(keys), tuple(tables), tuple(figs), findings(calib, out_cal, pub_rows), settings)
+    tables.append(table("published", "Against published numbers (docs/SOURCES.md)", "check; claim; source; case; "
+                        "predicted|.3g; published; within; error|+.1%; note", pub_rows))
+    by_check: dict[str, list] = {}
+    for r in pub_rows:
+        by_check.setdefault(r[0], []).append(r)
+    peaks = [r for r in by_check.get("moesd-peak-batch", []) if r[4] is not None]
+    mid = [r for cid, rs in by_check.items() if cid.startswith("strong-draft-batch-") and cid != "strong-draft-batch-1"
+           for r in rs if r[6] is False]
+    return Part(tables=tuple(tables), figures=tuple(figs), values=ns | dict(
+        per_op=p.per_op, calib=[{"op": op, "v": x} for op, x in calib.items()], npub=len(pub_rows),
+        out_cal=[{"op": op, "st": st.split(" (")[0], "set": st, "v": x} for (op, st), x in out_cal.items()],
+        n_in=sum(1 for r in pub_rows if r[6]), nmid=len(mid), mid=bool(mid),
+        checks=[{"cid": cid, "n": len(rs), "k": len(rs) - len(out), "expect": rs[0][5],
+                 "out": [{"label": _short(r[3]), "v": r[4]} for r in out]}
+                for cid, rs in by_check.items() if (out := [r for r in rs if r[6] is False]) is not None],
+        peaks=[{"label": _short(r[3]), "e": load_model(_short(r[3])).ffn.experts, "v": r[4]} for r in peaks]))
 
 
 def _shown(data: str) -> str:
@@ -215,42 +216,6 @@ def _shown(data: str) -> str:
     d = Path(data).resolve()
     root = measured_dir("h100-sxm").resolve().parents[1]
     return d.relative_to(root).as_posix() if d.is_relative_to(root) else d.as_posix()
-
-
-def findings(calib, out_cal, pub_rows) -> tuple[str, ...]:
-    s1 = ("Per-op: on the rows the calibration fits, MAPE is "
-          + ", ".join(f"{op} {v:.1%}" for op, v in calib.items())
-          + ". Without the calibration filters (all TRT-LLM rows) and on other engines' kernels: "
-          + ", ".join(f"{op} {st.split(' (')[0]} {v:.1%}" for (op, st), v in out_cal.items())
-          + ". The out-of-calibration errors measure how far another engine's kernels are from the TRT-LLM "
-            "reference (these rows are priced with the default engine's kernels), not a fitting error; each engine's "
-            "own calibration (engine blocks, --engine) and its errors are in docs/calibration/.")
-    by_check: dict[str, list] = {}
-    for r in pub_rows:
-        by_check.setdefault(r[0], []).append(r)
-    parts = []
-    for cid, rs in by_check.items():
-        out = [r for r in rs if r[6] is False]
-        part = f"{cid}: {len(rs) - len(out)} of {len(rs)} within {rs[0][5]}"
-        if out:
-            part += " (outside: " + ", ".join(f"{_short(r[3])} {r[4]:.3g}" for r in out) + ")"
-        parts.append(part)
-    s2 = (f"Published numbers: {sum(1 for r in pub_rows if r[6])} of {len(pub_rows)} cases fall inside the published "
-          "range. " + "; ".join(parts) + ".")
-    peaks = [r for r in by_check.get("moesd-peak-batch", []) if r[4] is not None]
-    if peaks:
-        s2 += (" Prior peak batch by model: " + ", ".join(
-            f"{_short(r[3])} (E={load_model(_short(r[3])).ffn.experts}) {r[4]:.0f}" for r in peaks)
-               + ": the prior's peak moves to larger batches as the expert count grows (a decode step needs more "
-                 "requests before it touches most experts), and MoESD's 12–32 was measured on 64-expert and 8-expert "
-                 "targets.")
-    mid = [r for cid, rs in by_check.items() if cid.startswith("strong-draft-batch-") and cid != "strong-draft-batch-1"
-           for r in rs if r[6] is False]
-    if mid:
-        s2 += (f" At batch 16–32 the refined model is above the published 1.1–1.7× in {len(mid)} cases: it holds "
-               "acceptance constant across batch and has no scheduler or drafter overheads that grow with batch, "
-               "and the published figures mix throughput-at-concurrency definitions (caveat 11).")
-    return s1, s2
 
 
 def _short(label: str) -> str:

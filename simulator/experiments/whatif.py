@@ -5,8 +5,8 @@ fixed-cost scale, and 4-bit experts, each priced through the sweep's one pricing
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..specs.dtypes import FORMATS
 from ..sweep import HARDWARE_GROUPS, Variant
 from ..validation import Interval, Param
 from .grid import deploy_target, price_target
-from .outcome import Figure, Part, Table, trend
+from .outcome import Figure, Part, Table
 from .schema import Target, choice, loadable, on_grid, param_field
 
 
@@ -67,50 +67,19 @@ def variants(base, target, p: Attribution) -> list[tuple[str, str, object, str |
     return out
 
 
-class Metrics(NamedTuple):
-    s_low: float  # best speedup at the smallest batch
-    peak_batch: int
-    advantage: float  # S(B min) − max S over B ≥ compare_from
-    ratio: float  # T_decode/T_verify at ratio_draft_len, smallest batch
-    s16: float | None
+Metrics = namedtuple("Metrics", "s_low peak_batch advantage ratio s16")  # advantage: S(B min) − max S(B ≥ from)
+GridRow = namedtuple("GridRow", "model gpu format deployment prior_s s peak advantage ratio prior_ratio s16 note")
+AttrRow = namedtuple("AttrRow", "group label format s advantage ratio ds dadvantage dratio peak prior_s note")
 
 
 def metrics(res, p: Settings) -> Metrics:
+    """Best speedup at the smallest batch, its peak batch, the advantage, T_decode/T_verify at ratio_draft_len and
+    the smallest batch, S(B=16)."""
     _, s = res.best()
     b = res.batch
     j = int(np.flatnonzero(res.gammas == p.ratio_draft_len)[0])
     return Metrics(float(s[0]), int(b[int(np.argmax(s))]), float(s[0] - s[b >= p.compare_from].max()),
                    float(1 / res.verify_decode_ratio[j, 0]), float(s[b == 16][0]) if 16 in b else None)
-
-
-class GridRow(NamedTuple):
-    model: str
-    gpu: str
-    format: str | None
-    deployment: str
-    prior_s: float | None
-    s: float | None
-    peak: int | None
-    advantage: float | None
-    ratio: float | None
-    prior_ratio: float | None
-    s16: float | None
-    note: str
-
-
-class AttrRow(NamedTuple):
-    group: str
-    label: str
-    format: str
-    s: float | None
-    advantage: float | None
-    ratio: float | None
-    ds: float | None
-    dadvantage: float | None
-    dratio: float | None
-    peak: int | None
-    prior_s: float | None
-    note: str
 
 
 def _grid_rows(study, priced, p: Settings):
@@ -170,9 +139,7 @@ def run(exp, priced, ctx, p: Settings) -> Part:
                     "refined peak B", "low-batch advantage", f"refined T_dec/T_ver (γ={p.ratio_draft_len})",
                     f"prior T_dec/T_ver (γ={p.ratio_draft_len})", "refined S(B=16)", "note"),
                    tuple(grid_rows), ("", "", "", "", "{:.2f}", "{:.2f}", "{:d}", "{:+.2f}", "{:.3f}", "{:.3f}",
-                                      "{:.2f}", ""),
-                   note="GPU grounding (docs/MODEL.md §3.8): " + ", ".join(
-                       f"{h} {load_hardware(h).grounding}" for h in g.hardware) + ".")
+                                      "{:.2f}", ""))
     skip_t = Table("not_run", "Combinations that cannot run", ("model", "GPU", "format", "why"), tuple(skipped))
     attr = _attribution(exp, ctx, p)
     attr_t = Table("attribution", f"One change at a time: {a.model}, refined (Δ against {a.base} {a.dtype})",
@@ -183,21 +150,12 @@ def run(exp, priced, ctx, p: Settings) -> Part:
                    lambda path: _plot_bars(grid_rows, exp, path)),
             Figure("attribution", f"One-change-at-a-time attribution for {a.model} (refined S at B={b0})",
                    lambda path: _plot_attr(attr, exp, path)))
-    keys, findings = _findings(grid_rows, attr, exp, p)
-    hws = [load_hardware(h) for h in g.hardware]
-    kinds = [(h.name, f"{h.grounding}: the what-if rule applied to {h.grounding.split(':')[-1]}'s kernels"
-              if h.what_if else "calibrated on measured per-op tables") for h in hws]
-    settings = ("GPUs: " + "; ".join(f"{n} ({k})" for n, k in kinds) + " (docs/MODEL.md §3.7–3.8)",
-                f"formats {', '.join(g.dtype)}; deployment by the sweep's default rule with the format forced",
-                f"drafter {exp.speculation.drafter}, acceptance {exp.speculation.acceptance.label}; batch "
-                f"{list(g.batch)}, draft length {list(g.draft_len)} (best per batch), context {g.context}",
-                f"fixed-cost variant: every fixed cost x{a.fixed_cost_scale:g}, hypothetical ("
-                + (f"no source says how {a.target}'s launch floors compare with {a.base}'s)" if load_hardware(
-                    a.target).what_if else f"a sensitivity check: {a.target}'s own floors are fitted)"))
-    return Part(keys, (grid_t, skip_t, attr_t), figs, findings, settings)
+    ns = values(grid_rows, attr, exp, p)
+    return Part(tables=(grid_t, skip_t, attr_t), figures=figs, values=ns)
 
 
-def _findings(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings):
+def values(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings) -> dict:
+    """The named numbers of the what-if prose (experiments/blackwell-whatif.yaml)."""
     a = p.attribution
     s = {(r.model, r.gpu, r.format): r for r in grid_rows if r.s is not None}
     comps = []
@@ -206,92 +164,52 @@ def _findings(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings):
             pairs = [(r, s[(m, a.base, a.dtype)]) for (m, h, f), r in s.items()
                      if (h, f) == (hw, d) != (a.base, a.dtype) and (m, a.base, a.dtype) in s]
             if pairs:
-                comps.append((hw, d, sum(r.s > b.s for r, b in pairs), sum(r.advantage > b.advantage for r, b in pairs),
-                              len(pairs), float(np.mean([r.s - b.s for r, b in pairs]))))
+                comps.append(dict(hw=hw, d=d, up=sum(r.s > b.s for r, b in pairs), n=len(pairs),
+                                  au=sum(r.advantage > b.advantage for r, b in pairs),
+                                  mean=float(np.mean([r.s - b.s for r, b in pairs]))))
     ran = [x for x in attr if x.s is not None]
     one = [x for x in ran if x.group == "one change"]
     top = max(one, key=lambda x: abs(x.ds)) if one else None
     full, four = (next((x for x in ran if x.group == grp), None) for grp in ("target", "4-bit"))
-    hyp = next((x for x in ran if x.group == "hypothetical" and x.label.startswith(a.target)), None)
-    keys = tuple((f"{hw} {d} vs {a.base} {a.dtype}: refined S(B=1) up / advantage up",
-                  f"{up} / {au} of {n} targets (mean ΔS {mean:+.2f})") for hw, d, up, au, n, mean in comps)
-    keys += (((f"{a.model}: {a.base} → {a.target} ΔS(B=1)", f"{full.ds:+.3f}"),) if full else ())
-    keys += (((f"largest single spec change ({a.model})", f"{top.label}: ΔS(B=1) {top.ds:+.3f}"),) if top else ())
-    keys += (((f"{a.target} + 4-bit experts ΔS(B=1)", f"{four.ds:+.3f}"),) if four else ())
-    s1 = (f"Does the low-batch advantage grow? Against {a.base} in {a.dtype} (targets that run there): " + "; ".join(
-        f"on {hw} in {d} the refined speedup at the smallest batch is higher for {up} of {n} targets (mean change "
-        f"{mean:+.2f}) and the low-batch advantage grows for {au}" for hw, d, up, au, n, mean in comps)
-        + ". " + _profile_diffs(a, grid_rows, exp.grid.hardware))
-
-    def group(name):
-        return [x for x in ran if x.group == name]
 
     def change(x):  # the spec group a one-change row names
         return x.label.split(" + ")[-1].replace(a.target + " ", "")
 
-    l2 = next((x.ds for x in one if change(x).startswith("L2")), 0.0)
-    why = {"HBM bandwidth": "the what-if rule keeps H100's fixed costs, so more bandwidth shrinks only the "
-           "byte-proportional part of both passes and the verify pass, whose extra cost is mostly expert bytes, moves "
-           "closer to a decode step (the fixed-cost amortisation mechanism, amplified)"
-           + ("; 4-bit experts act the same way by halving expert bytes" if four and full and four.ds > full.ds
-              else "")}
-    l2_text = ("L2 size has no effect at batch 1 because the model charges no weight re-reads below one GEMM tile "
-               "(128 rows) per expert, so there is nothing for a larger L2 to absorb." if abs(l2) < 0.0005 else
-               f"{a.target}'s L2 {trend(0.0, l2, 'raises', 'lowers', 'keeps')} S by {abs(l2):.3f}.")
-    base = attr[0]
-    s2 = (f"Attribution for {a.model} (refined, change of the speedup at the smallest batch against {a.base} "
-          f"{a.dtype}, S = {base.s:.2f}, T_dec/T_ver = {base.ratio:.3f}): "
-          + (f"all of {a.target}'s spec changes {full.ds:+.3f} (T_dec/T_ver {full.ratio:.3f}); " if full else "")
-          + "one change from the base: " + ", ".join(f"{change(x)} {x.ds:+.3f}" for x in one)
-          + f"; one change reverted from {a.target}: " + ", ".join(
-              f"without {x.label.split(' with ')[-1].replace(a.base + ' ', '')} {x.ds:+.3f}"
-              for x in group("one reverted"))
-          + (f"; {a.target} with 4-bit experts ({a.four_bit}) {four.ds:+.3f}, i.e. {four.ds - full.ds:+.3f} over "
-             f"{a.target} in {a.dtype} (T_dec/T_ver {four.ratio:.3f})" if four and full else "")
-          + "; hypothetical fixed costs: " + ", ".join(f"{x.label} {x.ds:+.3f}" for x in group("hypothetical")) + ". "
-          + (f"The change that drives it is **{change(top)}**: {why.get(change(top), 'see the attribution table')}. "
-             + l2_text if top else ""))
     hws = [load_hardware(h) for h in exp.grid.hardware]
-    ratio = load_hardware(a.target).hbm_bandwidth / load_hardware(a.base).hbm_bandwidth
     whatif = [h.label for h in hws if h.what_if]
-    ran = {r.gpu for r in grid_rows if r.format == a.four_bit and r.s is not None}
-    no_fp4 = [h.name for h in hws if h.name in ran and a.four_bit not in h.kernels.classes["moe"]]
-    assumed = [f"{h.name} {k.split('.')[-1]}" for h in hws for k, pv in h.provenance.items()
-               if pv.source == "assumed" and k.split(".")[0] in ("memory", "cache", "compute", "interconnect")]
-    s3 = ("How sure: " + (f"the {', '.join(whatif)} profile{'s are' if len(whatif) > 1 else ' is a'} what-if"
-                          f"{'s' if len(whatif) > 1 else ''}, never checked against measurements. " if whatif else "")
-          + f"The one-change variants apply the what-if rule to {a.base}, which keeps {a.base}'s fixed costs (launch "
-          f"floors, collective latencies, host overhead); with {ratio:.1f}× the bandwidth those fixed costs become a "
-          "larger share of a step, which is why the hypothetical fixed-cost variant is shown"
-          + (f" (with every fixed cost x{a.fixed_cost_scale:g} on {a.target}, the gain over {a.base} is "
-             f"{hyp.ds:+.3f} instead of {full.ds:+.3f})" if hyp and full else "") + "."
-          + (f" {a.four_bit} experts on {', '.join(no_fp4)} use the fp8_block MoE kernel parameters (no "
-             f"{a.four_bit} measurement in {'their profiles' if len(no_fp4) > 1 else 'its profile'})."
-             if no_fp4 else "")
-          + (f" Assumed spec values (sources in the profiles): {', '.join(assumed)}." if assumed else ""))
-    return keys, (s1, s2, s3)
+    four_ran = {r.gpu for r in grid_rows if r.format == a.four_bit and r.s is not None}
+    no_fp4 = [h.name for h in hws if h.name in four_ran and a.four_bit not in h.kernels.classes["moe"]]
+    others = [load_hardware(h) for h in exp.grid.hardware if h != a.base][:2]
+    sg = [{(r.model, r.format): r.s for r in grid_rows if r.gpu == h.name and r.s is not None} for h in others]
+    return dict(
+        a=a, comps=comps, full=full, four=four, top=top, top_change=change(top) if top else "",
+        four_more=bool(four and full and four.ds > full.ds), base=attr[0],
+        hyp=next((x for x in ran if x.group == "hypothetical" and x.label.startswith(a.target)), None),
+        one=[{"c": change(x), "ds": x.ds} for x in one],
+        l2=(l2 := next((x.ds for x in one if change(x).startswith("L2")), 0.0)),
+        l2_abs=abs(l2),
+        reverted=[{"c": x.label.split(" with ")[-1].replace(a.base + " ", ""), "ds": x.ds} for x in ran
+                  if x.group == "one reverted"], hyps=[x._asdict() for x in ran if x.group == "hypothetical"],
+        whatif=whatif, no_fp4=no_fp4, many_whatif=len(whatif) > 1, many_nofp4=len(no_fp4) > 1,
+        four_gain=four.ds - full.ds if four and full else 0.0, target_whatif=load_hardware(a.target).what_if,
+        bw_ratio=load_hardware(a.target).hbm_bandwidth / load_hardware(a.base).hbm_bandwidth,
+        assumed=[f"{h.name} {k.split('.')[-1]}" for h in hws for k, pv in h.provenance.items()
+                 if pv.source == "assumed" and k.split(".")[0] in ("memory", "cache", "compute", "interconnect")],
+        kinds=[{"n": h.name, "what_if": h.what_if, "g": h.grounding, "src": h.grounding.split(":")[-1]} for h in hws],
+        groundings=[{"h": h, "g": load_hardware(h).grounding} for h in exp.grid.hardware], others=len(others) > 1,
+        oa=others[0].name if others else "", ob=others[-1].name if others else "",
+        diffs=[{"label": label, "x": getattr(others[0], f) / sc, "y": getattr(others[1], f) / sc, "unit": unit}
+               for f, label, sc, unit in FIELDS if getattr(others[0], f) != getattr(others[1], f)]
+        + [{"label": f"{d} peak", "x": others[0].peak_flops.get(d, 0) / 1e12, "y": others[1].peak_flops.get(d, 0)
+            / 1e12, "unit": "TFLOPS"} for d in sorted(set(others[0].peak_flops) | set(others[1].peak_flops))
+           if others[0].peak_flops.get(d) != others[1].peak_flops.get(d)] if len(others) > 1 else [],
+        gap=max((abs(sg[0][k] - sg[1][k]) for k in sg[0] if k in sg[1]), default=float("nan")) if len(sg) > 1
+        else 0.0)
 
 
 FIELDS = (("hbm_bandwidth", "HBM bandwidth", 1e12, "TB/s"), ("hbm_capacity", "HBM capacity", 1e9, "GB"),
           ("l2_size", "L2", 1e6, "MB"), ("l2_bandwidth", "L2 bandwidth", 1e12, "TB/s"),
           ("link_bandwidth", "NVLink", 1e9, "GB/s"))
-
-
-def _profile_diffs(p, grid_rows, hardware) -> str:
-    """How the non-base GPUs of the grid differ from each other (spec fields that enter the model)."""
-    others = [h for h in hardware if h != p.base]
-    if len(others) < 2:
-        return ""
-    a, b = load_hardware(others[0]), load_hardware(others[1])
-    diffs = [f"{label} {getattr(a, f) / sc:.4g} vs {getattr(b, f) / sc:.4g} {unit}" for f, label, sc, unit in FIELDS
-             if getattr(a, f) != getattr(b, f)]
-    diffs += [f"{d} peak {a.peak_flops.get(d, 0) / 1e12:.0f} vs {b.peak_flops.get(d, 0) / 1e12:.0f} TFLOPS"
-              for d in sorted(set(a.peak_flops) | set(b.peak_flops)) if a.peak_flops.get(d) != b.peak_flops.get(d)]
-    sa = {(r.model, r.format): r.s for r in grid_rows if r.gpu == a.name and r.s is not None}
-    sb = {(r.model, r.format): r.s for r in grid_rows if r.gpu == b.name and r.s is not None}
-    gap = max((abs(sa[k] - sb[k]) for k in sa if k in sb), default=float("nan"))
-    return (f"{b.name} differs from {a.name} in: {'; '.join(diffs) or 'nothing the model uses'}; their refined "
-            f"speedups at the smallest batch differ by at most {gap:.3f}.")
 
 
 def _plot_bars(grid_rows, exp, path) -> str:

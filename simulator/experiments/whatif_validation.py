@@ -37,7 +37,7 @@ from ..cost.measured import (
 )
 from ..specs.catalog import load_hardware, measured_dir
 from ..specs.whatif import derivation, derive_kernels, grounding
-from .outcome import Part, Table
+from .outcome import Part, table
 from .schema import loadable
 
 W4A8 = ("w4a8_mxfp4_mxfp8", "mxfp4 W4A8 (nvfp4 kernel)")
@@ -101,32 +101,15 @@ def run(study, priced, ctx, p: Settings) -> Part:
                              f"{e.mape:.1%}"))
         rules = [d for d in derivation(hw, base) if d.rule != "bytes"]
         notes.append(f"{label}: " + ", ".join(f"{d.cls} {d.variant} from {d.source} ({d.rule})" for d in rules))
-    table = Table("whatif_ops", "GPU-out per-op error of the what-if rule (calibration row set of each target)",
-                  ("pair", "grounding", "op", "format", "n", "MAPE derived", "median APE", "bias",
-                   "MAPE calibrated"), tuple(rows),
-                  ("", "", "", "", "{:d}", "{:.1%}", "{:.1%}", "{:+.1%}", "{:.1%}"),
-                  note="Formats without parameters on the base: " + "; ".join(notes) + ".")
-    settings = ("measured rows: measured/<target>/ (aiconfigurator-core 0.12.0, TRT-LLM 1.3.0rc20 and NCCL 2.29.2; "
-                "extracted by benchmarks/extract_whatif_measured.py; README in each folder)",
-                "rows and filters: the calibration row set of `simulator.cost.measured` (MoE balanced rows streaming "
-                "≥ 100 MB, attention kv_len ≥ 256, CUDA-graph all-reduce, NCCL all-to-all/all-gather)",
-                "derived profile: the target's spec sheet, kernels = derive_kernels(target, base), default engine")
-    return Part(tuple(keys), (table,), (), findings(pooled, rows), settings)
-
-
-def findings(pooled: dict[str, dict[str, float]], rows) -> tuple[str, ...]:
-    s1 = "Pooled MAPE of the derived profile: " + "; ".join(
-        f"{pair}: " + ", ".join(f"{op} {v:.1%}" for op, v in ops.items()) for pair, ops in pooled.items()) + "."
-    worst = sorted((r for r in rows if r[3] != ALL_FORMATS), key=lambda r: -r[5])[:4]
-    s2 = ("Largest errors: " + ", ".join(f"{r[0]} {r[2]} {r[3]} {r[5]:.1%} (bias {r[7]:+.1%}, calibrated "
-                                          + (f"{r[8]:.1%})" if r[8] is not None else "–)") for r in worst) + ".")
-    gap = [(r[0], r[2], r[5] / r[8]) for r in rows if r[3] == ALL_FORMATS and r[8]]
-    s3 = "Derived over calibrated MAPE, pooled per op: " + ", ".join(f"{a} {op} {g:.1f}×" for a, op, g in gap) + "."
+    t = table("whatif_ops", "GPU-out per-op error of the what-if rule (calibration row set of each target)", "pair; "
+              "grounding; op; format; n|d; MAPE derived|.1%; median APE|.1%; bias|+.1%; MAPE calibrated|.1%", rows)
     by_pair: dict[str, list[float]] = {}
     for r in rows:
         if r[3] != ALL_FORMATS:
             by_pair.setdefault(r[0], []).append(r[7])
-    s4 = ("Sign of the bias per (op, format): " + "; ".join(
-        f"{pair} {int(np.sum(np.asarray(b) < 0))} of {len(b)} too fast" for pair, b in by_pair.items())
-          + " (a bias of one sign is a fixed cost or achieved bandwidth that no spec-sheet ratio carries).")
-    return s1, s2, s3, s4
+    return Part(tuple(keys), (t,), values=dict(
+        notes=notes, pooled=[{"pair": k, "ops": [{"op": op, "v": v} for op, v in ops.items()]}
+                             for k, ops in pooled.items()],
+        worst=sorted((r for r in rows if r[3] != ALL_FORMATS), key=lambda r: -r[5])[:4],
+        gap=[(r[0], r[2], r[5] / r[8]) for r in rows if r[3] == ALL_FORMATS and r[8]],
+        sign=[{"pair": k, "fast": int(np.sum(np.asarray(b) < 0)), "n": len(b)} for k, b in by_pair.items()]))

@@ -4,21 +4,18 @@ numbers agree with an independent computation or with another table; findings pr
 from __future__ import annotations
 
 import csv
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from experiments_helpers import bundled_outcomes, small_study, table, write_yaml
+from experiments_helpers import bundled_outcomes, headline_findings, prose, small_study, table, write_yaml
 
 from simulator.cli import main
 from simulator.cost.deployment import Deployment, preset
 from simulator.cost.step import step_time
-from simulator.experiments import headline, traffic
-from simulator.experiments.outcome import Table
+from simulator.experiments import traffic
 from simulator.experiments.shapes import INTERIOR, LOW, RISING, classify
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep import run_sweep
-from simulator.sweep.shapley import attribute
 
 
 def _csv(path) -> list[dict]:
@@ -98,30 +95,15 @@ def test_headline_findings_are_filled_from_the_numbers():
     assert ("lies inside that range" in text) == inside and ("lies outside that range" in text) == (not inside)
 
 
-def _headline_findings(prior: float, refined: float, bracket: dict, routing: float):
-    steps = [SimpleNamespace(name=n, decode_verify_ratio=v) for n, v in
-             (("prior", prior), ("+ routing=overlap", prior + routing), ("+ l2=on", prior + routing + 0.01))]
-    brk = Table("breakdown", "", ("op class",) + ("x",) * 6,
-                (("moe", 0, 0, 0, 1.0, 2.0, 1.0), ("total", 0, 0, 0, 1.0, 2.0, 1.0)))
-    names = ("routing", "l2")
-    game = {frozenset(): prior, frozenset({"routing"}): prior + routing, frozenset({"l2"}): prior + 0.02,
-            frozenset(names): prior + routing + 0.01}
-    shap = (attribute("decode_verify_ratio", names, game), attribute("speedup", names, game))
-    readings = (("prior", prior, 1.4), ("prior-no-fixed", prior - 0.05, 1.2), ("prior-kernel-floors", 0.77, 2.0))
-    attr = SimpleNamespace(steps=steps, shapley=shap, prior_range=readings)
-    return " ".join(headline.findings({"prior": prior, "refined": refined}, {"prior": 0.52, "refined": 0.89}, 3,
-                                      attr, brk, bracket, 1.0, 2.0))
-
-
 def test_headline_prose_flips_with_the_numbers():
-    inside = _headline_findings(0.55, 0.85, {0.2: 0.84, 0.45: 0.95}, 0.2)
+    inside = headline_findings(0.55, 0.85, {0.2: 0.84, 0.45: 0.95}, 0.2)
     assert "lies inside that range" in inside and "outside" not in inside
-    above = _headline_findings(0.55, 0.85, {0.2: 0.80, 0.45: 0.85}, 0.2)
+    above = headline_findings(0.55, 0.85, {0.2: 0.80, 0.45: 0.85}, 0.2)
     assert "lies outside that range (above it)" in above and "inside" not in above
-    below = _headline_findings(0.55, 0.85, {0.2: 0.92, 0.45: 0.95}, 0.2)
+    below = headline_findings(0.55, 0.85, {0.2: 0.92, 0.45: 0.95}, 0.2)
     assert "lies outside that range (below it)" in below
     assert "+0.030, above the study" in inside and "-0.040, below the study" in inside
-    low = _headline_findings(0.49, 0.93, {0.2: 0.84, 0.45: 0.95}, -0.2)
+    low = headline_findings(0.49, 0.93, {0.2: 0.84, 0.45: 0.95}, -0.2)
     assert "-0.030, below the study" in low and "+0.040, above the study" in low
     assert "which raises the ratio" in inside and "which lowers the ratio" in low
     # the prior's range over its readings and the Shapley values come from the numbers
@@ -136,12 +118,14 @@ def test_traffic_prose_flips_with_the_numbers():
         meas = [("prose", None, (oa,), 0.06, None), ("code", None, (ob,), 0.06, None)]
         diff = [("code − prose", "routing only", route, 0.0), ("code − prose", "with acceptance", both, 0.0)]
         mae = {"prose": {"pairs": 0.01, "pooled": 0.02}}
-        return " ".join(traffic.findings(meas, diff, mae, (0.38,)))
+        return prose("agent-traffic", "traffic", traffic.values(meas, diff, mae, (0.38,), (1, 16)))
 
     assert "share 50% of their experts against 30% for prose" in text(0.3, 0.5, 0.1, 0.5)
     assert "more overlap" in text(0.3, 0.5, 0.1, 0.5) and "less overlap" in text(0.5, 0.3, 0.1, 0.5)
     assert "routing effect (0.10) is smaller than the acceptance effect (0.40)" in text(0.3, 0.5, 0.1, 0.5)
     assert "routing effect (0.40) is larger than the acceptance effect (0.10)" in text(0.3, 0.5, 0.4, 0.5)
+    assert "as much overlap" in text(0.4, 0.4, 0.1, 0.5) and "mean |error| prose 1.0% (pooled statistics 2.0%)" in \
+        text(0.3, 0.5, 0.1, 0.5)
 
 
 # -- curve shapes, overlap sweep, what-if, traffic, validation (bundled runs) --------------------------------------
@@ -165,6 +149,12 @@ def test_curve_shapes_follow_the_curves_table():
             s = classify([b for b, _ in pts], [v for _, v in pts], 0.01)
             assert r[f"{mode} shape"] == s.description and r[f"{mode} peak B"] == s.peak_batch
         assert r["refined low-batch"] == (r["refined peak B"] <= 2 or r["refined shape"].startswith(LOW))
+        # the reason (the study file's template) names the rule the numbers select
+        e, k = (int(x) for x in r["E/k"].split("+")[0].split("/"))
+        ep = int(r["deployment"].split(" ep")[1].split()[0])
+        coarse = e / ep <= 2
+        assert ("coarse MoE" in r["reason"]) == (coarse and r["reason"] != "as expected"), r["model"]
+        assert (r["reason"] == "as expected") == (r["prior as MoESD"] and r["refined low-batch"]), r["model"]
 
 
 def test_overlap_flips_lie_where_the_peak_batch_changes():

@@ -171,24 +171,58 @@ def test_check_reads_the_measured_tables(tmp_path, capsys):
     assert "does not exist" in _error(tmp_path, capsys, doc, "--data", str(data), where="moe.csv")
 
 
-def test_declared_notes_are_data(tmp_path):
-    """Fixed text is declared in the study file: caveats follow the computed findings, table notes go under the
-    named tables, a wrong kind or a table name the analysis does not produce is a one-line ConfigError."""
+def test_declared_prose_is_data(tmp_path):
+    """Prose is declared in the study file as templates filled from the analysis's numbers: findings in file order
+    (an empty one dropped), key numbers (one per element with 'each LIST:'), settings and table notes; a wrong kind,
+    a name the analysis does not compute or a table it does not produce is a one-line ConfigError."""
     from simulator.experiments import run_experiment
 
     doc = small_study(model=["qwen3-30b-a3b"], batch=[1], draft_len=[3])
-    doc["analyses"]["curve_shapes"].update(caveats=["How sure: a caveat."], table_notes={"shapes": "A note."})
-    plain = run_experiment(load_experiment(str(write_yaml(tmp_path, small_study(model=["qwen3-30b-a3b"], batch=[1],
-                                                                                draft_len=[3]), "plain.yaml"))))
+    doc["analyses"]["curve_shapes"].update(
+        findings=["{n} target{n>1?s|}: {coarse?coarse|fine}.", "{nskip?skipped|}", "How sure: a caveat."],
+        key_numbers={"targets": "{n}", "each with_stats: statistics of {it}": "shipped"},
+        settings=["tolerance {s.tolerance:.0%}, batch {grid.batch}"], table_notes={"shapes": "A note on {n}."})
     o = run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
-    assert o.findings == (*plain.findings, "How sure: a caveat.")
-    assert next(t for t in o.tables if t.name == "shapes").note == "A note."
-    doc["analyses"]["curve_shapes"]["caveats"] = "not a list"
-    with pytest.raises(ConfigError, match="analyses.curve_shapes.caveats"):
+    assert o.findings == ("1 target: fine.", "How sure: a caveat.")
+    bare = small_study(model=["qwen3-30b-a3b"], batch=[1], draft_len=[3])
+    del bare["analyses"]["curve_shapes"]["findings"]
+    plain = run_experiment(load_experiment(str(write_yaml(tmp_path, bare, "bare.yaml"))))  # no prose declared
+    assert plain.findings == () and [t.rows for t in plain.tables] == [t.rows for t in o.tables]
+    assert o.key_numbers == (("targets", "1"), ("statistics of qwen3-30b-a3b", "shipped"))
+    assert o.settings == ("tolerance 1%, batch [1]",)
+    assert next(t for t in o.tables if t.name == "shapes").note == "A note on 1."
+    doc["analyses"]["curve_shapes"]["findings"] = "not a list"
+    with pytest.raises(ConfigError, match="analyses.curve_shapes.findings"):
         load_experiment(str(write_yaml(tmp_path, doc)))
-    doc["analyses"]["curve_shapes"].update(caveats=["x"], table_notes={"shapez": "A note."})
+    doc["analyses"]["curve_shapes"]["findings"] = ["{n unclosed"]
+    with pytest.raises(ConfigError, match=r"analyses.curve_shapes.findings\[0\].*without its"):
+        load_experiment(str(write_yaml(tmp_path, doc)))
+    doc["analyses"]["curve_shapes"].update(findings=["{no_such_number}"])
+    with pytest.raises(ConfigError, match=r"analyses.curve_shapes.findings\[0\].*no_such_number"):
+        run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
+    doc["analyses"]["curve_shapes"].update(findings=["x"], table_notes={"shapez": "A note."})
     with pytest.raises(ConfigError, match="table_notes.*shapez"):
         run_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
+
+
+def test_templates_follow_the_numbers():
+    """The template filler: formats, two-way and sign choices, comparisons, lists, escapes; flipping a number flips
+    the words."""
+    from simulator.experiments.outcome import fill
+
+    t = ("{x:.1%} is {x~0.01?above|below|at} zero, {big?large|small}, {x>y?x wins|y wins} ({k=='a'?is a|not a}); "
+         "{items*{n}={v:+.2f}|; }; {xs*{it:g}| / }; mean \\|e\\| {big?\\|e\\| big|}")
+    ns = {"x": 0.5, "y": 0.2, "big": True, "k": "a", "items": [{"n": "p", "v": 1}, {"n": "q", "v": -2}],
+          "xs": (1, 2.5)}
+    assert fill(t, ns) == "50.0% is above zero, large, x wins (is a); p=+1.00; q=-2.00; 1 / 2.5; mean |e| |e| big"
+    flipped = fill(t, ns | {"x": -0.5, "big": False, "k": "b", "items": [], "xs": ()})
+    assert flipped == "-50.0% is below zero, small, y wins (not a); ; ; mean |e| "
+    assert fill("{x~0.01?above|below|at}", {"x": 0.005}) == "at"
+    for x, want in ((1, "le ge eq eq nlt"), (2, "gt ge ne ne nlt"), (0, "le lt ne ne lt")):
+        assert fill("{x<=1?le|gt} {x>=1?ge|lt} {x==1?eq|ne} {x!=1?ne|eq} {x<1?lt|nlt}", {"x": x}) == want
+    assert fill("{a.0.n} {a.-1.n}", {"a": [{"n": 1}, {"n": 2}]}) == "1 2"
+    with pytest.raises(KeyError):
+        fill("{missing}", {})
 
 
 def test_acceptance_reads_by_its_declarations(tmp_path, capsys):

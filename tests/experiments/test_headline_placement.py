@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from experiments_helpers import bundled_yaml, table, write_yaml
+from experiments_helpers import bundled_yaml, headline_findings, table, write_yaml
 
 from simulator.experiments import run_experiment
-from simulator.experiments.headline import _placement_text
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +25,16 @@ def test_placement_rows_order_the_busiest_rank(headline):
     assert verify["contiguous"] == pytest.approx(6.66, abs=0.01)  # the issue's number for contiguous placement
 
 
+def _placement_text(place: dict, study: float) -> str:
+    """The headline prose with the study's refined ratio at ``study`` (its other numbers fixed)."""
+    text = headline_findings(0.55, 0.85, {}, 0.2, place, study)
+    return text[text.find("Expert placement"):] if "Expert placement" in text else ""
+
+
 def test_placement_sentence_follows_the_numbers():
     place = {"random (file)": (2.5, 4.8, 0.85), "balanced": (2.4, 4.7, 0.86), "contiguous": (3.2, 6.7, 0.80)}
     assert "no placement reaches the study's 0.89 (above the range)" in _placement_text(place, 0.89)
     assert "the study's 0.82 lies inside that range" in _placement_text(place, 0.82)
+    assert "no placement reaches the study's 0.70 (below the range)" in _placement_text(place, 0.70)
     assert "from contiguous to balanced the refined ratio moves by +0.060" in _placement_text(place, 0.89)
     assert _placement_text({"random (file)": (2.5, 4.8, 0.85)}, 0.89) == ""

@@ -10,6 +10,7 @@ import pytest
 from simulator.cost.deployment import Deployment
 from simulator.experiments import load_experiment
 from simulator.experiments.multinode_validation import predict, run
+from simulator.experiments.runner import run_analysis
 from simulator.pricing import Scenario, price_pass
 from simulator.specs.catalog import load_hardware, load_model
 
@@ -41,6 +42,16 @@ def test_each_case_is_the_step_model_at_its_deployment():
 
 def test_findings_name_every_case():
     s = _settings()
-    part = run(None, None, None, s)
+    part = run_analysis(load_experiment("multinode-validation"), "multinode_validation", settings=s)
     text = " ".join(part.findings)
     assert all(c.name in text for c in s.cases)
+    n = len(s.cases)
+    slow = run_analysis(load_experiment("multinode-validation"), "multinode_validation",
+                        settings=_settings(**{c.name: 1e9 for c in s.cases}))
+    fast = run_analysis(load_experiment("multinode-validation"), "multinode_validation",
+                        settings=replace(_settings(**{c.name: 1.0 for c in s.cases}),
+                                         cases=tuple(replace(c, measured=1.0, batch_from="stated") for c in s.cases)))
+    assert f"predicts 0 of {n} cases faster" in " ".join(slow.findings)
+    assert f"predicts {n} of {n} cases faster" in " ".join(fast.findings)
+    assert "Every case states its batch." in fast.findings and "Every case states" not in " ".join(slow.findings)
+

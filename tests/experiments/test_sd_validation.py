@@ -12,12 +12,17 @@ from experiments_helpers import bundled_yaml, write_yaml
 
 from simulator.cost.deployment import PRESETS, PRIOR_READINGS
 from simulator.experiments import load_experiment
-from simulator.experiments.sd_validation import predict, run
+from simulator.experiments.runner import run_analysis
+from simulator.experiments.sd_validation import predict
 from simulator.pricing import price, request
 from simulator.specdec import Acceptance
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep.runner import deploy
 from simulator.sweep.shapley import players
+
+
+def run(settings):
+    return run_analysis(load_experiment("sd-validation"), "sd_validation", settings=settings)
 
 
 def _settings(**measured):
@@ -31,8 +36,8 @@ def _predicted(part):
 
 def test_measured_values_are_not_inputs():
     s = _settings()
-    a = run(None, None, None, s)
-    b = run(None, None, None, _settings(**{c.name: 5.0 for c in s.cases}))
+    a = run(s)
+    b = run(_settings(**{c.name: 5.0 for c in s.cases}))
     assert _predicted(a) == _predicted(b)
 
 
@@ -58,24 +63,26 @@ def test_each_case_is_the_pricing_path():
 
 def test_errors_and_verdicts_follow_the_numbers():
     s = _settings()
-    part = run(None, None, None, s)
+    part = run(s)
     for row, c in zip(part.tables[0].rows, s.cases, strict=True):
         assert row[7] == pytest.approx(row[6] / c.measured - 1) and row[9] == pytest.approx(row[8] / c.measured - 1)
         assert row[10] <= row[8] <= row[11]
     pred = {r[0]: r[6] for r in part.tables[0].rows}
     # every case measured just above (below) its own refined prediction: no over-prediction (all over)
-    under = " ".join(run(None, None, None, _settings(**{n: 1.1 * v for n, v in pred.items()})).findings)
+    under = " ".join(run(_settings(**{n: 1.1 * v for n, v in pred.items()})).findings)
     assert "over-predicts 0 of" in under and "under-predicts most cases" in under
-    over = " ".join(run(None, None, None, _settings(**{n: 0.9 * v for n, v in pred.items()})).findings)
+    over = " ".join(run(_settings(**{n: 0.9 * v for n, v in pred.items()})).findings)
     assert f"over-predicts {len(pred)} of {len(pred)}" in over
-    moved = next(t for t in run(None, None, None, s).findings if t.startswith("What each mechanism"))
+    moved = next(t for t in run(s).findings if t.startswith("What each mechanism"))
     assert all(f"{n} " in moved for n in players(PRESETS["prior"], PRESETS["refined"]))
     # a loss the refined model predicts is counted as predicted
     name = min(pred, key=pred.get)
     losing = dict.fromkeys(pred, 2.0) | {name: 0.5}
-    text = " ".join(run(None, None, None, _settings(**losing)).findings)
+    text = " ".join(run(_settings(**losing)).findings)
     assert "SD loses in 1 of" in text
     assert (f"predicts {1 if pred[name] < 1 else 0} of these losses") in text
+    said = "a loss" if pred[name] < 1 else "a gain"
+    assert f"{name} (measured 0.50×, refined {pred[name]:.2f}×: {said})" in text
 
 
 def test_bad_case_is_one_line(tmp_path):

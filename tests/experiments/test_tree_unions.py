@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.experiments import load_experiment
-from simulator.experiments.trees import Tree, run
+from simulator.experiments.runner import run_analysis
+from simulator.experiments.trees import Tree
+
+STUDY = load_experiment("moe-spec-trees")
+
+
+def run(settings):
+    return run_analysis(STUDY, "tree_unions", settings=settings)
 
 
 def _settings(m31: float, m255: float):
@@ -19,20 +26,20 @@ def _predicted(part):
 
 
 def test_measured_values_are_not_inputs():
-    a, b = run(None, None, None, _settings(39, 54)), run(None, None, None, _settings(10, 60))
+    a, b = run(_settings(39, 54)), run(_settings(10, 60))
     assert _predicted(a) == _predicted(b)
 
 
 def test_findings_follow_the_numbers():
-    part = run(None, None, None, _settings(39, 54))
+    part = run(_settings(39, 54))
     rows = {(r[0], r[4]): r[5:] for r in part.tables[0].rows}
     pure31 = rows[(31, 1.0)]
     assert min(pure31) <= 39 <= max(pure31)
     text = " ".join(part.findings)
     assert f"31 nodes {min(pure31):.1f}–{max(pure31):.1f} (measured 39 inside, between f = 0.2 and 0.25)" in text
-    far = " ".join(run(None, None, None, _settings(63.5, 54)).findings)
+    far = " ".join(run(_settings(63.5, 54)).findings)
     assert "(measured 63.5 outside)" in far and "(measured 39 inside" not in far
     lag1 = [r[3] for r in part.tables[0].rows]
     assert lag1[0] > 39 and "it overcounts every tree" in text
-    low = " ".join(run(None, None, None, _settings(61, 64.5)).findings)
+    low = " ".join(run(_settings(61, 64.5)).findings)
     assert "does not overcount every tree" in low
