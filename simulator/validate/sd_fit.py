@@ -6,15 +6,15 @@ Fit. Per engine, the parameters :data:`FIT_PARAMS` of :data:`simulator.specdec.e
 
     Σ_rows w_row · (log predicted(θ) − log measured)²,    w_row = 1 / n_rows(source)   (each source weighs the same)
 
-within their public ranges (``Band.low`` … ``Band.high``; scipy ``least_squares``, trust-region reflective, started at
-the central values). The GPU passes are priced once; a candidate θ only re-evaluates the engine terms
-(:func:`~simulator.specdec.engine_round.round_terms` with ``params``) and the serving equations. ``sync`` and
-``per_token`` stay at their central values: with a fixed sync count per mode and an AL that varies little within a
-source, they are collinear with ``round_host`` and ``per_request``. Held-out error: each source's rows predicted by
-the fit on every other source. A parameter is *pinned* when rows move it (non-zero sensitivity), its one-σ
-(Gauss-Newton, at the in-sample fit) is under a quarter of its range and under its value, and it does not sit on a
-bound. Where the evidence bounds a parameter from one side only, its range's other end is a physical ceiling (the
-Band's source says which).
+within their ranges (``Band.low`` … ``Band.high``: public, or a physical ceiling above one-sided evidence; scipy
+``least_squares``, trust-region reflective, started at the central values). The GPU passes are priced once; a
+candidate θ only re-evaluates the engine terms (:func:`~simulator.specdec.engine_round.round_terms` with ``params``)
+and the serving equations. ``sync`` and ``per_token`` stay at their central values: with a fixed sync count per mode
+and an AL that varies little within a source, they are collinear with ``round_host`` and ``per_request``. Held-out
+error: each source's rows predicted by the fit on every other source. A parameter is *pinned* when rows move it
+(non-zero sensitivity), its one-σ (Gauss-Newton, at the in-sample fit) is under a quarter of its range and under its
+value, and it does not sit on a bound. Where the evidence bounds a parameter from one side only, its range's other end
+is a physical ceiling (the Band's source says which).
 
 Used values (:func:`fitted_bands`). Every parameter some row moves takes the all-source fit as its central value and,
 as its band, the held-out spread: min–max over the leave-one-source-out folds joined with the fit ± one-σ, clipped to
@@ -139,7 +139,7 @@ class EngineFit:
 
 
 def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> EngineFit:
-    """Least squares on log speedup over one engine's rows, θ within the public ranges (module docstring);
+    """Least squares on log speedup over one engine's rows, θ within the ranges (module docstring);
     ``widen`` > 1 is a diagnostic only: the upper bounds × ``widen`` and the lower bounds 0 (what the data want)."""
     from scipy.optimize import least_squares
 
