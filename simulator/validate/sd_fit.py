@@ -6,13 +6,21 @@ Fit. Per engine, the parameters :data:`FIT_PARAMS` of :data:`simulator.specdec.e
 
     Σ_rows w_row · (log predicted(θ) − log measured)²,    w_row = 1 / n_rows(source)   (each source weighs the same)
 
-within their public ranges (``Band.low`` … ``Band.high``; scipy ``least_squares``, trust-region reflective, started at
-the central values). The GPU passes are priced once; a candidate θ only re-evaluates the engine terms
-(:func:`~simulator.specdec.engine_round.round_terms` with ``params``) and the serving equations. ``sync`` and
-``per_token`` stay at their central values: with a fixed sync count per mode and an AL that varies little within a
-source, they are collinear with ``round_host`` and ``per_request``. Held-out error: each source's rows predicted by
-the fit on every other source. A parameter is *pinned* when rows move it (non-zero sensitivity), its one-σ
-(Gauss-Newton, at the in-sample fit) is under a quarter of its public range, and it does not sit on a bound.
+within their ranges (``Band.low`` … ``Band.high``: public, or a physical ceiling above one-sided evidence; scipy
+``least_squares``, trust-region reflective, started at the central values). The GPU passes are priced once; a
+candidate θ only re-evaluates the engine terms (:func:`~simulator.specdec.engine_round.round_terms` with ``params``)
+and the serving equations. ``sync`` and ``per_token`` stay at their central values: with a fixed sync count per mode
+and an AL that varies little within a source, they are collinear with ``round_host`` and ``per_request``. Held-out
+error: each source's rows predicted by the fit on every other source. A parameter is *pinned* when rows move it
+(non-zero sensitivity), its one-σ (Gauss-Newton, at the in-sample fit) is under a quarter of its range and under its
+value, and it does not sit on a bound. Where the evidence bounds a parameter from one side only, its range's other end
+is a physical ceiling (the Band's source says which).
+
+Used values (:func:`fitted_bands`). Every parameter some row moves takes the all-source fit as its central value and,
+as its band, the held-out spread: min–max over the leave-one-source-out folds joined with the fit ± one-σ, clipped to
+its range; a parameter no row moves keeps its public band. The result is
+:data:`simulator.specdec.engine_round.FITTED`, which the pricing path reads (``round_params``); a test re-runs the fit
+and checks it reproduces that table.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from .sd_corpus import SDRow, by_source
 from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
 
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
-           "params_at", "validate_sd"]
+           "fitted_bands", "params_at", "validate_sd"]
 
 FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
@@ -68,7 +76,7 @@ class RowModel:
         return self.priced.serving.step.deployment.engine
 
     def predict(self, params: RoundParams | None = None) -> float:
-        """The compared speedup under ``params`` (None: the engine's ROUND_PARAMS)."""
+        """The compared speedup under ``params`` (None: the pricing path's, i.e. the engine's FITTED values)."""
         p, case = self.priced, self.priced.serving.step
         grid = p.serving.grid
         terms = round_terms(case.hardware, case.deployment, case.scenario.mechanisms, grid, [self.steps],
@@ -85,6 +93,13 @@ def _bounds(engine: str):
                                                                                                   for b in bands])
 
 
+def _unit(lo, hi, central) -> np.ndarray:
+    """The fit's unit per parameter: twice the central's distance from the low end, at most the range (a physical
+    ceiling can sit orders of magnitude above the central value; the range as the unit would leave the solver's
+    steps, and the at-a-bound test, coarse)."""
+    return np.where(hi > lo, np.where(central > lo, np.minimum(hi - lo, 2 * (central - lo)), hi - lo), 1.0)
+
+
 def params_at(engine: str, values) -> RoundParams:
     """The engine's parameters with :data:`FIT_PARAMS` set to ``values`` (seconds; band = the point)."""
     base = ROUND_PARAMS[engine]
@@ -97,13 +112,14 @@ class EngineFit:
     engine: str
     values: np.ndarray  # seconds, in FIT_PARAMS order
     sigma: np.ndarray  # one-σ (seconds), NaN where not estimable
-    sensitivity: np.ndarray  # |∂ residual / ∂ θ| summed over rows (per unit of the public range)
+    sensitivity: np.ndarray  # |∂ residual / ∂ θ| summed over rows (per unit of x, fit_engine's scale)
     rows: int
     sources: int
 
     def pinned(self) -> list[str]:
         """Per parameter: 'pinned' or why not."""
-        _, lo, hi, _ = _bounds(self.engine)
+        _, lo, hi, central = _bounds(self.engine)
+        unit = _unit(lo, hi, central)
         out = []
         for i in range(len(FIT_PARAMS)):
             width = hi[i] - lo[i]
@@ -111,17 +127,19 @@ class EngineFit:
                 out.append("no rows")
             elif self.sensitivity[i] < 1e-6:
                 out.append("no row moves it")
-            elif min(self.values[i] - lo[i], hi[i] - self.values[i]) <= 1e-3 * width:
-                out.append("at the " + ("low" if self.values[i] - lo[i] <= 1e-3 * width else "high") + " bound")
+            elif min(self.values[i] - lo[i], hi[i] - self.values[i]) <= 1e-3 * unit[i]:
+                out.append("at the " + ("low" if self.values[i] - lo[i] <= 1e-3 * unit[i] else "high") + " bound")
             elif not np.isfinite(self.sigma[i]) or self.sigma[i] >= PIN_SIGMA * width:
                 out.append("σ ≥ a quarter of its range")
+            elif self.sigma[i] >= self.values[i]:
+                out.append("σ ≥ its value")
             else:
                 out.append("pinned")
         return out
 
 
 def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> EngineFit:
-    """Least squares on log speedup over one engine's rows, θ within the public ranges (module docstring);
+    """Least squares on log speedup over one engine's rows, θ within the ranges (module docstring);
     ``widen`` > 1 is a diagnostic only: the upper bounds × ``widen`` and the lower bounds 0 (what the data want)."""
     from scipy.optimize import least_squares
 
@@ -137,7 +155,7 @@ def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> Engin
         counts[m.priced.setup.row.source_key] = counts.get(m.priced.setup.row.source_key, 0) + 1
     w = np.sqrt([1.0 / counts[m.priced.setup.row.source_key] for m in mine])
     meas = np.log([m.priced.measured for m in mine])
-    scale = np.where(hi > lo, hi - lo, 1.0)
+    scale = _unit(lo, hi, central)
 
     def resid(x):
         prm = params_at(engine, lo + x * scale)
@@ -145,8 +163,8 @@ def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> Engin
 
     free = hi > lo
     x0 = np.where(free, (central - lo) / scale, 0.0)
-    res = least_squares(resid, x0, bounds=(np.zeros_like(x0), np.where(free, 1.0, 1e-12)), method="trf",
-                        diff_step=1e-3, xtol=1e-8, ftol=1e-10)
+    res = least_squares(resid, x0, bounds=(np.zeros_like(x0), np.where(free, (hi - lo) / scale, 1e-12)),
+                        method="trf", diff_step=1e-3, xtol=1e-8, ftol=1e-10)
     jac = res.jac
     sens = np.abs(jac).sum(axis=0)
     dof = max(len(mine) - int((sens > 1e-6).sum()), 1)
@@ -172,7 +190,7 @@ class Outcome:
     reason: str = ""
     setup: object = None
     measured: float = float("nan")
-    central: float = float("nan")  # the engines' central ROUND_PARAMS
+    central: float = float("nan")  # the engines' public central ROUND_PARAMS (before the fit)
     fitted: float = float("nan")  # the in-sample fit
     held_out: float = float("nan")  # fit on every other source
     band: tuple[float, float] | None = None
@@ -228,8 +246,9 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         wfold = {e: fit_engine(train, e, WIDEN) for e in sorted({m.engine for m in test})}
         for m in test:
             f, w = folds[s][m.engine], wfold[m.engine]
-            held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values)) if f.rows else m.predict()
-            wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values)) if w.rows else m.predict()
+            public = ROUND_PARAMS[m.engine]  # a held-out source never sees the all-source FITTED values
+            held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values) if f.rows else public)
+            wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values) if w.rows else public)
     by_id = {o.row.id: o for o in outcomes}
     out = []
     for r in rows:
@@ -239,9 +258,26 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         m = models.get(r.id) or assumed[r.id]
         res = m.priced.result
         fit = fits.get(m.engine)
-        fitted = m.predict(params_at(m.engine, fit.values)) if fit is not None and fit.rows else m.predict()
+        fitted = m.predict(params_at(m.engine, fit.values) if fit is not None and fit.rows else ROUND_PARAMS[m.engine])
         status, why = ("priced", "") if r.id in models else ("assumed", "no AL stated: the default acceptance")
         mode = f"sd {res.sd_overlap} / decode {res.decode_overlap}"
-        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(), fitted,
+        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(ROUND_PARAMS[m.engine]), fitted,
                            held.get(r.id, fitted), m.priced.band(), mode, float(m.priced.serving.point.step_speedup)))
     return Validation(corpus, tuple(out), fits, folds, wide, wide_held)
+
+
+def fitted_bands(v: Validation) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Per engine, the (low, central, high) seconds of every :data:`FIT_PARAMS` entry some row moves (module
+    docstring, "Used values"): what :data:`simulator.specdec.engine_round.FITTED` must hold."""
+    out = {}
+    for e, f in sorted(v.fits.items()):
+        _, lo, hi, _ = _bounds(e)
+        for i, n in enumerate(FIT_PARAMS):
+            if f.rows == 0 or f.sensitivity[i] < 1e-6:
+                continue
+            x = float(f.values[i])
+            ends = [fs[e].values[i] for fs in v.folds.values() if e in fs and fs[e].rows]
+            if np.isfinite(f.sigma[i]):
+                ends += [x - f.sigma[i], x + f.sigma[i]]
+            out.setdefault(e, {})[n] = (float(max(lo[i], min(ends + [x]))), x, float(min(hi[i], max(ends + [x]))))
+    return out

@@ -164,14 +164,14 @@ def test_bad_mode_is_one_line_exit_2(tmp_path):
 
 
 def test_a_profile_states_round_bands_per_engine():
-    """kernels.round in an engine block replaces that engine's public bands (where a fit will write them); the
-    other engines keep theirs; a band out of order is one line naming the field."""
+    """kernels.round in an engine block replaces that engine's bands (public or FITTED); the other parameters keep
+    theirs (the corpus fit's where it has one); a band out of order is one line naming the field."""
     from dataclasses import fields
 
     import yaml
 
     from simulator.errors import SimulatorError
-    from simulator.specdec.engine_round import RoundParams, round_params
+    from simulator.specdec.engine_round import FITTED, RoundParams, round_params
     from simulator.specs.catalog import bundled_files
     from simulator.specs.hardware import read_hardware
     from simulator.specs.kernels import ROUND_KEYS
@@ -180,15 +180,16 @@ def test_a_profile_states_round_bands_per_engine():
     obj = yaml.safe_load(bundled_files("hardware")["h100-sxm"].read_text())
     q = {"unit": "ms", "source": "assumed", "reason": "a test value for the override path"}
     obj["engines"]["sglang"]["kernels"]["round"] = {
-        "round_host": {"low": {"value": 3, **q}, "central": {"value": 4, **q}, "high": {"value": 5, **q}}}
+        "round_host": {"low": {"value": 6, **q}, "central": {"value": 7, **q}, "high": {"value": 8, **q}}}
     hw = read_hardware(obj, "x.yaml")
     p = round_params(hw, "sglang")
-    assert (p.round_host.low, p.round_host.central, p.round_host.high) == pytest.approx((3e-3, 4e-3, 5e-3))
+    assert (p.round_host.low, p.round_host.central, p.round_host.high) == pytest.approx((6e-3, 7e-3, 8e-3))
     assert p.sync == ROUND_PARAMS["sglang"].sync and round_params(hw, "vllm") == ROUND_PARAMS["vllm"]
+    assert p.per_request == FITTED["sglang"]["per_request"]
     dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
     slow = speculative(MODEL, hw.for_engine("sglang"), dep, [1], [3], ACC, "eagle", 1024)
     assert slow.t_round[0, 0] > _spec("sglang", [1], [3]).t_round[0, 0]
-    obj["engines"]["sglang"]["kernels"]["round"]["round_host"]["low"]["value"] = 6
+    obj["engines"]["sglang"]["kernels"]["round"]["round_host"]["low"]["value"] = 9
     with pytest.raises(SimulatorError, match="round.round_host"):
         read_hardware(obj, "x.yaml")
 
