@@ -76,3 +76,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically (simulator.outputs), nothing partial remains
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def invoke(*args: str, cwd=None):
+    """The CLI in process, as ``python -m simulator ARGS`` run from ``cwd`` (default: here) without a new
+    interpreter's start-up: ``returncode``, ``stdout`` and ``stderr`` (``--help``'s exit is a return code); any other
+    uncaught exception propagates. For tests and notebooks."""
+    import contextlib
+    import io
+    import os
+    from types import SimpleNamespace
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # --help
+                code = exc.code or 0
+    finally:
+        os.chdir(here)
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())

@@ -5,30 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from simulator.cli import invoke
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args, cwd=ROOT):
-    """The CLI in process (as `python -m simulator ARGS` from ``cwd``, without a new interpreter's start-up): exit
-    status, stdout and stderr; an uncaught exception fails the test instead of printing a traceback."""
-    import contextlib
-    import io
-    import os
-    from types import SimpleNamespace
-
-    from simulator.cli import main
-
-    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
-    try:
-        os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as exc:  # --help
-                code = exc.code or 0
-    finally:
-        os.chdir(here)
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+    """The CLI in process from ``cwd`` (simulator.cli.invoke)."""
+    return invoke(*args, cwd=cwd)
 
 
 def test_list_json_counts(tmp_path):
