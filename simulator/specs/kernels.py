@@ -47,8 +47,7 @@ def _dims(*names: str) -> dict[str, str]:
     return {n: KERNEL_PARAMS[n] for n in names}
 
 
-# Op classes, the variant keys they accept, and the extra parameters (name -> dimension, from KERNEL_PARAMS) each
-# may state.
+# Op classes, their variant keys, and the extra parameters (name -> dimension, from KERNEL_PARAMS) each may state.
 OP_CLASSES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "gemm": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"), _dims("combine_q")),
     "moe": (("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "int4_wo"),
@@ -76,10 +75,8 @@ COLLECTIVES = ("all_reduce", "all_to_all", "all_gather")  # every profile states
 # docs/MODEL.md §3.9): DeepEP's normal (high-throughput) and low-latency modes. Optional in a profile.
 A2A_MODES = {"nccl": "all_to_all", "deepep_normal": "deepep_normal", "deepep_low_latency": "deepep_low_latency"}
 OPTIONAL_COLLECTIVES = ("deepep_normal", "deepep_low_latency")
-# Serving engines whose kernels a profile may state (docs/MODEL.md §3.7). The profile's ``kernels:`` block is the
-# default engine's; ``engines: {<engine>: {kernels: ...}}`` states another engine's measured values, each replacing
-# the same entry of the default block (everything it does not state is the default engine's: the documented
-# fallback).
+# Serving engines a profile may state kernels for (docs/MODEL.md §3.7): ``kernels:`` is the default engine's;
+# ``engines: {<engine>: {kernels: ...}}`` replaces its entries (the rest is the default's: the documented fallback).
 ENGINES = ("trtllm", "sglang", "vllm")
 DEFAULT_ENGINE = "trtllm"
 # GPU vendors each engine runs on: TensorRT-LLM is NVIDIA-only (https://nvidia.github.io/TensorRT-LLM/: "optimize
