@@ -32,7 +32,7 @@ def test_measured_values_are_not_inputs():
 
 def test_findings_follow_the_numbers():
     part = run(_settings(39, 54))
-    rows = {(r[0], r[4]): r[5:] for r in part.tables[0].rows}
+    rows = {(r[0], r[5]): r[6:] for r in part.tables[0].rows}
     pure31 = rows[(31, 1.0)]
     assert min(pure31) <= 39 <= max(pure31)
     text = " ".join(part.findings)
@@ -41,5 +41,8 @@ def test_findings_follow_the_numbers():
     assert "(measured 63.5 outside)" in far and "(measured 39 inside" not in far
     lag1 = [r[3] for r in part.tables[0].rows]
     assert lag1[0] > 39 and "it overcounts every tree" in text
+    default31 = part.tables[0].rows[0][4]  # the tree default with the central long-lag assumption
+    assert default31 < lag1[0]  # longer-range correlation: fewer experts than the lag-1 chain
+    assert f"{default31:.1f} for 31 nodes (measured 39, {default31 / 39 - 1:+.1%})" in text
     low = " ".join(run(_settings(61, 64.5)).findings)
     assert "does not overcount every tree" in low
