@@ -1,7 +1,7 @@
 """Extract the measured rows the GPU-out what-if validation uses into ``measured/<gpu>/`` (docs/MODEL.md §3.8).
 
-Reads aiconfigurator-core's tables through :func:`simulator.cost.aic_tables.read_package` (its filters, the held-out
-rule included: ``b300_sxm`` and ``gb300`` are refused there) and keeps, per GPU, only the rows the validation
+Reads aiconfigurator-core's tables through :func:`simulator.calibrate.aic_tables.read_package` (its filters, the
+held-out rule included: ``b300_sxm`` and ``gb300`` are refused there) and keeps, per GPU, only the rows the validation
 prices: TRT-LLM 1.3.0rc20 ``balanced`` MoE rows, TRT-LLM GEMM rows, TRT-LLM decode-attention rows with
 ``kv_len >= 256`` (the calibration's row set), the TRT-LLM 1.3.0rc20 CUDA-graph all-reduce and NCCL 2.29.2 half
 all-to-all / all-gather rows. Same columns as ``measured/h100-sxm/``.
@@ -16,8 +16,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from simulator.cost.aic_tables import COLUMNS, read_package
-from simulator.cost.measured import ATTN_FIT_MIN_KV, FRAMEWORK, NCCL_VERSION, VERSION
+from simulator.calibrate.aic_tables import COLUMNS, read_package
+from simulator.calibrate.measured import ATTN_FIT_MIN_KV, FRAMEWORK, NCCL_VERSION, VERSION
 
 ROOT = Path(__file__).resolve().parents[1] / "measured"
 

@@ -46,10 +46,10 @@ def register(sub) -> None:
 
 
 def run_all(args) -> int:
-    from ..cost.aic_tables import available_gpus, engines_with_data
-    from ..cost.calibrate import calibrate_engine
-    from ..cost.calibrate_io import write_profile
-    from ..cost.calibrate_report import index_markdown, report_markdown
+    from ..calibrate.aic_tables import available_gpus, engines_with_data
+    from ..calibrate.fit import calibrate_engine
+    from ..calibrate.profile_io import write_profile
+    from ..calibrate.report import index_markdown, report_markdown
     from ..outputs import atomic_text
     from ..specs.catalog import bundled_files
 
@@ -78,9 +78,9 @@ def run_all(args) -> int:
 
 
 def run(args) -> int:
-    from ..cost.calibrate import calibrate, calibrate_engine
-    from ..cost.calibrate_io import write_profile
-    from ..cost.calibrate_report import report_markdown
+    from ..calibrate.fit import calibrate, calibrate_engine
+    from ..calibrate.profile_io import write_profile
+    from ..calibrate.report import report_markdown
     from ..outputs import atomic_text, check_writable
     from ..specs.catalog import load_hardware
 
@@ -94,7 +94,7 @@ def run(args) -> int:
 
         raise ConfigError(str(args.write), "", "is not an existing file", "--write names an existing profile file")
     if args.write is not None:  # before any fitting: not another GPU's profile
-        from ..cost.calibrate_io import check_profile_target
+        from ..calibrate.profile_io import check_profile_target
 
         check_profile_target(args.write, hw.name, args.force)
     if args.engine is not None or args.version is not None:

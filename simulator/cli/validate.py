@@ -125,7 +125,7 @@ def cmd_sd(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from ..cost.measured import ERROR_COLUMNS
+    from ..calibrate.measured import ERROR_COLUMNS
     from ..validate.ops import validate_ops_folder
 
     v = validate_ops_folder(args.dir, args.hardware)

@@ -1,5 +1,5 @@
 """``validation`` analysis: predictions against the bundled H100 per-op measurements
-(:func:`simulator.cost.measured.validate_ops`) and against published numbers (checks declared in the study file,
+(:func:`simulator.calibrate.measured.validate_ops`) and against published numbers (checks declared in the study file,
 each a metric with its published expectation), each with its error. Nothing here is fitted. Sources: docs/SOURCES.md.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cost.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
+from ..calibrate.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
 from ..errors import ConfigError
 from ..overlap import evaluate_trace
 from ..render import figures as plots

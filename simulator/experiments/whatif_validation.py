@@ -21,8 +21,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..cost.engine import op_time
-from ..cost.measured import (
+from ..calibrate.measured import (
     ALL_FORMATS,
     CALIB,
     REFINED,
@@ -35,6 +34,7 @@ from ..cost.measured import (
     read_tables,
     validate_ops,
 )
+from ..cost.engine import op_time
 from ..specs.catalog import load_hardware, measured_dir
 from ..specs.whatif import derivation, derive_kernels, grounding
 from .outcome import Part, table

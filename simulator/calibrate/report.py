@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from ..specs.kernels import DEFAULT_ENGINE, TIME_PARAMS, Collective
-from .calibrate import Calibration
-from .calibrate_io import SOURCE, fitted_params, profile_order, source_key
+from .fit import Calibration
 from .measured import engine_display
+from .profile_io import SOURCE, fitted_params, profile_order, source_key
 
 
 def _param_text(name: str, value: float) -> str:

@@ -25,7 +25,7 @@ from ..specs.kernels import (
     KernelClass,
     Kernels,
 )
-from .calibrate import Calibration, Fit
+from .fit import Calibration, Fit
 
 SOURCE = "fit-h100"
 SOURCE_TEXT = ("python -m simulator calibrate on measured/h100-sxm (TRT-LLM 1.3.0rc20 rows); "

@@ -1,4 +1,4 @@
-"""Calibration guards (cost/calibrate_guard.py; issue 18 item 2): host-timed tables, fits at their bounds, floors
+"""Calibration guards (calibrate/guard.py; issue 18 item 2): host-timed tables, fits at their bounds, floors
 out of line with the other engines on the same GPU."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from simulator.cost.calibrate import Fit, refusal
-from simulator.cost.calibrate_guard import (
+from simulator.calibrate.fit import Fit, refusal
+from simulator.calibrate.guard import (
     HOST_RATIO,
     at_bounds,
     floor_out_of_line,
@@ -64,7 +64,7 @@ def test_refusal_rule():
 @pytest.mark.skipif(importlib.util.find_spec("aiconfigurator_core") is None,
                     reason="needs the optional extra .[calibrate] (aiconfigurator-core tables)")
 def test_vllm_tables_on_h100_are_refused_with_their_reasons():
-    from simulator.cost.calibrate import calibrate_engine
+    from simulator.calibrate.fit import calibrate_engine
 
     cal = calibrate_engine("h100-sxm", "vllm")
     refused = {r.split(":")[0]: r for r in cal.refused}

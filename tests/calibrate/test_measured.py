@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.cost.measured import (
+from simulator.calibrate.measured import (
     ALL_FORMATS,
     ALL_TRT,
     CALIB,

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator.cost.calibrate import calibrate
-from simulator.cost.calibrate_io import _paths, fitted_values, write_profile
-from simulator.cost.calibrate_report import report_markdown
+from simulator.calibrate.fit import calibrate
+from simulator.calibrate.profile_io import _paths, fitted_values, write_profile
+from simulator.calibrate.report import report_markdown
 from simulator.errors import ConfigError, ParameterError
 from simulator.specs.catalog import load_hardware
 from simulator.specs.hardware import read_hardware

@@ -24,12 +24,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..cost.deployment import Mechanisms
+from ..cost.engine import op_time
+from ..cost.opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op
 from ..errors import ConfigError
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
-from .deployment import Mechanisms
-from .engine import op_time
-from .opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op
 
 REFINED = Mechanisms()
 FRAMEWORK, VERSION = "TRTLLM", "1.3.0rc20"  # the reference engine the calibration fits

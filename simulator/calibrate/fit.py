@@ -17,12 +17,13 @@ from types import MappingProxyType
 import numpy as np
 from scipy.optimize import least_squares
 
+from ..cost.engine import collective_seconds, kernel_time, op_time
+from ..cost.opviews import gemm_op
 from ..errors import ConfigError, ParameterError
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import DEFAULT_ENGINE, Collective, Curve, KernelClass
-from .calibrate_guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed
-from .engine import collective_seconds, kernel_time, op_time
+from .guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed
 from .measured import (
     ATTN_FIT_MIN_KV,
     COLLECTIVES,
@@ -52,7 +53,6 @@ from .measured import (
     mxfp4_table,
     read_tables,
 )
-from .opviews import gemm_op
 
 PAR_GRID = tuple(2.0 ** j for j in range(-2, 15))  # points of tabulated "parallel" curves
 
@@ -291,7 +291,7 @@ def calibrate(hw: HardwareProfile, data: Path | None = None, source: str = "fit-
               force: bool = False, tables: dict | None = None, engine: str = DEFAULT_ENGINE,
               ref: Reference = REF, label: str | None = None) -> Calibration:
     """Fit every kernel variant of ``hw`` that the data has rows of, for one engine: on ``tables`` (rows in the
-    measured-CSV layout, e.g. :func:`simulator.cost.aic_tables.read_package`) or on the CSVs in ``data`` (default:
+    measured-CSV layout, e.g. :func:`simulator.calibrate.aic_tables.read_package`) or on the CSVs in ``data`` (default:
     the bundled ``measured/h100-sxm/``, :func:`~simulator.specs.catalog.measured_dir`). ``ref`` names the rows
     (engine label, version, NCCL version). NCCL collectives are engine-independent: only the default engine fits
     them."""

@@ -1,4 +1,4 @@
-"""mxfp4 MoE calibration variant (simulator.cost.measured.mxfp4_table): W4A8 (mxfp8 activations) rows on GPUs with
+"""mxfp4 MoE calibration variant (simulator.calibrate.measured.mxfp4_table): W4A8 (mxfp8 activations) rows on GPUs with
 fp4 tensor cores where the engine's tables have them, else W4A16; the bundled Blackwell profiles say which."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulator.cost.measured import MXFP4_W4A8, MXFP4_W4A16, Reference, mxfp4_table
+from simulator.calibrate.measured import MXFP4_W4A8, MXFP4_W4A16, Reference, mxfp4_table
 
 REF = Reference("TRTLLM", "1.0")
 HARDWARE = Path(__file__).resolve().parents[2] / "hardware"

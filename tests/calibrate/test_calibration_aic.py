@@ -7,9 +7,9 @@ import importlib.util
 import numpy as np
 import pytest
 
-from simulator.cost import aic_tables
-from simulator.cost.aic_tables import DENIED, GPU_NAMES, package_gpu, read_package, version_key
-from simulator.cost.calibrate import calibrate_engine
+from simulator.calibrate import aic_tables as aic_tables
+from simulator.calibrate.aic_tables import DENIED, GPU_NAMES, package_gpu, read_package, version_key
+from simulator.calibrate.fit import calibrate_engine
 from simulator.errors import ConfigError, ParameterError
 from simulator.specs.catalog import bundled_files
 
@@ -121,7 +121,7 @@ def test_package_reader_gives_the_bundled_h100_rows():
     """The reader's H100 rows are the bundled measured/h100-sxm CSVs, row for row (so the H100 fit is unchanged)."""
     from collections import Counter
 
-    from simulator.cost.measured import read_tables
+    from simulator.calibrate.measured import read_tables
 
     pkg, csvs = read_package("h100-sxm").tables, read_tables()
 
@@ -136,8 +136,8 @@ def test_package_reader_gives_the_bundled_h100_rows():
                     reason="needs the optional extra .[calibrate] (aiconfigurator-core and pyarrow)")
 def test_package_calibration_of_h100_trtllm_is_the_csv_calibration():
     """calibrate --hardware h100-sxm --engine trtllm writes the same values as the bundled-CSV calibration."""
-    from simulator.cost.calibrate import calibrate
-    from simulator.cost.calibrate_io import fitted_values
+    from simulator.calibrate.fit import calibrate
+    from simulator.calibrate.profile_io import fitted_values
     from simulator.specs.catalog import load_hardware
 
     pkg = fitted_values(calibrate_engine("h100-sxm", "trtllm"))

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cost.ops import Op
 from ..specs.dtypes import FALLBACK_COMPUTE
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import ENGINES
-from .ops import Op
 
 BOUND_TOL = 1e-3  # fraction of the parameter's range
 REFUSE_AT_BOUNDS = 2
