@@ -128,8 +128,8 @@ def add_speculation_flags(p: argparse.ArgumentParser) -> None:
 
     acc = p.add_mutually_exclusive_group()
     acc.add_argument("--acceptance", type=csv_list(float, "--acceptance"), metavar="ALPHA|A1,A2,...",
-                     help="per-token acceptance α, or per-position acceptances a1,a2,... (default: the decaying "
-                          "per-position vector of docs/MODEL.md §4.1, engine-logged rates with a geometric tail)")
+                     help="per-token acceptance α, or per-position acceptances a1,a2,... (default: the drafter "
+                          "family's public per-position log for the target's kind, docs/MODEL.md §4.1; ngram has none)")
     acc.add_argument("--accept-length", type=_accept_length, metavar="AL[@GAMMA]",
                      help="mean acceptance length incl. bonus token as engines report it, measured at draft "
                           "length GAMMA (default 3); converted to α")
