@@ -2,7 +2,7 @@
 
 For several persistence / skew settings of the synthetic router (E = 128, k = 8, 256 sequences x 256 tokens), the
 empirical mean number of unique experts over windows of n = 2, 4, 8 tokens in B = 1, 4, 16 random sequences is
-compared with each predictor's value from the trace's own statistics (overlap.evaluate: a predictor is a choice of
+compared with each predictor's value from the trace's own statistics (traces.evaluate: a predictor is a choice of
 statistics, fitted by maximum entropy, or a baseline). Writes
 benchmarks/results/overlap_accuracy.md (tables of relative errors, and the overlaps each knob setting produces).
 Run:  python benchmarks/overlap_accuracy.py
@@ -15,7 +15,8 @@ import time
 
 import numpy as np
 
-from simulator.overlap import OverlapStats, evaluate_trace, fit_window, layer_stats, synth_trace, unique_experts_std
+from simulator.overlap import OverlapStats, fit_window, unique_experts_std
+from simulator.traces import evaluate_trace, layer_stats, synth_trace
 
 E, K, SEQUENCES, TOKENS, SEED, SAMPLES = 128, 8, 256, 256, 7, 4000
 WINDOWS, BATCHES = (2, 4, 8), (1, 4, 16)
@@ -74,7 +75,7 @@ def run() -> tuple:
 def render(results, knobs, spread, seconds: float) -> str:
     pct = lambda x: f"{100 * x:+.1f}%"  # noqa: E731
     lines = ["# Overlap model: accuracy on synthetic traces", "",
-             f"Synthetic router (simulator.overlap.synth_trace): E={E}, k={K}, {SEQUENCES} sequences x {TOKENS} "
+             f"Synthetic router (simulator.traces.synth_trace): E={E}, k={K}, {SEQUENCES} sequences x {TOKENS} "
              f"tokens, seed {SEED}; empirical = mean unique experts over {SAMPLES} draws of B distinct sequences "
              f"with one random n-token window each. Entries are relative errors prediction/empirical − 1, the "
              f"statistics are the trace's own (per expert, counted circularly). Generated in {seconds:.0f} s.", "",

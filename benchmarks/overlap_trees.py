@@ -6,7 +6,7 @@ check with nothing fitted, and speed (library and CLI).
 Accuracy: each router's lag overlaps o(1..4) and per-expert popularity are measured on a chain trace of the same
 router (400 sequences x 128 tokens) and are all the prediction is given (pooled overlaps, lift rule, the trace's
 popularity); the truth is a Monte-Carlo count over independent draws of the tree. Routers (E = 64, k = 8, skewed
-popularity): the AR(1) Gaussian tree router of simulator.overlap.synth_tree (hidden state on the tree, top-k of a
+popularity): the AR(1) Gaussian tree router of simulator.traces.synth_tree (hidden state on the tree, top-k of a
 linear read-out; ρ = 0.5, 0.8, 0.95, with and without a per-request share) and the set-Markov router (no Gaussian
 latent: each node keeps its parent's experts with a Gumbel-rank bonus, plus a per-request working set).
 """
@@ -23,8 +23,9 @@ import time
 
 import numpy as np
 
-from simulator.overlap import OverlapStats, clear_tree_cache, full_tree, layer_stats, predict_tree
-from simulator.overlap.synth_tree import route_tree, router_trace, set_router, tree_empirical_unique, tree_router
+from simulator.overlap import OverlapStats, clear_tree_cache, full_tree, predict_tree
+from simulator.traces import layer_stats
+from simulator.traces.synth_tree import route_tree, router_trace, set_router, tree_empirical_unique, tree_router
 
 E, K, SKEW = 64, 8, 0.2
 ROUTERS = [

@@ -1,8 +1,8 @@
 """The import graph of ``simulator``: no circles between modules, and no import from a lower layer to a higher one.
 
-Layers, lowest first (data flows one way, DEVELOPERS.md): errors/validation → outputs → specs → overlap → cost →
-calibrate → specdec → pricing → render → sweep → validate → experiments → cli. Every ``import`` counts, the lazy
-ones inside functions too: a lazy import hides a circle from Python, not from the design.
+Layers, lowest first (data flows one way, DEVELOPERS.md): errors/validation → outputs → specs → overlap → traces →
+cost → calibrate → specdec → pricing → render → sweep → validate → experiments → cli. Every ``import`` counts, the
+lazy ones inside functions too: a lazy import hides a circle from Python, not from the design.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import networkx as nx
 
 PKG = Path(__file__).resolve().parents[1] / "simulator"
-LAYERS = ("errors", "validation", "outputs", "specs", "overlap", "cost", "calibrate", "specdec", "pricing", "render",
-          "sweep", "validate", "experiments", "cli", "__main__")
+LAYERS = ("errors", "validation", "outputs", "specs", "overlap", "traces", "cost", "calibrate", "specdec", "pricing",
+          "render", "sweep", "validate", "experiments", "cli", "__main__")
 BASE = {"errors": 0, "validation": 0}  # the two base modules may import each other's names only one way (no cycle)
 
 

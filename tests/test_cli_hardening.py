@@ -143,7 +143,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, text)
     if any("{trace}" in a for a in argv):
         import numpy as np
 
-        from simulator.overlap import synth_trace
+        from simulator.traces import synth_trace
 
         names["trace"] = str(tmp_path / "t.npy")
         np.save(names["trace"], np.asarray(synth_trace(16, 2, 2, 8, seed=1).experts))

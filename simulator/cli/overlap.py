@@ -9,11 +9,12 @@ import argparse
 import sys
 import warnings
 
-from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, PREDICTORS, TREE_METHODS
-from ..overlap.trace_formats import DEFAULT_SEQ_TOKENS
-from ..overlap.trace_formats import FORMATS as TRACE_FORMATS
+from ..overlap import DEFAULT_PLACEMENT, METHODS, PLACEMENTS, POOLING_RULES, TREE_METHODS
 from ..render.textable import fill
 from ..specs.routing_profile import SPLITS
+from ..traces import PREDICTORS
+from ..traces.formats import DEFAULT_SEQ_TOKENS
+from ..traces.formats import FORMATS as TRACE_FORMATS
 from ._common import OneLineParser, add_json_flag, add_tree_choice, csv_list, print_json, tree_choice
 from ._table import WIDTH, Col, add_wide_flag, render, wide
 
@@ -248,7 +249,7 @@ def _predict_tree(args) -> int:
 
 
 def _fit(args) -> int:
-    from ..overlap import evaluate_trace, read_trace
+    from ..traces import evaluate_trace, read_trace
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -260,7 +261,7 @@ def _fit(args) -> int:
     if args.write_profile:
         from pathlib import Path
 
-        from ..overlap.layer_profile import layer_profile_from_trace, write_routing_profile
+        from ..traces.layer_profile import layer_profile_from_trace, write_routing_profile
 
         prof = layer_profile_from_trace(trace, name=Path(args.write_profile).stem, split=args.profile_split,
                                         source=f"routing trace {args.trace} (python -m simulator overlap fit)")
@@ -303,7 +304,7 @@ def _fit(args) -> int:
 
 def _persistent_of(trace, layers) -> list:
     """The persistent working set of each layer (fit_persistent), when sequences are long enough (else none)."""
-    from ..overlap import fit_persistent
+    from ..traces import fit_persistent
 
     if trace.tokens < 48:
         return []
@@ -322,7 +323,7 @@ def _ranges(ids) -> str:
 
 
 def _synth(args) -> int:
-    from ..overlap.synth import synth_to_file
+    from ..traces.synth import synth_to_file
 
     trace = synth_to_file(args.out, args.experts, args.top_k, args.sequences, args.tokens, layers=args.layers,
                           persistence=args.persistence, skew=args.skew, context=args.context, seed=args.seed)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import SimulatorError
-from ..overlap import PLACEMENTS, layer_stats, parse_popularity, synth_trace
+from ..overlap import PLACEMENTS, parse_popularity
 from ..overlap.popularity import independent_overlap
 from ..pricing import Case, Layout, Request, Scenario, price
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
@@ -27,6 +27,7 @@ from ..sweep import Variant
 from ..sweep.progress import Meter
 from ..sweep.runner import deploy, in_mode
 from ..sweep.variants import SCALABLE
+from ..traces import layer_stats, synth_trace
 from ..validation import Interval, Options, Param, param_field
 from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
 
@@ -35,7 +36,7 @@ PROFILES = ("cohere", "markov")
 
 @dataclass(frozen=True)
 class TraceSpec:
-    """The seeded synthetic router (:func:`simulator.overlap.synth_trace`) whose measured statistics are used."""
+    """The seeded synthetic router (:func:`simulator.traces.synth_trace`) whose measured statistics are used."""
 
     experts: int = param_field(Param(Interval(int, 2, None)))
     top_k: int = positive()

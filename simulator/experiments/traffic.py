@@ -1,6 +1,6 @@
 """``traffic`` analysis: routing statistics of traffic types whose overlap comes from a seeded synthetic router
 (grid variants with ``overlap: {trace: ...}``, measured by :func:`.grid.measured_trace`), the maximum-entropy
-predictors' accuracy on those traces (:func:`simulator.overlap.evaluate_trace`), and the refined speedup each
+predictors' accuracy on those traces (:func:`simulator.traces.evaluate_trace`), and the refined speedup each
 variant gives (routing alone, and with the type's published acceptance)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..overlap import PREDICTORS, evaluate_trace
 from ..render import figures as plots
+from ..traces import PREDICTORS, evaluate_trace
 from .grid import lift, measured_trace
 from .outcome import Figure, Part, table
 from .schema import on_grid, positive, variant_name

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..calibrate.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
 from ..errors import ConfigError
-from ..overlap import evaluate_trace
 from ..render import figures as plots
 from ..specs.catalog import load_model, measured_dir
+from ..traces import evaluate_trace
 from .grid import TraceSpec, deploy_target, measured_trace, price_target
 from .outcome import Figure, Part, table
 from .schema import Target, choice, loadable

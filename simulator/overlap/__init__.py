@@ -7,8 +7,8 @@ P_e(x = 0…0), and with B independent requests U(B, n) = Σ_e [1 − P_e(0…0)
 Modules: statistics (``stats``, ``popularity``), the constraint set of an n-token fit (``constraints``), the
 maximum-entropy engines (``maxent``: IPF on the junction tree and over the 2^n table, the Markov closed form, the
 stationary chain), the fit methods and their cache (``fit``), unique experts and placements (``unique``), the
-one-call prediction (``predict``), traces, the synthetic router and trace evaluation (``traces``, ``synth``,
-``evaluate``).
+one-call prediction (``predict``). Traces, the synthetic routers and trace evaluation are :mod:`simulator.traces`
+(built on this package, which never imports it).
 
 Statistics
     ``OverlapStats(popularity, top_k, overlaps=(), pooling="lift", pair_probs=None, window=None)``
@@ -37,31 +37,16 @@ Draft trees and the persistent working set (``tree``; docs/MODEL.md §2.15)
     ``tree_p_zero(stats, parents, *, method="auto", persistent=None) -> TreeFit`` (TREE_METHODS: auto, latent,
     ipf, stationary, independent, uniform; auto = latent, the latent-score model of ``latent``/``latent_tree``),
     ``predict_tree(stats, parents, batch=1, *, method, persistent, ranks, placement) -> TreePrediction``,
-    ``Persistent(floor, share=None)``, ``fit_persistent(trace, layer=0)``, ``clear_tree_cache()``
-Traces and the synthetic router
-    ``read_trace(path, num_experts=None, *, format="auto", seq_tokens=None) -> Trace`` (TRACE_FORMATS: auto, npy,
-    npz, jsonl, sglang, vllm: SGLang / vLLM routing dumps), ``write_trace(trace, path)``,
-    ``validate_routing(array, E)``,
-    ``layer_stats(trace, layer, *, max_lag=4, window=0) -> OverlapStats``,
-    ``empirical_unique(trace, layer, n_tokens, batch, *, samples=2000, seed=0) -> (mean, std)``,
-    ``evaluate_trace(trace, n_tokens, batch, *, window=3, layers=None, samples=2000, seed=0,
-    predictors=PREDICTORS) -> TraceReport``  (PREDICTORS: pairs, pooled, latent, lag1, window, independent,
-    uniform; ``TraceReport.best()``: the model that explains the trace),
-    ``synth_trace(experts, top_k, sequences, tokens, *, layers=1, persistence=0.8, skew=None, context=0.0,
-    hidden=32, seed=0) -> Trace``
+    ``Persistent(floor, share=None)`` (estimated from a trace by ``simulator.traces.fit_persistent``),
+    ``clear_tree_cache()``
 """
 
-from .evaluate import PREDICTORS, TraceReport, evaluate_trace
 from .fit import METHODS, WindowFit, clear_cache, fit_window, p_zero, resolve_method
-from .persistent import Persistent, fit_persistent
+from .persistent import Persistent
 from .placement import eplb_replicas, replica_p_zero
 from .popularity import independent_overlap, parse_popularity, water_fill
 from .predict import OverlapPrediction, RealisabilityWarning, predict, realisability_warnings
 from .stats import POOLING_RULES, OverlapStats, pool_pairs
-from .synth import synth_trace
-from .trace_formats import FORMATS as TRACE_FORMATS
-from .trace_formats import read_trace
-from .traces import Trace, empirical_unique, layer_stats, validate_routing, write_trace
 from .tree import (
     TREE_METHODS,
     TreeFit,
@@ -93,7 +78,6 @@ __all__ = [
     "TreePrediction",
     "check_parents",
     "clear_tree_cache",
-    "fit_persistent",
     "full_tree",
     "predict_tree",
     "read_parents",
@@ -102,39 +86,28 @@ __all__ = [
     "METHODS",
     "PLACEMENTS",
     "POOLING_RULES",
-    "PREDICTORS",
     "OverlapPrediction",
     "OverlapStats",
     "RealisabilityWarning",
-    "TRACE_FORMATS",
-    "Trace",
-    "TraceReport",
     "WindowFit",
     "busiest_rank_experts",
     "clear_cache",
-    "empirical_unique",
     "eplb_replicas",
-    "evaluate_trace",
     "fit_window",
     "independent_overlap",
     "independent_p_zero",
     "independent_unique",
-    "layer_stats",
     "p_zero",
     "parse_popularity",
     "pool_pairs",
     "predict",
     "rank_placement",
-    "read_trace",
     "realisability_warnings",
     "replica_p_zero",
     "resolve_method",
-    "synth_trace",
     "uniform_p_zero",
     "uniform_unique",
     "unique_experts",
     "unique_experts_std",
-    "validate_routing",
     "water_fill",
-    "write_trace",
 ]

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import Interval, Param
 
-__all__ = ["Persistent", "fit_persistent"]
+__all__ = ["Persistent"]
 
 FLOOR = Param(Interval(float, 0, 1, closed="neither"))
 SHARE_SLACK = 1.01  # Persistent: a share up to 1% above the bound 1/m2 is taken at the bound (fit_persistent clips
@@ -51,31 +51,3 @@ class Persistent:
         w, comp, _ = self.components(pi, top_k)
         return {"floor": float(self.floor), "share": float(w[0]),
                 "hot_boost": float(comp[0].sum() / top_k), "cold_scale": float(comp[1].sum() / top_k)}
-
-
-def fit_persistent(trace, layer: int = 0) -> Persistent:
-    """Estimate the persistent component of one trace layer: each sequence is cut into three segments; per expert,
-    E[f1·f2] and E[f1·f2·f3] of the segment frequencies (far apart: independent given the request's latent state)
-    pooled over experts give the moments m2 = E[r²], m3 = E[r³] of the popularity ratio r; a two-point r (mean 1)
-    with these moments gives the share h, and the floor is f = m2·Σπ²/k."""
-    from .traces import activity
-
-    x = activity(trace, layer).astype(float)  # (sequences, tokens, E)
-    t = x.shape[1]
-    if t < 48:
-        raise ParameterError(f"fit_persistent needs sequences of at least 48 tokens (three segments far apart); the "
-                             f"trace has {t}", owner="fit_persistent", param="trace")
-    seg = t // 3
-    f = [x[:, i * seg:(i + 1) * seg].mean(axis=1) for i in range(3)]  # (S, E) each
-    pi = x.mean(axis=(0, 1))
-    m2 = float((f[0] * f[1]).mean(axis=0).sum() / (pi @ pi))
-    m3 = float((f[0] * f[1] * f[2]).mean(axis=0).sum() / (pi ** 3).sum())
-    k = trace.top_k
-    floor = min(m2 * float(pi @ pi) / k, 1 - 1e-9)
-    v = m2 - 1
-    if v <= 1e-9:
-        return Persistent(floor=max(floor, 1e-9), share=None)
-    mu3 = m3 - 3 * m2 + 2
-    gamma = mu3 / v ** 1.5
-    h = (1 - gamma / np.sqrt(gamma * gamma + 4)) / 2
-    return Persistent(floor=floor, share=float(min(max(h, 1e-6), 1 / m2)))

@@ -42,7 +42,7 @@ from .maxent import fit_stationary, window_features
 from .maxent.junction import block_marginals
 from .maxent.markov import markov_p_zero
 from .maxent.tree_ipf import ball_sizes, tree_depths, tree_ipf, tree_junction
-from .persistent import Persistent, fit_persistent
+from .persistent import Persistent
 from .predict import OverlapPrediction
 from .stats import OverlapStats
 from .unique import busiest_rank_experts, independent_unique, uniform_unique, unique_experts, unique_experts_std
@@ -56,7 +56,6 @@ __all__ = [
     "TreePrediction",
     "check_parents",
     "clear_tree_cache",
-    "fit_persistent",
     "full_tree",
     "predict_tree",
     "read_parents",

@@ -206,7 +206,7 @@ def test_wide_cliques_use_reshape_marginals():
 
 def test_evaluate_trace_window_wider_than_the_prediction_window():
     """Window-pattern statistics wider than the largest n need pair statistics up to the window's lags."""
-    from simulator.overlap import evaluate_trace, synth_trace
+    from simulator.traces import evaluate_trace, synth_trace
 
     trace = synth_trace(32, 4, 32, 64, seed=1)
     report = evaluate_trace(trace, [2], [1, 4], window=4, samples=200)

@@ -17,8 +17,8 @@ from simulator.overlap import OverlapStats, fit_window, full_tree, predict_tree,
 from simulator.overlap.latent import LatentParams, fit_latent, latent_correlation, upper_orthant
 from simulator.overlap.latent_tree import latent_tree_p_zero, subtree_shapes
 from simulator.overlap.normal import ndtr, ndtr_fast, ndtri
-from simulator.overlap.synth_tree import route_tree, router_trace, set_router, tree_empirical_unique, tree_router
-from simulator.overlap.traces import layer_stats
+from simulator.traces.synth_tree import route_tree, router_trace, set_router, tree_empirical_unique, tree_router
+from simulator.traces.trace import layer_stats
 
 UNION_TOL = 3e-3  # stated numerical error of the message passing: relative, on the union 1 − P(0…0)
 

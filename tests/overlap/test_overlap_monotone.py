@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from overlap_strategies import FAST, markov_chain_stats, real_profile
 
 from simulator.errors import InfeasibleError
-from simulator.overlap import OverlapStats, fit_window, predict, realisability_warnings, synth_trace, unique_experts
-from simulator.overlap.traces import layer_stats
+from simulator.overlap import OverlapStats, fit_window, predict, realisability_warnings, unique_experts
+from simulator.traces import synth_trace
+from simulator.traces.trace import layer_stats
 
 
 def _u(stats, n, method="ipf", batch=1):

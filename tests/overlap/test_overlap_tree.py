@@ -26,8 +26,8 @@ from simulator.overlap import (
 from simulator.overlap.constraints import pair_table
 from simulator.overlap.maxent import table_ipf
 from simulator.overlap.maxent.tree_ipf import tree_distances, tree_ipf
-from simulator.overlap.synth_tree import route_tree, router_trace, tree_empirical_unique, tree_router
-from simulator.overlap.traces import layer_stats
+from simulator.traces.synth_tree import route_tree, router_trace, tree_empirical_unique, tree_router
+from simulator.traces.trace import layer_stats
 
 STATS = OverlapStats.from_overlaps(16, 2, (0.45, 0.35, 0.3, 0.27), "skew:0.2")
 
@@ -122,7 +122,8 @@ def test_tree_invariants(stats, parents, method):
 def test_persistent_mixture_and_fit():
     """The mixture is the share-weighted P(0…0) of its two latent states; without persistence (floor = Σπ²/k) it is
     the plain fit; fit_persistent finds a floor above Σπ²/k on a router with a persistent component."""
-    from simulator.overlap import Persistent, fit_persistent
+    from simulator.overlap import Persistent
+    from simulator.traces import fit_persistent
 
     parents = full_tree((2, 2, 2))
     plain = tree_p_zero(STATS, parents).p_zero

@@ -14,10 +14,10 @@ import yaml
 from simulator.cost.deployment import Deployment
 from simulator.cost.step import step_time
 from simulator.errors import ConfigError, ParameterError
-from simulator.overlap import Trace
-from simulator.overlap.layer_profile import layer_profile_from_trace, write_routing_profile
 from simulator.specs.catalog import load_hardware, load_model, load_routing_profile
 from simulator.specs.model import read_model
+from simulator.traces import Trace
+from simulator.traces.layer_profile import layer_profile_from_trace, write_routing_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN = yaml.safe_load((ROOT / "models/qwen3-30b-a3b.yaml").read_text())  # 48 MoE layers, cohere-128x8
@@ -134,7 +134,7 @@ def test_a_model_priced_with_a_written_profile(tmp_path):
 
 
 def test_overlap_fit_writes_a_profile_by_depth(tmp_path):
-    from simulator.overlap import write_trace
+    from simulator.traces import write_trace
 
     trace_path, out = tmp_path / "t.npz", tmp_path / "deep.yaml"
     write_trace(_layered_trace(3), str(trace_path))

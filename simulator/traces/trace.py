@@ -1,7 +1,7 @@
 """Routing traces: the validated routing array, writing, per-layer statistics and empirical unique-expert counts.
 
 A trace is an integer array of expert ids shaped [sequences, tokens, layers, k]. Reading files (``.npy``, ``.npz``,
-JSON Lines, and the routing dumps of SGLang and vLLM) is in :mod:`simulator.overlap.trace_formats`.
+JSON Lines, and the routing dumps of SGLang and vLLM) is in :mod:`simulator.traces.formats`.
 
 The expert count E: a trace's ids must lie in [0, E). When E is stated (``num_experts``), any id outside is an
 error that counts the bad ids; E is never widened to fit them. When it is not stated, E = largest id + 1 is
@@ -25,8 +25,9 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..outputs import atomic_write
+from ..overlap.persistent import Persistent
+from ..overlap.stats import MAX_EXPERTS, NUM_EXPERTS, OverlapStats
 from ..validation import Interval, Param, check_params
-from .stats import MAX_EXPERTS, NUM_EXPERTS, OverlapStats
 
 __all__ = [
     "BATCH_DRAWS",
@@ -267,3 +268,29 @@ def empirical_unique(trace: Trace, layer: int, n_tokens: int, batch=1, *, sample
         means.append(count.mean())
         stds.append(count.std(ddof=1) if samples > 1 else 0.0)
     return np.array(means), np.array(stds)
+
+
+def fit_persistent(trace, layer: int = 0) -> Persistent:
+    """Estimate the persistent component of one trace layer: each sequence is cut into three segments; per expert,
+    E[f1·f2] and E[f1·f2·f3] of the segment frequencies (far apart: independent given the request's latent state)
+    pooled over experts give the moments m2 = E[r²], m3 = E[r³] of the popularity ratio r; a two-point r (mean 1)
+    with these moments gives the share h, and the floor is f = m2·Σπ²/k."""
+    x = activity(trace, layer).astype(float)  # (sequences, tokens, E)
+    t = x.shape[1]
+    if t < 48:
+        raise ParameterError(f"fit_persistent needs sequences of at least 48 tokens (three segments far apart); the "
+                             f"trace has {t}", owner="fit_persistent", param="trace")
+    seg = t // 3
+    f = [x[:, i * seg:(i + 1) * seg].mean(axis=1) for i in range(3)]  # (S, E) each
+    pi = x.mean(axis=(0, 1))
+    m2 = float((f[0] * f[1]).mean(axis=0).sum() / (pi @ pi))
+    m3 = float((f[0] * f[1] * f[2]).mean(axis=0).sum() / (pi ** 3).sum())
+    k = trace.top_k
+    floor = min(m2 * float(pi @ pi) / k, 1 - 1e-9)
+    v = m2 - 1
+    if v <= 1e-9:
+        return Persistent(floor=max(floor, 1e-9), share=None)
+    mu3 = m3 - 3 * m2 + 2
+    gamma = mu3 / v ** 1.5
+    h = (1 - gamma / np.sqrt(gamma * gamma + 4)) / 2
+    return Persistent(floor=floor, share=float(min(max(h, 1e-6), 1 / m2)))

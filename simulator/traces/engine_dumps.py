@@ -1,6 +1,6 @@
 """From an engine's routing dump to token sequences: the pure mapping of SGLang's per-token expert-distribution
 records and vLLM's per-request routed_experts arrays to arrays [tokens, layers, k] of logical expert ids, and the
-cut of sequences into equal windows (docs/MODEL.md §2.9). File reading is in :mod:`simulator.overlap.trace_formats`.
+cut of sequences into equal windows (docs/MODEL.md §2.9). File reading is in :mod:`simulator.traces.formats`.
 """
 
 from __future__ import annotations

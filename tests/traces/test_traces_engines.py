@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from simulator.cli import main
 from simulator.errors import ParameterError
-from simulator.overlap import read_trace, synth_trace, validate_routing, write_trace
-from simulator.overlap import traces as traces_mod
-from simulator.overlap.trace_formats import (
+from simulator.traces import read_trace, synth_trace, validate_routing, write_trace
+from simulator.traces import trace as traces_mod
+from simulator.traces.formats import (
     SGLANG_EXPORT,
     detect_format,
     sglang_sequences,

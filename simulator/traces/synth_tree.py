@@ -5,7 +5,7 @@ a_root ~ N(0, I); every child's a_child = ρ·a_parent + sqrt(1 − ρ²)·ε, �
 component u ~ N(0, I) (one draw per request: a working set that does not decay with distance) enters as
 z = sqrt(c)·u + sqrt(1 − c)·a. Every node routes to the top-k of the logits W z + b, W with N(0, 1/h) entries and
 b calibrated so that the popularity is a Zipf profile with Σπ²/k = ``skew`` (uniform when None) — the router of
-:func:`simulator.overlap.synth_trace`. On a path (a chain of tokens) this is exactly that router, so the lag
+:func:`simulator.traces.synth_trace`. On a path (a chain of tokens) this is exactly that router, so the lag
 statistics of a chain trace (:func:`router_trace`) are the statistics of two tree nodes at the same distance:
 corr(a_u, a_v) = ρ^d for nodes at tree distance d, whatever their position in the tree.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..overlap.popularity import skew_popularity
 from ..validation import Interval, check_params
-from .popularity import skew_popularity
 from .synth import _calibrate, _top_k
-from .traces import Trace, validate_routing
+from .trace import Trace, validate_routing
 
 __all__ = ["SetRouter", "TreeRouter", "route_tree", "router_trace", "set_router", "tree_router",
            "tree_empirical_unique"]

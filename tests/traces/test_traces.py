@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from simulator.errors import ParameterError
-from simulator.overlap import (
+from simulator.traces import (
     empirical_unique,
     evaluate_trace,
     layer_stats,

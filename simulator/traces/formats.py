@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import Interval, Options, Param, check_params
 from .engine_dumps import DEFAULT_SEQ_TOKENS, sglang_sequences, vllm_sequences, windows
-from .traces import Trace, validate_routing
+from .trace import Trace, validate_routing
 
 __all__ = [
     "DEFAULT_SEQ_TOKENS",

@@ -15,7 +15,7 @@ from ..errors import ParameterError
 from ..specs.routing_profile import SCHEMA, SPLITS
 from ..specs.yamlio import dump_yaml
 from ..validation import Interval, Options, check_params
-from .traces import Trace, layer_stats
+from .trace import Trace, layer_stats
 
 __all__ = ["layer_profile_from_trace", "write_routing_profile"]
 
