@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simulator.cli import main
@@ -77,6 +77,7 @@ def test_render_hides_optional_columns_and_names_them():
 @given(st.lists(st.tuples(st.text("abc xyz-", min_size=0, max_size=30), st.text("0123456789.", max_size=12),
                           st.text("pq rs", max_size=200)), min_size=1, max_size=6),
        st.integers(40, 120))
+@example(rows=[("", "", "p" * 11), ("a" * 28, "", "")], width=40)  # found by CI: the wrap column below 12
 def test_render_fits_any_width_with_a_wrap_column(rows, width):
     """Property: fixed columns that fit leave the rest to the wrapped column; no line exceeds the width."""
     cols = [Col("a", "<"), Col("b", drop=1), Col("text", "<", wrap=True)]

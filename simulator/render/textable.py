@@ -56,19 +56,22 @@ def layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int = WIDT
     widths = _widths(cols, heads, rows)
     hidden: list[str] = []
     wrap = [i for i in range(len(cols)) if cols[i].wrap]
-    while True:  # wrap the wrappable columns (the last first) if that is enough, else hide the next optional column
-        over = _total([widths[i] for i in keep]) - width
-        if over <= 0:
-            break
+
+    def squeeze(over: int, least) -> int:  # wrap columns (the last first) down to least(i); what is still over
         for w in (i for i in reversed(wrap) if i in keep):
-            cut = min(over, widths[w] - max(len(heads[w]), 12))
+            cut = min(over, widths[w] - least(w))
             if cut > 0:
                 widths[w] -= cut
                 over -= cut
+        return over
+
+    while True:  # wrap the wrappable columns if that is enough, else hide the next optional column
+        over = squeeze(_total([widths[i] for i in keep]) - width, lambda i: max(len(heads[i]), 12))
         if over <= 0:
             break
         droppable = [i for i in keep if cols[i].drop > 0]
-        if not droppable:
+        if not droppable:  # last resort: wrapped columns narrower than 12, down to their header
+            squeeze(over, lambda i: max(len(heads[i]), 1))
             break
         worst = max(droppable, key=lambda i: (cols[i].drop, i))
         keep.remove(worst)
