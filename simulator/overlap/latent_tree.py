@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .latent import LatentParams
+from .maxent.tree_ipf import preorder, tree_children
 from .normal import ndtr_fast as ndtr
 from .normal import ndtri
 
@@ -47,18 +48,8 @@ def subtree_shapes(parents: tuple) -> tuple:
     """(shape id of every node, children of each shape as ((child shape, count), ...)); ids are numbered so that a
     shape's children have smaller ids (a post-order), the root's shape last among those it needs."""
     n = len(parents)
-    children: list = [[] for _ in range(n)]
-    root = 0
-    for v, p in enumerate(parents):
-        if p < 0:
-            root = v
-        else:
-            children[p].append(v)
-    order, stack = [], [root]
-    while stack:  # pre-order; reversed, every child comes before its parent
-        v = stack.pop()
-        order.append(v)
-        stack.extend(children[v])
+    children = tree_children(parents)
+    order = preorder(parents, children)  # reversed, every child comes before its parent
     intern: dict = {}
     shape = [0] * n
     kids: list = []

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..overlap.maxent.tree_ipf import preorder
 from ..overlap.popularity import skew_popularity
 from ..validation import Interval, check_params
 from .synth import _calibrate, _top_k
@@ -94,30 +95,13 @@ def _route_sets(router: SetRouter, parents, samples: int, rng: np.random.Generat
         np.put_along_axis(work, chosen, router.boost, axis=1)
     out = np.empty((samples, len(parents), k), dtype=np.int64)
     used = np.zeros((samples, len(parents), e), dtype=bool)
-    for v in _topological(parents):
+    for v in preorder(parents):
         score = router.log_weight + work - np.log(-np.log(rng.uniform(1e-300, 1.0, (samples, e))))
         if parents[v] >= 0:
             score = score + router.stick * used[:, parents[v]]
         out[:, v] = _top_k(score, k)
         np.put_along_axis(used[:, v], out[:, v], True, axis=1)
     return out
-
-
-def _topological(parents) -> list:
-    """Nodes ordered so that every parent comes before its children."""
-    children: list = [[] for _ in parents]
-    root = -1
-    for v, p in enumerate(parents):
-        if p < 0:
-            root = v
-        else:
-            children[p].append(v)
-    order, stack = [], [root]
-    while stack:
-        v = stack.pop()
-        order.append(v)
-        stack.extend(children[v])
-    return order
 
 
 def route_tree(router, parents, samples: int, *, seed: int = 0) -> np.ndarray:
@@ -129,7 +113,7 @@ def route_tree(router, parents, samples: int, *, seed: int = 0) -> np.ndarray:
     h = router.weight.shape[0]
     rho, c = router.persistence, router.context
     state = np.empty((samples, len(parents), h))
-    for v in _topological(parents):
+    for v in preorder(parents):
         noise = rng.standard_normal((samples, h))
         p = parents[v]
         state[:, v] = noise if p < 0 else rho * state[:, p] + np.sqrt(1 - rho * rho) * noise

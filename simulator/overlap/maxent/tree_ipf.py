@@ -34,14 +34,15 @@ import numpy as np
 
 from ...errors import InfeasibleError
 
-__all__ = ["TreeJunction", "TreeResult", "ball_sizes", "tree_depths", "tree_distances", "tree_ipf", "tree_junction"]
+__all__ = ["TreeJunction", "TreeResult", "ball_sizes", "preorder", "tree_children", "tree_depths", "tree_distances",
+           "tree_ipf", "tree_junction"]
 
 
 def tree_depths(parents: tuple) -> np.ndarray:
     """Depth of every node (root 0) of a valid parent list."""
     n = len(parents)
     depth = np.full(n, -1, dtype=int)
-    children = _children(parents)
+    children = tree_children(parents)
     root = parents.index(-1)
     depth[root] = 0
     queue = deque([root])
@@ -53,7 +54,8 @@ def tree_depths(parents: tuple) -> np.ndarray:
     return depth
 
 
-def _children(parents: tuple) -> list:
+def tree_children(parents) -> list:
+    """The children of every node of a valid parent list, in node order."""
     out: list = [[] for _ in parents]
     for v, p in enumerate(parents):
         if p >= 0:
@@ -61,8 +63,20 @@ def _children(parents: tuple) -> list:
     return out
 
 
+def preorder(parents, children: list | None = None) -> list:
+    """The nodes depth-first from the root, every parent before its children (reversed: every child before its
+    parent); ``children``: :func:`tree_children` when already at hand."""
+    children = tree_children(parents) if children is None else children
+    order, stack = [], [next(v for v, p in enumerate(parents) if p < 0)]
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        stack.extend(children[v])
+    return order
+
+
 def _adjacency(parents: tuple) -> list:
-    adj = _children(parents)
+    adj = tree_children(parents)
     for v, p in enumerate(parents):
         if p >= 0:
             adj[v].append(p)
