@@ -26,7 +26,7 @@ from .deploy import Layout, default_deployment
 from .scenario import DEPLOYMENT_FIELDS, MECHANISM_FIELDS, Scenario
 
 __all__ = ["DEFAULT_DRAFTER", "DEFAULT_HARDWARE", "Request", "default_targets", "request", "overlap_input", "resolve",
-           "resolve_acceptance", "resolve_hardware", "resolve_models"]
+           "resolve_acceptance", "resolve_hardware", "resolve_models", "scenario_for"]
 
 DEFAULT_HARDWARE = ("h100-sxm",)
 DEFAULT_DRAFTER = "eagle"
@@ -150,10 +150,15 @@ def resolve(model, hardware="h100-sxm", req: Request | None = None, *, mode: str
     """The scenario of ``model`` on ``hardware`` (names, paths or specs) that ``req`` (and/or keyword ``knobs``,
     :func:`request`) asks for under the mechanism preset ``mode`` (with the forced mechanisms), deployed by the rule
     of :mod:`.deploy`."""
-    req = request(req, **knobs)
     (m,) = resolve_models([model])
     (hw,) = resolve_hardware([hardware])
-    dep = default_deployment(m, hw, req.layout)
-    return Scenario(m, hw, dep, preset(mode).with_(**dict(req.mechanisms)), mode, parse_drafter(req.drafter),
+    return replace(scenario_for(m, hw, request(req, **knobs), mode), name=name)
+
+
+def scenario_for(model: ModelSpec, hw: HardwareProfile, req: Request, mode: str = "refined") -> Scenario:
+    """The scenario of a loaded ``model`` on a loaded ``hw`` that ``req`` asks for under the preset ``mode`` (with
+    the request's forced mechanisms), deployed by the one rule (which sees every deployment knob of the request)."""
+    dep = default_deployment(model, hw, req.layout)
+    return Scenario(model, hw, dep, preset(mode).with_(**dict(req.mechanisms)), mode, parse_drafter(req.drafter),
                     resolve_acceptance(req.acceptance), int(req.context),
-                    overlap_input(m, req.lags, req.popularity), req.tree, name=name)
+                    overlap_input(model, req.lags, req.popularity), req.tree)

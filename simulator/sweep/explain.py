@@ -20,13 +20,13 @@ from ..cost.deployment import PRESETS, PRIOR_READINGS, WALK, Deployment, Mechani
 from ..errors import ParameterError
 from ..pricing import Request, Scenario, fitting_batches, price, resolve_hardware, resolve_models, resolved_line
 from ..pricing.resolve import request as make_request
+from ..pricing.resolve import scenario_for
 from ..render.figures import save
 from ..render.textable import WIDTH, Col, render
 from ..specdec import StepCache
 from ..specdec.tree import tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from .runner import scenario_for
 from .shapley import Shapley, attribute, coalition_mechanisms, coalitions, players
 
 

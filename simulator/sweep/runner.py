@@ -20,15 +20,14 @@ from ..pricing import (
     Case,
     Request,
     Scenario,
-    default_deployment,
     default_targets,
     fitting_batches,
     price,
     resolve_hardware,
     resolve_models,
 )
-from ..pricing.resolve import overlap_input, resolve_acceptance
 from ..pricing.resolve import request as make_request
+from ..pricing.resolve import scenario_for
 from ..specdec import StepCache, default_acceptance, parse_drafter
 from ..specdec.rounds import DRAFT_LENS
 from ..specs.catalog import load_model
@@ -48,15 +47,6 @@ def grid_values(values, name: str) -> np.ndarray:
     """A batch or draft-length grid checked against its one declaration (BATCH, DRAFT_LENS), sorted, unique."""
     (BATCH if name == "batch" else DRAFT_LENS).check(list(values), name, "run_sweep")
     return np.asarray(sorted(set(int(v) for v in values)), dtype=int)
-
-
-def scenario_for(model: ModelSpec, hw: HardwareProfile, request: Request, mode: str = "refined") -> Scenario:
-    """The scenario of ``model`` on ``hw`` that ``request`` asks for under the preset ``mode`` (with the request's
-    forced mechanisms), deployed by the one rule (which sees every deployment knob of the request)."""
-    dep = default_deployment(model, hw, request.layout)
-    return Scenario(model, hw, dep, preset(mode).with_(**dict(request.mechanisms)), mode,
-                    parse_drafter(request.drafter), resolve_acceptance(request.acceptance), int(request.context),
-                    overlap_input(model, request.lags, request.popularity), request.tree)
 
 
 def in_mode(sc: Scenario, mode: str, request: Request, variant: Variant | None = None) -> Scenario:
@@ -144,4 +134,4 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
 
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_DRAFT_LEN", "DEFAULT_MODES", "deploy", "in_mode", "grid_values",
-           "run_sweep", "scenario_for"]
+           "run_sweep"]

@@ -5,15 +5,13 @@ change a field; price() is the only caller of the round functions outside the co
 from __future__ import annotations
 
 import ast
-import contextlib
 import csv
-import io
 import json
 from pathlib import Path
 
 import pytest
 
-from simulator.cli import main
+from simulator.cli import invoke
 from simulator.errors import ParameterError
 from simulator.overlap import full_tree
 from simulator.pricing import Request, price, price_pass, request, resolve
@@ -38,11 +36,9 @@ LAYOUTS = [
 
 
 def _run(argv) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        rc = main(argv)
-    assert rc == 0, argv
-    return out.getvalue()
+    r = invoke(*argv)
+    assert r.returncode == 0, argv
+    return r.stdout
 
 
 def _step(model, flags, batch, tokens, tree) -> float:

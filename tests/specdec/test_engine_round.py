@@ -4,15 +4,12 @@ never slows a round; low <= central <= high; host work grows with batch; a 1-wid
 
 from __future__ import annotations
 
-import contextlib
-import io
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.cli import main
+from simulator.cli import invoke
 from simulator.cost.deployment import PRESETS, Deployment
 from simulator.specdec import Acceptance, StepCache, speculative
 from simulator.specdec.engine_round import (
@@ -151,10 +148,8 @@ def test_levels_are_the_three_ends():
 
 
 def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
+    r = invoke(*argv)
+    return r.returncode, r.stdout, r.stderr
 
 
 def test_bad_mode_is_one_line_exit_2(tmp_path):

@@ -3,20 +3,16 @@ every mechanism set priced, so its Shapley value is 0 when forced off; bad value
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
-from simulator.cli import main
+from simulator.cli import invoke
 from simulator.cli._common import FLAGS
 from simulator.cli._scenario import MECHANISM_FLAGS
 
 
 def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
+    r = invoke(*argv)
+    return r.returncode, r.stdout, r.stderr
 
 
 def _shapley(extra):
