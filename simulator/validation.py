@@ -40,6 +40,10 @@ class Interval:
     closed: str = "both"
 
     def contains(self, value: Any) -> bool:
+        if type(value) is int or type(value) is float:  # the common case, without the numbers ABC checks
+            if self.kind is int and type(value) is float:
+                return False
+            return self._in_range(float(value))
         if isinstance(value, bool):
             return False
         if self.kind is int:
@@ -47,7 +51,9 @@ class Interval:
                 return False
         elif not isinstance(value, numbers.Real):
             return False
-        v = float(value)
+        return self._in_range(float(value))
+
+    def _in_range(self, v: float) -> bool:
         if not math.isfinite(v):
             return False
         if self.low is not None:
@@ -239,10 +245,14 @@ def params_of(owner: Any) -> dict[str, Param]:
 def check_fields(obj: Any, owner: str | None = None) -> None:
     """Check every declared field of the dataclass instance ``obj``."""
     name = owner or type(obj).__name__
-    for f in fields(obj):
-        p = f.metadata.get("param")
-        if p is not None:
-            p.check(getattr(obj, f.name), f.name, name)
+    for f, p in _declared(type(obj)):
+        p.check(getattr(obj, f), f, name)
+
+
+@functools.cache
+def _declared(cls: type) -> tuple:
+    """(field name, Param) of every declared field of the dataclass ``cls`` (read once per class)."""
+    return tuple((f.name, f.metadata["param"]) for f in fields(cls) if f.metadata.get("param") is not None)
 
 
 # -- functions ----------------------------------------------------------------------------------------------------
@@ -260,12 +270,19 @@ def declare(**params: Param) -> Callable:
         if unknown:  # a programming error, not input
             raise TypeError(f"{fn.__name__} has no parameters {unknown}")
 
+        # where each declared parameter arrives: its position (None: keyword-only), so a call needs no bind
+        names = list(sig.parameters)
+        slots = [(name, p, names.index(name) if sig.parameters[name].kind in
+                  (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) else None)
+                 for name, p in params.items()]
+
         @functools.wraps(fn)
         def checked(*args, **kwargs):
-            bound = sig.bind_partial(*args, **kwargs)
-            for name, p in params.items():
-                if name in bound.arguments:
-                    p.check(bound.arguments[name], name, fn.__name__)
+            for name, p, pos in slots:
+                if pos is not None and pos < len(args):
+                    p.check(args[pos], name, fn.__name__)
+                elif name in kwargs:
+                    p.check(kwargs[name], name, fn.__name__)
             return fn(*args, **kwargs)
 
         checked.__params__ = dict(params)

@@ -156,8 +156,9 @@ def reread_bytes(weight: np.ndarray, rows: np.ndarray, kc: KernelClass) -> np.nd
     return weight * np.maximum(0.0, rows / tile - 1.0)
 
 
-def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True) -> OpCost:
-    """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass). Where the
+def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray = True) -> OpCost:
+    """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass);
+    ``cuda_graphs``: one flag, or a bool per grid point (False: the kernel's launch is paid). Where the
     profile states an alternative kernel of the op's class for exactly its variant (``ALTERNATIVE_KERNELS``:
     TensorRT-LLM's min-latency MoE), the op runs on the faster of them at each point (the engine's selection)."""
     if op.cls == "collective":
@@ -174,7 +175,8 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = T
     return best
 
 
-def kernel_time(op: Op, kc: KernelClass, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool = True) -> OpCost:
+def kernel_time(op: Op, kc: KernelClass, hw: HardwareProfile, mech: Mechanisms,
+                cuda_graphs: bool | np.ndarray = True) -> OpCost:
     """The cost of ``op`` on kernel ``kc`` (docs/MODEL.md §3.4)."""
     k = hw.kernels
     # Scalars stay 0-d through the arithmetic (numpy broadcasts them, with the same values); the outputs are
@@ -216,7 +218,9 @@ def kernel_time(op: Op, kc: KernelClass, hw: HardwareProfile, mech: Mechanisms, 
     if hw.l2_bandwidth > 0:
         t_mem = t_mem + l2 / hw.l2_bandwidth
     fixed = fixed_seconds(op, kc, mech, shape)
-    if not cuda_graphs:
+    if isinstance(cuda_graphs, np.ndarray):  # per point: graph-captured (True) or eager (False)
+        fixed = fixed + np.where(cuda_graphs, 0.0, op.calls * step_fixed(hw, mech, "launch_eager"))
+    elif not cuda_graphs:
         fixed = fixed + op.calls * step_fixed(hw, mech, "launch_eager")
     return OpCost(op.name, op.cls, _full(fixed + smooth_max(t_comp, t_mem, q), shape), _full(fixed, shape),
                   _full(t_comp, shape), _full(t_mem, shape), _full(hbm + act, shape), _full(l2, shape),

@@ -9,7 +9,7 @@ costs a whole batch sweep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -54,6 +54,11 @@ class StepResult:
     unique_experts: np.ndarray  # per MoE layer (mean over MoE layers), busiest rank
     unique_experts_total: np.ndarray  # per MoE layer (mean over MoE layers), all ranks
     fixed_time: np.ndarray  # seconds of fixed costs on the critical path (floors, host overhead)
+
+    def rows(self, index) -> StepResult:
+        """The grid points ``index`` (a slice or an index array) of this result."""
+        return StepResult(**{f.name: ({k: v[index] for k, v in x.items()} if isinstance(x, dict) else x[index])
+                             for f in fields(self) for x in (getattr(self, f.name),)})
 
     @property
     def bound(self) -> np.ndarray:
@@ -225,17 +230,35 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
     (one cached length per point: `validate tpot` prices a deployment's rows of every context in one call)."""
     (CONTEXTS if np.ndim(context) else CONTEXT).check(context, "context", "step_time")
     mech = mech or Mechanisms()
+    hw, dep = resolved(model, hw, dep)
+    if check_fit:
+        ctx = np.asarray(context)
+        check_memory(model, hw, dep, float(np.max(batch)), float(np.max(tokens)), int(ctx.max()))
+    return resolved_step(model, hw, dep, batch, tokens, context, mech, overlap)
+
+
+def resolved(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> tuple[HardwareProfile, Deployment]:
+    """(the engine's profile, the deployment with ``all_to_all`` resolved) after :func:`validate`: what
+    :func:`resolved_step` takes (a memo of step times does this once per deployment)."""
     validate(model, hw, dep)
     hw = hw.for_engine(dep.engine)  # the engine's kernel parameters (docs/MODEL.md §3.7)
-    dep = resolve_all_to_all(hw, dep)
+    return hw, resolve_all_to_all(hw, dep)
+
+
+def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context,
+                  mech: Mechanisms, overlap: OverlapInput | None = None, eager=None) -> StepResult:
+    """:func:`step_time` on inputs already checked, with ``hw, dep`` from :func:`resolved` (no memory check).
+    ``eager``: None, or a bool array aligned with the grid whose True points run without CUDA graphs (every
+    kernel pays its launch, ``kernels.step.launch_eager``) whatever ``dep.cuda_graphs`` says: a graph-captured
+    pass and its eager twin priced in one call."""
     ctx = np.asarray(context)
     batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                         np.atleast_1d(np.asarray(tokens, dtype=float)))
     if ctx.ndim:  # per-point contexts: every array to one shape
         batch, tokens, ctx = np.broadcast_arrays(batch, tokens, ctx.astype(float))
     batch, tokens = batch.copy(), tokens.copy()
-    if check_fit:
-        check_memory(model, hw, dep, float(batch.max()), float(tokens.max()), int(ctx.max()))
+    graphs = dep.cuda_graphs if eager is None or not dep.cuda_graphs else \
+        ~np.broadcast_to(np.asarray(eager, dtype=bool), batch.shape)
     wl = Workload(batch, tokens, ctx.copy() if ctx.ndim else int(context))
     groups, head, info = describe(model, dep, wl, mech, overlap)
     # Two-batch overlap: each layer runs as two micro-batches of B/2 where every attention rank has two requests
@@ -277,7 +300,7 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
                 flops += n * c.flops
 
     for g, half in zip(groups, halves, strict=True):
-        costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in g.ops]
+        costs = [op_time(op, hw, mech, graphs) for op in g.ops]
         length, on_path = critical_path(structure(g.ops), {c.name: c.time for c in costs})
         weights = [on_path[c.name] for c in costs]
         if half is None:
@@ -287,11 +310,11 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
         whole = g.count * (~split)  # points left unsplit, and the split ones: two micro-batches per layer
         total += whole * length
         account(costs, weights, whole)
-        half_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in half.ops]
+        half_costs = [op_time(op, hw, mech, graphs) for op in half.ops]
         both, stream = _overlapped(half.ops, half_costs)
         total += g.count * split * both
         account(half_costs, stream, g.count * split, runs=2.0 * g.count * split)  # each half-batch op runs twice
-    head_costs = [op_time(op, hw, mech, dep.cuda_graphs) for op in head]
+    head_costs = [op_time(op, hw, mech, graphs) for op in head]
     for c in head_costs:
         total += c.time
     account(head_costs, [None] * len(head_costs), 1)  # once per step, weight 1

@@ -38,6 +38,7 @@ scores all γ + 1 verify positions against the whole context), not an overhead.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -51,23 +52,44 @@ from ..specs.model import ModelSpec
 __all__ = ["gdn_checkpoint_time", "graph_batch", "padded_step"]
 
 
+@functools.lru_cache(maxsize=4096)
+def capture_requests(graphs: GraphCapture, tokens: int) -> tuple[int, ...]:
+    """The captured batches in requests, increasing, of a pass of ``tokens`` tokens per request under the capture
+    list ``graphs``: the sizes themselves (unit requests), or (unit tokens) the sizes rounded up to multiples of
+    ``tokens`` that stay within the largest size (vLLM PR #28315), in requests."""
+    sizes, s = graphs.sizes, max(int(tokens), 1)
+    if graphs.unit == "tokens":
+        reqs = np.unique([-(-c // s) for c in sizes if -(-c // s) * s <= sizes[-1]] or [0])
+    else:
+        reqs = np.asarray(sizes)
+    return tuple(int(r) for r in reqs if r > 0)
+
+
 def graph_batch(graphs: GraphCapture, batch, tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """(padded batch, eager) per batch point for a pass of ``tokens`` tokens per request under the capture list
     ``graphs`` (the engine's ``kernels.graphs``): the batch of the captured graph the engine replays (≥ the batch),
     or the batch itself with eager = True above the cap."""
-    sizes, unit = graphs.sizes, graphs.unit
     b = np.atleast_1d(np.asarray(batch, dtype=float))
-    s = max(int(tokens), 1)
-    if unit == "tokens":  # sizes rounded up to multiples of s, at most the largest size (vLLM PR #28315)
-        cap = sizes[-1]
-        reqs = np.unique([-(-c // s) for c in sizes if -(-c // s) * s <= cap] or [0])
-    else:
-        reqs = np.asarray(sizes)
-    reqs = reqs[reqs > 0]
+    reqs = np.asarray(capture_requests(graphs, tokens), dtype=float)
     idx = np.searchsorted(reqs, b, side="left")
     eager = idx >= reqs.size
     padded = np.where(eager, b, reqs[np.minimum(idx, reqs.size - 1)] if reqs.size else b)
     return padded.astype(float), eager
+
+
+def _padded_batches(graphs: GraphCapture, per_rank: np.ndarray, tokens: np.ndarray, speculative: np.ndarray):
+    """:func:`graph_batch` at every point at once, each with its own pass length and capture list (plain decoding
+    or an SD round's): the lists of the distinct (tokens, speculative) pairs side by side, padded with inf."""
+    keys, inverse = np.unique(tokens * 2.0 + speculative, return_inverse=True)
+    lists = [capture_requests(graphs.for_round(bool(k % 2)), int(k // 2)) for k in keys]
+    table = np.full((len(lists), max(map(len, lists)) + 1), np.inf)
+    for i, reqs in enumerate(lists):
+        table[i, :len(reqs)] = reqs
+    sizes = np.array([len(r) for r in lists])[inverse]
+    rows = table[inverse]
+    idx = (rows < per_rank[:, None]).sum(axis=1)  # searchsorted, side="left", row by row
+    eager = idx >= sizes
+    return np.where(eager, per_rank, rows[np.arange(idx.size), np.minimum(idx, np.maximum(sizes - 1, 0))]), eager
 
 
 def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context: int,
@@ -83,19 +105,20 @@ def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, b
     if mech.graph_padding != "on" or not dep.cuda_graphs or graphs is None:
         return cache.step(model, hw, dep, b, s, context, mech, overlap)
     sd = np.broadcast_to(np.atleast_1d(np.asarray(speculative, dtype=bool)), b.shape)
-    pb, eager = b.copy(), np.zeros(b.shape, dtype=bool)
     per_rank = np.ceil(b / dep.dp)  # under attention DP every rank captures and replays its own batch
-    for x in np.unique(s):
-        for flag in (False, True):
-            rows = (s == x) & (sd == flag)
-            if rows.any():
-                padded, eager[rows] = graph_batch(graphs.for_round(flag), per_rank[rows], int(x))
-                pb[rows] = np.where(padded == per_rank[rows], b[rows], padded * dep.dp)
-    res = cache.step(model, hw, dep, pb, s, context, mech, overlap)
-    if eager.any():  # launches overlap the GPU's work: the pass takes max(T_graph, L), L = Σ per-kernel launch costs
-        launches = cache.step(model, hw, replace(dep, cuda_graphs=False), pb, s, context, mech, overlap).time - res.time
-        res = replace(res, time=np.where(eager, np.maximum(res.time, launches), res.time))
-    return res
+    padded, eager = _padded_batches(graphs, per_rank, np.rint(s), sd)
+    pb = np.where(padded == per_rank, b, padded * dep.dp)
+    if not eager.any():
+        return cache.step(model, hw, dep, pb, s, context, mech, overlap)
+    # launches overlap the GPU's work: the pass takes max(T_graph, L), L = Σ per-kernel launch costs (T_eager −
+    # T_graph); the eager points' launch-paying twins are priced in the same call, appended after the grid
+    n = b.size
+    both = cache.step(model, hw, dep, np.concatenate([pb, pb[eager]]), np.concatenate([s, s[eager]]), context, mech,
+                      overlap, np.arange(n + int(eager.sum())) >= n)
+    res = both.rows(slice(0, n))
+    launches = np.zeros(n)
+    launches[eager] = both.time[n:] - res.time[eager]
+    return replace(res, time=np.where(eager, np.maximum(res.time, launches), res.time))
 
 
 def gdn_checkpoint_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, drafted,

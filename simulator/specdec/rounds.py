@@ -31,7 +31,7 @@ from ..cost.deployment import Deployment, Mechanisms
 from ..cost.engine import step_fixed
 from ..cost.ops import BATCH, CONTEXT
 from ..cost.routing import OverlapInput
-from ..cost.step import StepResult, step_key, step_time
+from ..cost.step import StepResult, resolved, resolved_step, step_key
 from ..errors import ParameterError
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
@@ -52,22 +52,30 @@ class StepCache:
     def __init__(self):
         self._results: dict = {}
         self._alive: dict = {}
+        self._resolved: dict = {}
         self.hits = 0
         self.misses = 0
 
     def step(self, model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch: np.ndarray, tokens,
-             context: int, mech: Mechanisms, overlap: OverlapInput | None = None) -> StepResult:
-        """T(B, s) over aligned ``batch`` and ``tokens`` arrays (or a scalar s), memoised."""
+             context: int, mech: Mechanisms, overlap: OverlapInput | None = None, eager=None) -> StepResult:
+        """T(B, s) over aligned ``batch`` and ``tokens`` arrays (or a scalar s), memoised; ``eager``: the points
+        priced without CUDA graphs (:func:`~simulator.cost.step.resolved_step`). The deployment is validated and
+        resolved once per (model, GPU, deployment)."""
         batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                             np.atleast_1d(np.asarray(tokens, dtype=float)))
-        key = (id(model), id(hw), dep, step_key(mech), overlap, tokens.tobytes(), int(context), batch.tobytes())
+        key = (id(model), id(hw), dep, step_key(mech), overlap, tokens.tobytes(), int(context), batch.tobytes(),
+               None if eager is None else np.asarray(eager, dtype=bool).tobytes())
         hit = self._results.get(key)
         if hit is not None:
             self.hits += 1
             return hit
         self.misses += 1
         self._alive[id(model)], self._alive[id(hw)] = model, hw
-        res = step_time(model, hw, dep, batch, tokens, int(context), mech, overlap, check_fit=False)
+        where = (id(model), id(hw), dep)
+        ready = self._resolved.get(where)
+        if ready is None:
+            ready = self._resolved[where] = resolved(model, hw, dep)
+        res = resolved_step(model, *ready, batch, tokens, int(context), mech, overlap, eager)
         self._results[key] = res
         return res
 
