@@ -8,6 +8,7 @@ combine. Dense FFN layers and shared experts follow the attention layout.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from ..errors import InfeasibleError
@@ -204,7 +205,12 @@ def resolve_all_to_all(hw: HardwareProfile, dep: Deployment) -> Deployment:
         return dep
     across = dep.dp > 1 and (dep.gpus > A2A_NCCL_MAX_GPUS or (hw.domain_size > 0 and dep.gpus > hw.domain_size))
     mode = A2A_ACROSS_DOMAINS if across and A2A_MODES[A2A_ACROSS_DOMAINS] in hw.kernels.collectives else "nccl"
-    return replace(dep, all_to_all=mode)
+    return _with_all_to_all(dep, mode)
+
+
+@functools.lru_cache(maxsize=4096)
+def _with_all_to_all(dep: Deployment, mode: str) -> Deployment:
+    return replace(dep, all_to_all=mode)  # memoised: a sweep resolves the same deployment many times
 
 
 def two_batch_overlap_on(mech: Mechanisms, dep: Deployment) -> bool:

@@ -124,12 +124,21 @@ def resolved_line(dep: Deployment, context: int) -> str:
 def fitting_batches(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens: int,
                     context: int) -> tuple[list[float], str]:
     """The batches whose weights + KV fit (ascending), and a one-line note when some do not ("" if all fit)."""
-    ok, why = [], ""
-    for b in sorted(float(x) for x in batch):
+    grid = sorted(float(x) for x in batch)
+
+    def error(b: float) -> str:
         try:
             check_memory(model, hw, dep, b, tokens, context)
-            ok.append(b)
         except InfeasibleError as exc:
-            why = str(exc)
-            break
-    return ok, why
+            return str(exc)
+        return ""
+
+    # the need (weights + KV) grows with the batch, so the fitting batches are a prefix: bisect for its end
+    lo, hi = 0, len(grid)  # grid[:lo] fit; grid[hi:] do not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if error(grid[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return grid[:lo], (error(grid[lo]) if lo < len(grid) else "")

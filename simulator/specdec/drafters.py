@@ -132,8 +132,24 @@ def mtp_spec(target: ModelSpec) -> ModelSpec:
     return _single_layer(target, "mtp", ffn)
 
 
+_SPECS: dict = {}  # (drafter, id(target)) -> (target, spec): drafter_spec's memo (the target kept to check identity)
+
+
 def drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
-    """The spec the engine costs for ``drafter`` (None for a fixed ratio or an n-gram lookup)."""
+    """The spec the engine costs for ``drafter`` (None for a fixed ratio or an n-gram lookup); the same object
+    for the same drafter and target object (memoised: a sweep asks for it several times per case)."""
+    key = (drafter, id(target))
+    hit = _SPECS.get(key)
+    if hit is not None and hit[0] is target:
+        return hit[1]
+    spec = _drafter_spec(drafter, target)
+    if len(_SPECS) >= 1024:  # bounded: what-if specs are new objects each time
+        _SPECS.clear()
+    _SPECS[key] = (target, spec)
+    return spec
+
+
+def _drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
     if drafter.kind == "eagle":
         return eagle_head_spec(target)
     if drafter.kind == "eagle3" and drafter.model:
