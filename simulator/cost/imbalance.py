@@ -49,6 +49,7 @@ def normal_cdf(x):
 
 
 @functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)
 def expected_max_normal(ranks: int) -> float:
     """e_R = E[max of R independent standard normals] = ∫ (1 − Φ(x)^R) dx − ∫ Φ(x)^R dx over x < 0 and x > 0."""
     if ranks <= 1:
@@ -76,7 +77,7 @@ def request_factor(lift: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     smax = int(max(1, s.max(initial=1)))
     lam = np.zeros(smax)
     if lift.size:
-        lam[1:] = [lift[min(d, lift.size) - 1] for d in range(1, smax)]
+        lam[1:] = lift[np.minimum(np.arange(1, smax), lift.size) - 1]
     d = np.arange(smax)
     w = np.clip(1.0 - d[None, :] / s.reshape(-1, 1), 0.0, None) * (d[None, :] >= 1)
     return (1.0 + 2.0 * (w * lam[None, :]).sum(axis=1)).reshape(s.shape)

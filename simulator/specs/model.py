@@ -158,9 +158,9 @@ class ModelSpec:
         the layers on every step)."""
         return tuple((self.layer_kind(i), self.is_moe_layer(i)) for i in range(self.layers))
 
-    @property
+    @functools.cached_property
     def moe_layer_count(self) -> int:
-        return sum(self.is_moe_layer(i) for i in range(self.layers))
+        return sum(moe for _, moe in self.layer_layout)
 
 
 def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
