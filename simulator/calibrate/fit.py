@@ -23,7 +23,7 @@ from ..errors import ConfigError, ParameterError
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import DEFAULT_ENGINE, Collective, Curve, KernelClass
-from .guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed
+from .guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed, select_moe_rows
 from .measured import (
     ATTN_FIT_MIN_KV,
     COLLECTIVES,
@@ -148,9 +148,11 @@ def gemm_host_timed(rows: list[dict], hw: HardwareProfile, dtype_csv: str, ref: 
 def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, compute_mu: Curve,
             ref: Reference = REF, cls: str = "moe") -> Fit:
     """The MoE kernel of one format (``cls`` "moe"), or TensorRT-LLM's min-latency kernel ("moe_min_latency")."""
-    r = moe_rows(rows, dtype_csv, ref, min_latency=cls == "moe_min_latency")
     dtype = DTYPE_NAMES[dtype_csv]
-    op = moe_row_op(r, dtype, None if dtype_csv == MXFP4_W4A8 else moe_compute(dtype))
+    compute = None if dtype_csv == MXFP4_W4A8 else moe_compute(dtype)
+    r, left = select_moe_rows(moe_rows(rows, dtype_csv, ref, min_latency=cls == "moe_min_latency"), ref.framework,
+                              lambda q: moe_row_op(q, dtype, compute).weight_bytes, hw, cls == "moe")
+    op = moe_row_op(r, dtype, compute)
     y = col(r, "latency_us") * 1e-6
     groups = np.array([f'{q["model"]}|{q["moe_tp_size"]}|{q["moe_ep_size"]}' for q in r])  # deterministic keys
     fit_mask = moe_fit_mask(op)
@@ -176,7 +178,7 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
             + (f", {dtype_csv} table" if dtype == "mxfp4" else ""))
     return Fit(cls, dtype, kernel(th), int(fit_mask.sum()), mf, ml,
                mape(kernel_time(op, kernel(th), hw, REFINED).time, y), what, "(model, tp, ep)",
-               {"rows_total": len(y), "at_bounds": bound})
+               {"rows_total": len(y), "at_bounds": bound, "left_out": left})
 
 
 # --- attention ----------------------------------------------------------------------------------------------------

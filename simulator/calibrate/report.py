@@ -45,6 +45,10 @@ def report_markdown(cal: Calibration) -> str:
     if flagged:
         lines += ["", "Flagged (one parameter at a bound of its fit; kept):", ""]
         lines += [f"- {f.cls} {f.variant}: {', '.join(f.notes['at_bounds'])}" for f in flagged]
+    left = [f for f in cal.fits if f.notes.get("left_out")]
+    if left:
+        lines += ["", "Rows left out of a fit (docs/MODEL.md §3.7 \"Guards\"; counted in no MAPE above):", ""]
+        lines += [f"- {f.cls} {f.variant}: {'; '.join(f.notes['left_out'])}" for f in left]
     who = "SGLang/vLLM" if cal.engine == DEFAULT_ENGINE else engine_display(cal.reference.framework)
     if cal.eager_rows:
         lines += ["", f"Eager (no CUDA graph) extra cost per kernel: {cal.eager_extra * 1e6:.1f} µs (median over "

@@ -4,7 +4,8 @@ parallelism, redundant experts, formats), the per-rank decode batch and the cont
 stated by the source or assumed (and why); the published throughput is an outcome, compared only (nothing is fitted
 to it). Per case: the refined model with the engine's defaults (all-to-all ``auto``, two-batch overlap ``auto``),
 and the same without the mechanisms of issue 18 that such deployments hinge on (NCCL dispatch, no two-batch overlap)
-so that what each contributes is visible.
+so that what each contributes is visible. A case whose source says the deployment ran without two-batch overlap states
+``two_batch_overlap: off`` (its default run then has none; the "without TBO" run equals it).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..cost.deployment import Deployment, Mechanisms, resolve_all_to_all, two_batch_overlap_on
+from ..cost.deployment import ONOFF, Deployment, Mechanisms, resolve_all_to_all, two_batch_overlap_on
 from ..pricing import Scenario, price_pass
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
+from ..specs.wide_ep import A2A_AUTO
 from ..validation import Interval, Param, param_field
 from .outcome import Part, table
 from .schema import choice, loadable, positive
@@ -39,6 +41,7 @@ class Case:
     batch_from: str = choice(BATCH_FROM)
     kv_dtype: str = choice(KV_DTYPES, "bf16")
     redundant_experts: int = param_field(Param(Interval(int, 0, 65536)), 0)
+    two_batch_overlap: str = choice((A2A_AUTO, *ONOFF), A2A_AUTO)  # as the source deployed it (auto: the default)
     source: str = ""
     note: str = ""
 
@@ -60,9 +63,10 @@ def predict(c: Case) -> dict:
     dep = _deployment(c, model, hw)
     eng = hw.for_engine(c.engine)
     resolved = resolve_all_to_all(eng, dep)
+    mech = Mechanisms(two_batch_overlap=c.two_batch_overlap)
     out = {"deployment": resolved.label, "all_to_all": resolved.all_to_all,
-           "tbo": two_batch_overlap_on(Mechanisms(), resolved)}
-    runs = {"default": (dep, Mechanisms()), "nccl": (replace(dep, all_to_all="nccl"), Mechanisms()),
+           "tbo": two_batch_overlap_on(mech, resolved)}
+    runs = {"default": (dep, mech), "nccl": (replace(dep, all_to_all="nccl"), mech),
             "no_tbo": (dep, Mechanisms(two_batch_overlap="off"))}
     for key, (d, mech) in runs.items():
         sc = Scenario(model, hw, d, mech, context=c.context)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .summary import GOAL
 from .tpot import TpotValidation
 
 
@@ -44,6 +45,15 @@ def markdown(v: TpotValidation, source_note: str = "") -> str:
     for key, what in (("moe_by_engine", "engine"), ("moe_by_gpu", "GPU")):
         for k, st in s[key].items():
             out.append(line(f"MoE rows (batch stated), {what} {k}", st))
+    out += ["", "## MoE rows (batch stated) by engine and GPU", "",
+            f"Which groups carry the error: rows beyond ±{100 * GOAL:.0f}% (issue 18's goal for the median) of the "
+            f"{m['ok']} priced, {m['beyond_goal']} in all.", "",
+            "| engine on GPU | rows | priced | median abs error | bias (mean signed) | median signed | within ±20% | "
+            f"rows beyond ±{100 * GOAL:.0f}% |",
+            "|---|---|---|---|---|---|---|---|"]
+    for k, st in s["moe_by_engine_gpu"].items():
+        out.append(f"| {k} | {st['rows']} | {st['ok']} | {_pct(st['median_abs_error'])} | {_pct(st['bias'])} | "
+                   f"{_pct(st['median_signed_error'])} | {_pct(st['within_20pct'])} | {st['beyond_goal']} |")
     out += ["", "## By (model, GPU, engine, mode)", "",
             "| model | GPU | engine | mode | grounding | priced / rows | median abs error | MAPE | bias |",
             "|---|---|---|---|---|---|---|---|---|"]

@@ -185,6 +185,8 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
     if model.ffn.is_moe:
         ep = int_col(row, f"{pre}moe_ep_size", 1)
         moe_tp = int_col(row, f"{pre}moe_tp_size", max(1, tp * dp // max(ep, 1)))
+        if _squared_tp(row, pre, tp, ep, moe_tp):
+            tp, moe_tp = ep, 1
         if dp == 1 and model.attention.q_heads % tp and tp <= hw.domain_size:
             tp, dp, ep, moe_tp, redundant, batch = _wide_ep(model, tp, batch)
     else:
@@ -215,6 +217,19 @@ def _deploy(name: str, gpu: str, model, hw, layout: tuple) -> tuple[Deployment, 
     return hit
 
 
+def _squared_tp(row: dict, pre: str, tp: int, ep: int, moe_tp: int) -> bool:
+    """Whether a MoE row's ``tp_size`` is the product ``moe_tp_size × moe_ep_size`` of an ``m``-GPU deployment with
+    attention TP ``m`` and expert parallelism ``m`` (``tp_size = m²``, ``moe_tp_size = moe_ep_size = m > 1``,
+    ``attention_dp_size`` stated as 1). aiconfigurator's silicon rows of this form carry ids saying ``tp{m}_ep{m}``
+    (the 2026-04-06 collection) or share their measured TPOT, to the last digit, with a row of columns ``tp_size m,
+    moe_tp_size 1, moe_ep_size m`` (``qwen3_5_b200_sglang_fp8_agg_8192x1024_c64_cfg615`` and
+    ``2026_03_25_qwen3_5_397b_b200_sxm_sglang_fp8_agg_8192x1024_c64_tp4_0_ep4_0_337``: 33.1706 ms each); read as
+    ``m²`` GPUs of attention TP they would put DeepSeek's attention over 8 nodes. Read as tp ``m``, ep ``m``,
+    moe_tp 1. Rows whose attention DP column is empty (older rows with ids saying
+    ``tp4_epnone``: tp 4 = moe_tp 2 × ep 2 on 4 GPUs) keep the plain reading."""
+    return ((row.get(f"{pre}attention_dp_size") or "").strip() == "1" and ep == moe_tp > 1 and tp == ep * moe_tp)
+
+
 def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int]:
     """The layout of a MoE row whose ``tp_size`` cannot be attention TP (it does not divide the heads) and whose
     attention DP is 1: ``tp_size`` counts the GPUs of a wide-EP deployment with attention data parallelism (the
@@ -223,8 +238,8 @@ def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int
     engines' expert-parallel load balancers fill the EP ranks equally with redundant expert slots (TRT-LLM
     ``num_slots``, SGLang ``ep_num_redundant_experts`` must make slots a multiple of ep), at least
     ``(-experts) mod ep`` of them; the row's batch (all requests, attention DP 1) is spread over the dp ranks.
-    Only within one scale-up domain (where those recipes run): beyond it the columns are ambiguous (H200 rows with
-    tp_size 64 = moe_tp 8 × moe_ep 8 have ids saying tp8_ep8) and the row stays refused.
+    Only within one scale-up domain (where those recipes run): beyond it the columns are ambiguous and the row stays
+    refused (``tp_size`` 64 = moe_tp 8 × moe_ep 8 is :func:`_squared_tp`'s reading, applied first).
     Returns (tp, dp, ep, moe_tp, redundant_experts, batch per rank)."""
     redundant = -model.ffn.experts % gpus
     return 1, gpus, gpus, 1, redundant, max(1, -(-batch // gpus))

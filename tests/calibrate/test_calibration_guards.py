@@ -1,5 +1,5 @@
 """Calibration guards (calibrate/guard.py; issue 18 item 2): host-timed tables, fits at their bounds, floors
-out of line with the other engines on the same GPU."""
+out of line with the other engines on the same GPU, one MoE kernel per fit, MoE series above the HBM peak."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from simulator.calibrate.guard import (
     at_bounds,
     floor_out_of_line,
     host_timed,
+    moe_kernel_rows,
+    over_peak_series,
     roofline_seconds,
+    select_moe_rows,
 )
 from simulator.cost.opviews import gemm_op
 from simulator.specs import load_hardware
@@ -71,3 +74,42 @@ def test_vllm_tables_on_h100_are_refused_with_their_reasons():
     assert "host work" in refused["gemm fp8_block"]
     assert "moe fp8" in refused
     assert {(f.cls, f.variant) for f in cal.fits} >= {("gemm", "bf16"), ("moe", "fp8_block")}
+
+
+def _moe_rows(kernel, model, n):
+    return [{"kernel_source": kernel, "model": model, "latency_us": "100"} for _ in range(n)]
+
+
+def test_one_moe_kernel_per_fit():
+    """SGLang's Blackwell tables hold two kernels per format: the fit reads the one SGLang runs; an engine with no
+    declared kernel, or rows of one kernel, keep every row."""
+    rows = _moe_rows("sglang_flashinfer_trtllm_moe", "Q", 3) + _moe_rows("sglang_fused_moe_triton", "M", 2)
+    kept, why = moe_kernel_rows(rows, "SGLang")
+    assert [x["model"] for x in kept] == ["Q"] * 3 and "2 rows of sglang_fused_moe_triton" in why
+    assert moe_kernel_rows(rows, "VLLM") == (rows, "")
+    assert moe_kernel_rows(rows[3:], "SGLang") == (rows[3:], "")
+
+
+def test_series_streaming_above_the_hbm_peak_is_left_out():
+    """A (model, kernel) series with one row faster than the HBM peak under balanced routing goes, whole."""
+    rows = _moe_rows("k", "DeepSeek-V3", 3) + _moe_rows("k", "Qwen3", 2)
+    peak = H100.hbm_bandwidth * 100e-6  # bytes one row streams at the peak in 100 us
+    wb = np.array([0.5, 1.2, 0.9, 0.8, 0.99]) * peak
+    keep, why = over_peak_series(rows, wb, np.full(5, 100e-6), H100)
+    assert keep.tolist() == [False, False, False, True, True]
+    assert "3 DeepSeek-V3 rows of k" in why and "1.20x" in why
+    kept, notes = select_moe_rows(rows, "TRTLLM", lambda r: wb[:len(r)], H100)
+    assert len(kept) == 2 and len(notes) == 1
+    assert select_moe_rows(rows, "TRTLLM", lambda r: wb, H100, throughput=False) == (rows, ())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("aiconfigurator_core") is None,
+                    reason="needs the optional extra .[calibrate] (aiconfigurator-core tables)")
+def test_sglang_b200_moe_fits_read_one_kernel_and_balanced_series():
+    from simulator.calibrate.fit import calibrate_engine
+
+    cal = calibrate_engine("b200", "sglang")
+    moe = {f.variant: f for f in cal.fits if f.cls == "moe"}
+    assert "sglang_fused_moe_triton" in " ".join(moe["fp8_block"].notes["left_out"])
+    assert "DeepSeek-V3" in " ".join(moe["nvfp4"].notes["left_out"])
+    assert all(f.mape_fit <= 0.10 and f.mape_loso <= 0.12 for f in moe.values())

@@ -55,3 +55,15 @@ def test_findings_name_every_case():
     assert f"predicts {n} of {n} cases faster" in " ".join(fast.findings)
     assert "Every case states its batch." in fast.findings and "Every case states" not in " ".join(slow.findings)
 
+
+
+def test_a_case_deployed_without_two_batch_overlap_is_priced_without_it():
+    """The GB200 posts run without TBO (part I: 'allows two-batch overlap to be disabled'; part II: a fine-grained
+    combine overlap instead): the case states it, and its default run is the no-TBO run."""
+    cases = {c.name: c for c in _settings().cases}
+    c = cases["sglang-48xgb200-decode-part1"]
+    assert c.two_batch_overlap == "off" and cases["lmsys-72xh100-decode"].two_batch_overlap == "auto"
+    p = predict(c)
+    assert not p["tbo"] and p["default"] == pytest.approx(p["no_tbo"], rel=1e-12)
+    on = predict(replace(c, two_batch_overlap="auto"))
+    assert on["tbo"] and on["default"] != p["default"]

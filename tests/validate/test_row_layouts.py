@@ -95,7 +95,26 @@ def test_ep_not_dividing_experts_needs_slots_that_fill_the_ranks(ep):
         validate(m, hw, mk(-256 % ep + 1))
 
 
+@pytest.mark.parametrize("m", [4, 8])
+def test_squared_tp_columns_read_as_tp_m_ep_m(tmp_path, m):
+    """tp_size m² = moe_tp m × moe_ep m with attention DP 1 (aiconfigurator's rows with ids saying tp{m}_ep{m}, and
+    their twins stating tp m, moe_tp 1, ep m with the same measured TPOT) is priced as the m-GPU deployment."""
+    r = _rows(tmp_path, _agg("sq", "Qwen/Qwen3.5-397B-A17B", "h200_sxm", "sglang", "fp8_block", 16, m * m, 1, m, m),
+              _agg("tw", "Qwen/Qwen3.5-397B-A17B", "h200_sxm", "sglang", "fp8_block", 16, m, 1, 1, m))
+    assert r["sq"].status == r["tw"].status == "ok", (r["sq"].reason, r["tw"].reason)
+    assert r["sq"].gpus == m and r["sq"].predicted_tpot_ms == r["tw"].predicted_tpot_ms
+
+
+def test_squared_tp_reading_needs_attention_dp_stated_as_one(tmp_path):
+    """Older rows leave attention DP empty (ids saying tp4_epnone): tp 4 = moe_tp 2 × ep 2 stays 4 GPUs."""
+    row = _agg("h", "Qwen/Qwen3-235B-A22B-FP8", "h100_sxm", "trtllm", "fp8_block", 16, 4, "", 2, 2)
+    assert _rows(tmp_path, row)["h"].gpus == 4
+    row = _agg("g", "deepseek-ai/DeepSeek-R1", "b200_sxm", "trtllm", "fp8_block", 16, 8, 1, 2, 4)
+    assert _rows(tmp_path, row)["g"].gpus == 8  # moe_tp ≠ moe_ep: the plain reading
+
+
 def test_wide_ep_reading_only_within_one_scale_up_domain(tmp_path):
-    """tp_size 64 on an 8-GPU HGX system with 32 heads: not read as wide EP (ambiguous columns); refused."""
-    r = _rows(tmp_path, _agg("q", "Qwen/Qwen3.5-397B-A17B", "h200_sxm", "sglang", "fp8_block", 64, 64, 1, 8, 8))["q"]
+    """tp_size 64 (moe_tp 64) on an 8-GPU HGX system with 32 heads: not read as wide EP beyond one scale-up domain
+    (ambiguous columns); refused."""
+    r = _rows(tmp_path, _agg("q", "Qwen/Qwen3.5-397B-A17B", "h200_sxm", "sglang", "fp8_block", 64, 64, 1, 64, 1))["q"]
     assert r.status == "refused" and "'tp' = 64" in r.reason

@@ -214,6 +214,18 @@ def test_headline_uses_batch_stated_rows_only():
     assert all(x.batch_from == "column" for x in stated)
 
 
+def test_engine_by_gpu_groups_partition_the_headline_and_count_rows_beyond_the_goal():
+    from simulator.validate.summary import GOAL, summarise
+
+    v = validate_tpot(TINY)
+    s = summarise(v.rows)
+    head, parts = s["moe_rows_of_catalog_gpus"], s["moe_by_engine_gpu"].values()
+    assert head["ok"] > 0 and head["beyond_goal"] > 0
+    assert sum(p["ok"] for p in parts) == head["ok"] and sum(p["rows"] for p in parts) == head["rows"]
+    beyond = sum(abs(x.error) > GOAL for x in v.rows if x.status == "ok" and x.moe)
+    assert head["beyond_goal"] == sum(p["beyond_goal"] for p in parts) == beyond
+
+
 def test_catalog_names_are_unambiguous():
     """Every name, display name, alias and hub id of a bundled model or GPU names one entry (the look-up keeps the
     first claim, so a clash would silently price the wrong spec)."""
