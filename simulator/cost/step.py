@@ -198,24 +198,33 @@ def _sinks(ops: list[Op]) -> list[str]:
     return list(structure(ops).sinks)
 
 
-def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_max: float, tokens: float,
-                 context: int, extra_weights: float = 0.0) -> dict:
-    """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU. ``extra_weights``:
-    bytes per GPU resident beside the target's (a drafter's: an MTP module or EAGLE head, which engines load on
-    every rank of the target's group)."""
+def resident_weights(model: ModelSpec, dep: Deployment) -> float:
+    """Weight bytes per GPU of ``model`` under ``dep``: routed experts (with EPLB replicas) over ep × moe_tp in the
+    deployment dtype, everything else over tp (attention and dense layers in ``attn_dtype``; embeddings, LM head,
+    router and norms in bf16)."""
     c = param_counts(model)
     fmt = FORMATS[dep.dtype]
     copies = 1 + dep.redundant_experts / model.ffn.experts if model.ffn.experts else 1.0  # EPLB replicas
     experts = (c.routed_experts * copies / dep.ep / dep.moe_tp) * fmt.bytes_per_weight
     rest = weight_bytes(model, dep.attn_dtype) - c.routed_experts * FORMATS[dep.attn_dtype].bytes_per_weight
-    w = experts + rest / dep.tp + extra_weights
+    return experts + rest / dep.tp
+
+
+def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_max: float, tokens: float,
+                 context: int, extra_weights: float = 0.0) -> dict:
+    """Weights + KV of the largest batch must fit in ``MEMORY_HEADROOM`` of HBM on every GPU. ``extra_weights``:
+    bytes per GPU resident beside the target's (a drafter's: an MTP module or EAGLE head, which engines load on
+    every rank of the target's group; :func:`simulator.specdec.drafters.drafter_weights`)."""
+    w = resident_weights(model, dep) + extra_weights
     kv = kv_bytes_per_gpu(model, dep, batch_max, tokens, context)  # window-limited, replicated KV (cost.memory)
     need, have = w + kv, hw.hbm_capacity * MEMORY_HEADROOM
     if need > have:
+        drafter = f", drafter {extra_weights / 1e9:.1f} GB of them" if extra_weights else ""
         raise InfeasibleError(
             f"deployment of {model.name} on {dep.gpus}x {hw.name} needs {need / 1e9:.1f} GB per GPU "
-            f"(weights {w / 1e9:.1f} GB + KV {kv / 1e9:.1f} GB at batch {batch_max:g}, context {context}) but "
-            f"{have / 1e9:.1f} GB is usable; use more GPUs (--tp/--ep), a smaller dtype, or a smaller batch/context")
+            f"(weights {w / 1e9:.1f} GB{drafter} + KV {kv / 1e9:.1f} GB at batch {batch_max:g}, context {context}) "
+            f"but {have / 1e9:.1f} GB is usable; use more GPUs (--tp/--ep), a smaller dtype, or a smaller "
+            "batch/context")
     return {"weights_per_gpu": w, "kv_per_gpu": kv, "usable": have}
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from ..cost.deployment import WAYS, Deployment, validate, validate_options
 from ..cost.step import check_memory
 from ..errors import InfeasibleError
+from ..specdec.drafters import drafter_weights
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
@@ -121,14 +122,18 @@ def resolved_line(dep: Deployment, context: int) -> str:
     return f"resolved: {dep.label} context {int(context)}"
 
 
-def fitting_batches(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens: int,
-                    context: int) -> tuple[list[float], str]:
-    """The batches whose weights + KV fit (ascending), and a one-line note when some do not ("" if all fit)."""
+def fitting_batches(sc, batch, tokens: int, context: int | None = None) -> tuple[list[float], str]:
+    """The batches at which the scenario's SD server fits (ascending): the target's weights and KV plus its
+    drafter's weights (:func:`~simulator.specdec.drafters.drafter_weights`) on every GPU, at ``context`` (default
+    the scenario's); and a one-line note when some do not ("" if all fit)."""
+    model, hw, dep = sc.model, sc.hw, sc.deployment
+    context = sc.context if context is None else int(context)
+    extra = drafter_weights(sc.drafter, model, dep, hw)
     grid = sorted(float(x) for x in batch)
 
     def error(b: float) -> str:
         try:
-            check_memory(model, hw, dep, b, tokens, context)
+            check_memory(model, hw, dep, b, tokens, context, extra)
         except InfeasibleError as exc:
             return str(exc)
         return ""

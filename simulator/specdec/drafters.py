@@ -43,7 +43,7 @@ from ..validation import parameter_error
 
 __all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
            "parse_drafter", "EAGLE_FFN_RATIO", "EAGLE3_DRAFT_VOCAB", "PROJECTION_INPUTS", "draft_step_time",
-           "input_projection_time"]
+           "drafter_weights", "input_projection_time"]
 
 DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "model", "ngram", "ratio")
 EAGLE3_DRAFT_VOCAB = 32000  # EAGLE-3 heads' draft_vocab_size (SafeAILab EAGLE-3 and SpecForge configs)
@@ -242,3 +242,29 @@ def input_projection_time(drafter: Drafter, target: ModelSpec, spec: ModelSpec |
         return np.zeros_like(rows)
     op = gemm_op(np.ceil(rows / ddep.dp), spec.hidden_size // ddep.tp, k * target.hidden_size, ddep.dtype)
     return np.asarray(op_time(op, hw.for_engine(ddep.engine), mech, ddep.cuda_graphs).time, dtype=float)
+
+
+# What a drafter shares with the target instead of loading its own copy (SGLang eagle_worker.py / eagle_worker_v2.py:
+# EAGLE and MTP drafts `set_embed_and_head(embed, head)` from the target; EAGLE-3 heads `set_embed(embed)` only and
+# keep their own (draft-vocabulary) LM head, unless the checkpoint asks `load_lm_head_from_target`; vLLM's
+# load_eagle_model shares the target's embedding the same way). A draft model shares nothing.
+SHARED_WITH_TARGET = {"eagle": ("embedding", "lm_head"), "mtp": ("embedding", "lm_head"), "eagle3": ("embedding",),
+                      "model": ()}
+
+
+def drafter_weights(drafter: Drafter | str, target: ModelSpec, dep: Deployment, hw) -> float:
+    """Weight bytes per GPU the drafter adds to the target's (docs/MODEL.md §4, "Drafter deployment"): its spec's
+    :func:`~simulator.cost.step.resident_weights` under :func:`drafter_deployment`, less the parts it shares with
+    the target (``SHARED_WITH_TARGET``; bf16, split over the drafter's tp like the rest). 0 for an n-gram lookup
+    or a fixed ratio (no weights). The drafter's own KV cache (one layer against the target's many) is not counted."""
+    from ..cost.step import resident_weights
+    from ..specs.derived import param_counts
+
+    d = parse_drafter(drafter)
+    spec = drafter_spec(d, target)
+    if spec is None:
+        return 0.0
+    ddep = drafter_deployment(d, spec, dep, hw)
+    c = param_counts(spec)
+    shared = sum(getattr(c, part) for part in SHARED_WITH_TARGET[d.kind]) * 2.0 / ddep.tp
+    return resident_weights(spec, ddep) - shared

@@ -134,7 +134,7 @@ def explain_scenario(sc: Scenario, *, batch: int = 1, draft_len: int = 3,
     if int(batch) < 1:
         raise ParameterError(f"the 'batch' parameter of explain must be an integer >= 1. Got {batch} instead.")
     m, hw = sc.model, sc.hardware
-    ok, why = fitting_batches(m, hw, sc.deployment, [batch], int(draft_len) + 1, sc.context)
+    ok, why = fitting_batches(sc, [batch], int(draft_len) + 1)
     if not ok:
         raise ParameterError(f"the 'batch' parameter of explain is {batch}: {why}")
     cache, priced = StepCache(), {}

@@ -60,7 +60,7 @@ def deploy(model: ModelSpec, hw: HardwareProfile, request: Request, batch,
            max_gamma: int) -> tuple[Scenario, list[float], str]:
     """(refined scenario by the default rule, the batches that fit, why the others do not ("" if all fit))."""
     sc = scenario_for(model, hw, request)
-    ok, why = fitting_batches(model, hw, sc.deployment, batch, int(max_gamma) + 1, sc.context)
+    ok, why = fitting_batches(sc, batch, int(max_gamma) + 1)
     return sc, ok, why
 
 

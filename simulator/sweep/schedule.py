@@ -157,8 +157,7 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
     cache = StepCache()
     out, notes = [], []
     for ctx in contexts:  # each context's own batches 1..B_max(context): a long context never cuts a short one
-        fit, why_c = (ok, why) if ctx == max(contexts) else fitting_batches(model, hw, sc.deployment, every, n_max,
-                                                                          int(ctx))
+        fit, why_c = (ok, why) if ctx == max(contexts) else fitting_batches(sc, every, n_max, int(ctx))
         if len(fit) < len(every):
             notes.append(f"context {ctx}: batches above {fit[-1]:g} do not fit ({why_c})")
         dense = np.arange(1, int(fit[-1]) + 1)
