@@ -17,6 +17,7 @@ from ..cost.routing import OverlapInput, model_overlap
 from ..errors import SimulatorError
 from ..overlap import PLACEMENTS, parse_popularity
 from ..overlap.popularity import independent_overlap
+from ..params import Interval, Options, Param, param_field
 from ..pricing import Case, Layout, Request, Scenario, price
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
 from ..specdec import StepCache
@@ -28,7 +29,6 @@ from ..sweep.progress import Meter
 from ..sweep.runner import deploy, in_mode
 from ..sweep.variants import SCALABLE
 from ..traces import layer_stats, synth_trace
-from ..validation import Interval, Options, Param, param_field
 from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
 
 PROFILES = ("cohere", "markov")

@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..params import Interval, Param
 from ..render import figures as plots
-from ..validation import Interval, Param
 from .grid import baseline, build_variant, deploy_target, price_target
 from .outcome import Figure, Part, table
 from .schema import on_grid, param_field, variant_name

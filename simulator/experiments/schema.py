@@ -3,7 +3,7 @@
 A study is a grid of lists expanded as a product and priced by the sweep's one pricing path, plus the named analyses
 that turn the priced points into tables, figures and findings; every key, with an example: docs/MODEL.md §6.1. Each
 analysis declares its settings once, as a frozen dataclass whose fields carry their constraints
-(:func:`~simulator.validation.param_field`, :func:`on_grid`, :func:`variant_name`, :func:`loadable`);
+(:func:`~simulator.params.param_field`, :func:`on_grid`, :func:`variant_name`, :func:`loadable`);
 :func:`read_settings` reads any such dataclass strictly and :func:`check_settings` applies its cross-field rules.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 from ..cost.deployment import MODE, WAYS
 from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..errors import SimulatorError
+from ..params import Interval, Options, Param, param_field
 from ..pricing import DEFAULT_DRAFTER
 from ..specdec.acceptance import ALPHA
 from ..specdec.rounds import DRAFT_LENS, MAX_DRAFT_LEN
@@ -27,7 +28,6 @@ from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
 from ..specs.schema import Reader
 from ..sweep.runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES
-from ..validation import Interval, Options, Param, param_field
 
 SCHEMA = "study/v2"
 TOP_KEYS = ("schema", "name", "title", "description", "question", "grid", "speculation", "analyses")

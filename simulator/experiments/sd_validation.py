@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..cost.deployment import PRESETS, PRIOR_READINGS
+from ..params import Interval, Param, param_field
 from ..pricing import Layout, Request, price
 from ..specdec import Acceptance
 from ..specs.catalog import load_hardware, load_model
@@ -23,7 +24,6 @@ from ..specs.kernels import ENGINES
 from ..sweep import Variant
 from ..sweep.runner import deploy, in_mode
 from ..sweep.shapley import players
-from ..validation import Interval, Param, param_field
 from .outcome import Part, table
 from .schema import choice, loadable, positive
 

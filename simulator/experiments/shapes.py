@@ -11,10 +11,10 @@ import numpy as np
 
 from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
+from ..params import Interval, Param
 from ..pricing import price_pass
 from ..render import figures as plots
 from ..specs.derived import param_counts
-from ..validation import Interval, Param
 from .grid import lift
 from .outcome import Figure, Part, Table, fill, table
 from .schema import on_grid, param_field, positive, variant_name

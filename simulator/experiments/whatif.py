@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..params import Interval, Param
 from ..pricing import NO_EDIT, HardwareEdit
 from ..render import figures as plots
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
 from ..sweep import HARDWARE_GROUPS, Variant
-from ..validation import Interval, Param
 from .grid import deploy_target, price_target
 from .outcome import Figure, Part, Table
 from .schema import Target, choice, loadable, on_grid, param_field

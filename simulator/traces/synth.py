@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..overlap.popularity import skew_popularity
-from ..validation import Interval, check_params
+from ..params import Interval, check_params
 from .trace import NUM_EXPERTS, Trace, check_trace_path, validate_routing, write_trace
 
 __all__ = ["synth_trace", "synth_to_file"]
