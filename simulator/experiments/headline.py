@@ -13,10 +13,10 @@ from ..cost.routing import model_overlap
 from ..cost.step import CLASSES
 from ..pricing import price_pass
 from ..render import figures as plots
+from ..render.outcome import Figure, Part, Table, table
 from ..sweep import plot_waterfall
 from ..sweep.explain import explain_scenario
 from ..sweep.table import tidy_columns
-from .outcome import Figure, Part, Table, table
 from .schema import fraction, on_grid, positive, variant_name
 
 

@@ -16,10 +16,10 @@ import numpy as np
 from ..cost.deployment import Deployment, Mechanisms, resolve_all_to_all, two_batch_overlap_on
 from ..params import Interval, Param, param_field
 from ..pricing import Scenario, price_pass
+from ..render.outcome import Part, table
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
-from .outcome import Part, table
 from .schema import choice, loadable, positive
 
 BATCH_FROM = ("stated", "assumed")

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..params import Interval, Param
 from ..render import figures as plots
+from ..render.outcome import Figure, Part, table
 from .grid import baseline, build_variant, deploy_target, price_target
-from .outcome import Figure, Part, table
 from .schema import on_grid, param_field, variant_name
 
 

@@ -1,7 +1,7 @@
 """Load and run studies, write their outputs, and assemble docs/RESULTS.md from the bundled ones.
 
-``run_experiment(name_or_path_or_Study, ctx)`` → :class:`~.outcome.Outcome` (pure: nothing written): the grid is
-priced once (:func:`.grid.price_grid`, the sweep's pricing path), then each listed analysis runs over it.
+``run_experiment(name_or_path_or_Study, ctx)`` → :class:`~simulator.render.outcome.Outcome` (pure: nothing written):
+the grid is priced once (:func:`.grid.price_grid`, the sweep's pricing path), then each listed analysis runs over it.
 ``write_outcome`` writes CSV + PNG + ``summary.md``; ``write_report`` the Markdown report with its figures in
 ``<path's folder>/figures/``. The report has no timings or run-dependent text, so it regenerates byte-identically.
 """
@@ -12,9 +12,10 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from ..outputs import atomic_text
+from ..render.outcome import Outcome, Part, draw_figures, render
+from ..render.template import TemplateError, fill_items
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
-from .outcome import Outcome, Part, draw_figures, fill, lookup, render
 from .registry import ANALYSES
 from .schema import Study, read_study
 
@@ -75,18 +76,11 @@ def prose(study: Study, name: str, values: dict, key: str, settings=None) -> lis
     notes, path = study.notes.get(name), f"analyses.{name}.{key}"
     ns = {"study": study, "s": study.analyses[name] if settings is None else settings, **values,
           "grid": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(study.grid).items()}}
-    items = getattr(notes, key) or {}
-    out = []
-    for i, (k, t) in enumerate(items.items() if isinstance(items, dict) else enumerate(items)):
-        each, _, label = str(k).partition(": ") if str(k).startswith("each ") else ("", "", k)
-        try:
-            for x in lookup(ns, each[5:]) if each else (None,):
-                sub = ns if x is None else {**ns, **x} if isinstance(x, dict) else {**ns, "it": x}
-                out.append((fill(label, sub).strip() if key == "key_numbers" else k, fill(t, sub).strip()))
-        except (KeyError, AttributeError, IndexError, TypeError, ValueError) as exc:
-            raise Reader(study.where).fail(f"{path}[{i}]", f"cannot be filled ({type(exc).__name__}: {exc})"[:200],
-                                           "name a number the analysis computes (docs/MODEL.md §6.4)") from None
-    return [(k, v) for k, v in out if v]
+    try:
+        return fill_items(getattr(notes, key) or {}, ns, labels=key == "key_numbers")
+    except TemplateError as exc:
+        raise Reader(study.where).fail(f"{path}[{exc.index}]", f"cannot be filled ({exc})"[:200],
+                                       "name a number the analysis computes (docs/MODEL.md §6.4)") from None
 
 
 def annotate(part: Part, study: Study, name: str, settings=None) -> Part:

@@ -149,8 +149,9 @@ class Study:
 @dataclass(frozen=True)
 class Notes:
     """The prose an analysis entry declares beside its settings (data, not code), as templates filled from the
-    numbers its analysis computes (:func:`~.outcome.fill`): ``findings`` (paragraphs; an empty one is dropped),
-    ``settings`` (bullet lines), ``key_numbers`` (label -> value) and ``table_notes`` (table name -> note)."""
+    numbers its analysis computes (:func:`~simulator.render.template.fill`): ``findings`` (paragraphs; an empty
+    one is dropped), ``settings`` (bullet lines), ``key_numbers`` (label -> value) and ``table_notes`` (table name
+    -> note)."""
 
     findings: tuple[str, ...] = ()
     settings: tuple[str, ...] = ()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..cost.deployment import PRESETS, PRIOR_READINGS
 from ..params import Interval, Param, param_field
 from ..pricing import Layout, Request, price
+from ..render.outcome import Part, table
 from ..specdec import Acceptance
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS
@@ -24,7 +25,6 @@ from ..specs.kernels import ENGINES
 from ..sweep import Variant
 from ..sweep.runner import deploy, in_mode
 from ..sweep.shapley import players
-from .outcome import Part, table
 from .schema import choice, loadable, positive
 
 STRUCTURES = ("chain", "tree-chain-verify", "tree-as-chain")

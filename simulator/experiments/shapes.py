@@ -14,9 +14,10 @@ from ..cost.routing import model_overlap
 from ..params import Interval, Param
 from ..pricing import price_pass
 from ..render import figures as plots
+from ..render.outcome import Figure, Part, Table, table
+from ..render.template import fill
 from ..specs.derived import param_counts
 from .grid import lift
-from .outcome import Figure, Part, Table, fill, table
 from .schema import on_grid, param_field, positive, variant_name
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"

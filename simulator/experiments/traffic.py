@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..render import figures as plots
+from ..render.outcome import Figure, Part, table
 from ..traces import PREDICTORS, evaluate_trace
 from .grid import lift, measured_trace
-from .outcome import Figure, Part, table
 from .schema import on_grid, positive, variant_name
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..overlap import OverlapStats, Persistent, full_tree, predict_tree
+from ..render.outcome import Part, table
 from ..specs.catalog import load_routing_profile
-from .outcome import Part, table
 from .schema import fraction, positive
 
 

@@ -13,10 +13,10 @@ import numpy as np
 from ..calibrate.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
 from ..errors import ConfigError
 from ..render import figures as plots
+from ..render.outcome import Figure, Part, table
 from ..specs.catalog import load_model, measured_dir
 from ..traces import evaluate_trace
 from .grid import TraceSpec, deploy_target, measured_trace, price_target
-from .outcome import Figure, Part, table
 from .schema import Target, choice, loadable
 
 METRICS = ("peak_batch", "speedup", "peak_speedup", "decode_verify_ratio", "ipf_error")

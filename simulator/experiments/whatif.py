@@ -13,11 +13,11 @@ import numpy as np
 from ..params import Interval, Param
 from ..pricing import NO_EDIT, HardwareEdit
 from ..render import figures as plots
+from ..render.outcome import Figure, Part, Table
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
 from ..sweep import HARDWARE_GROUPS, Variant
 from .grid import deploy_target, price_target
-from .outcome import Figure, Part, Table
 from .schema import Target, choice, loadable, on_grid, param_field
 
 

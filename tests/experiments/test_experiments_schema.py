@@ -208,7 +208,7 @@ def test_declared_prose_is_data(tmp_path):
 def test_templates_follow_the_numbers():
     """The template filler: formats, two-way and sign choices, comparisons, lists, escapes; flipping a number flips
     the words."""
-    from simulator.experiments.outcome import fill
+    from simulator.render.template import fill
 
     t = ("{x:.1%} is {x~0.01?above|below|at} zero, {big?large|small}, {x>y?x wins|y wins} ({k=='a'?is a|not a}); "
          "{items*{n}={v:+.2f}|; }; {xs*{it:g}| / }; mean \\|e\\| {big?\\|e\\| big|}")
