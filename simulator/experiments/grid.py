@@ -24,12 +24,13 @@ from ..specdec import StepCache
 from ..specs.catalog import load_hardware, load_model
 from ..specs.kernels import ENGINES
 from ..specs.model import ModelSpec
+from ..specs.settings import fraction, positive
 from ..sweep import Variant
 from ..sweep.progress import Meter
 from ..sweep.runner import deploy, in_mode
 from ..sweep.variants import SCALABLE
 from ..traces import layer_stats, synth_trace
-from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
+from .schema import AcceptanceSpec, Study, Target, read_settings
 
 PROFILES = ("cohere", "markov")
 

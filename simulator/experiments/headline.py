@@ -14,10 +14,10 @@ from ..cost.step import CLASSES
 from ..pricing import price_pass
 from ..render import figures as plots
 from ..render.outcome import Figure, Part, Table, table
+from ..specs.settings import fraction, on_grid, positive, variant_name
 from ..sweep import plot_waterfall
 from ..sweep.explain import explain_scenario
 from ..sweep.table import tidy_columns
-from .schema import fraction, on_grid, positive, variant_name
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ..render.outcome import Part, table
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
-from .schema import choice, loadable, positive
+from ..specs.settings import choice, loadable, positive
 
 BATCH_FROM = ("stated", "assumed")
 

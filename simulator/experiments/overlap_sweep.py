@@ -9,11 +9,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..params import Interval, Param
+from ..params import Interval, Param, param_field
 from ..render import figures as plots
 from ..render.outcome import Figure, Part, table
+from ..specs.settings import on_grid, variant_name
 from .grid import baseline, build_variant, deploy_target, price_target
-from .schema import on_grid, param_field, variant_name
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from ..specdec import Acceptance
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS
 from ..specs.kernels import ENGINES
+from ..specs.settings import choice, loadable, positive
 from ..sweep import Variant
 from ..sweep.runner import deploy, in_mode
 from ..sweep.shapley import players
-from .schema import choice, loadable, positive
 
 STRUCTURES = ("chain", "tree-chain-verify", "tree-as-chain")
 EXACT = STRUCTURES[:2]

@@ -11,14 +11,14 @@ import numpy as np
 
 from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
-from ..params import Interval, Param
+from ..params import Interval, Param, param_field
 from ..pricing import price_pass
 from ..render import figures as plots
 from ..render.outcome import Figure, Part, Table, table
 from ..render.template import fill
 from ..specs.derived import param_counts
+from ..specs.settings import on_grid, positive, variant_name
 from .grid import lift
-from .schema import on_grid, param_field, positive, variant_name
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
 

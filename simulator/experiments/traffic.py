@@ -11,9 +11,9 @@ import numpy as np
 
 from ..render import figures as plots
 from ..render.outcome import Figure, Part, table
+from ..specs.settings import on_grid, positive, variant_name
 from ..traces import PREDICTORS, evaluate_trace
 from .grid import lift, measured_trace
-from .schema import on_grid, positive, variant_name
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..overlap import OverlapStats, Persistent, full_tree, predict_tree
 from ..render.outcome import Part, table
 from ..specs.catalog import load_routing_profile
-from .schema import fraction, positive
+from ..specs.settings import fraction, positive
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from ..errors import ConfigError
 from ..render import figures as plots
 from ..render.outcome import Figure, Part, table
 from ..specs.catalog import load_model, measured_dir
+from ..specs.settings import choice, loadable
 from ..traces import evaluate_trace
 from .grid import TraceSpec, deploy_target, measured_trace, price_target
-from .schema import Target, choice, loadable
+from .schema import Target
 
 METRICS = ("peak_batch", "speedup", "peak_speedup", "decode_verify_ratio", "ipf_error")
 VALUE_TOLERANCE = 0.05  # a single published value counts as met within ±5%

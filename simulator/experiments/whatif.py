@@ -10,15 +10,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..params import Interval, Param
+from ..params import Interval, Param, param_field
 from ..pricing import NO_EDIT, HardwareEdit
 from ..render import figures as plots
 from ..render.outcome import Figure, Part, Table
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
+from ..specs.settings import choice, loadable, on_grid
 from ..sweep import HARDWARE_GROUPS, Variant
 from .grid import deploy_target, price_target
-from .schema import Target, choice, loadable, on_grid, param_field
+from .schema import Target
 
 
 @dataclass(frozen=True)

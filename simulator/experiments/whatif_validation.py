@@ -37,8 +37,8 @@ from ..calibrate.measured import (
 from ..cost.engine import op_time
 from ..render.outcome import Part, table
 from ..specs.catalog import load_hardware, measured_dir
+from ..specs.settings import loadable
 from ..specs.whatif import derivation, derive_kernels, grounding
-from .schema import loadable
 
 W4A8 = ("w4a8_mxfp4_mxfp8", "mxfp4 W4A8 (nvfp4 kernel)")
 
