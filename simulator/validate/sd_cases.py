@@ -1,4 +1,5 @@
-"""``sd_validation`` analysis: predicted speculative-decoding speedups against speedups measured by engines in
+"""Public SD cases (the study analysis ``sd_validation``, experiments/sd-validation.yaml; :func:`report` gives its
+table and the numbers its prose reads): predicted speculative-decoding speedups against speedups measured by engines in
 public reports (docs/sources/published.md, "Measured SD speedups"). Each case states its engine, GPU, model,
 parallelism, drafter, draft length, acceptance length and batch; the measured speedup is an outcome, compared only
 (nothing is fitted to it). Every case is priced through the one pricing path (:func:`simulator.sweep.price`) under
@@ -76,7 +77,7 @@ def predict(c: Measured) -> dict[str, float]:
     return out
 
 
-def run(study, priced, ctx, s: Settings) -> Part:
+def report(s: Settings) -> Part:
     rows, pred = [], {}
     for c in s.cases:
         p = pred[c.name] = predict(c)

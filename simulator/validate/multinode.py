@@ -1,10 +1,11 @@
-"""``multinode_validation`` analysis (issue 18 item 6): decode throughput of public multi-node and wide-EP
-deployments against what the step model predicts for them. Each case states its deployment (engine, GPUs,
-parallelism, redundant experts, formats), the per-rank decode batch and the context, and whether the batch is
-stated by the source or assumed (and why); the published throughput is an outcome, compared only (nothing is fitted
-to it). Per case: the refined model with the engine's defaults (all-to-all ``auto``, two-batch overlap ``auto``),
-and the same without the mechanisms of issue 18 that such deployments hinge on (NCCL dispatch, no two-batch overlap)
-so that what each contributes is visible.
+"""Public multi-node deployments (the study analysis ``multinode_validation``, experiments/multinode-validation.yaml;
+:func:`report` gives its table and the numbers its prose reads; issue 18 item 6): decode throughput of public
+multi-node and wide-EP deployments against what the step model predicts for them. Each case states its deployment
+(engine, GPUs, parallelism, redundant experts, formats), the per-rank decode batch and the context, and whether the
+batch is stated by the source or assumed (and why); the published throughput is an outcome, compared only (nothing is
+fitted to it). Per case: the refined model with the engine's defaults (all-to-all ``auto``, two-batch overlap
+``auto``), and the same without the mechanisms of issue 18 that such deployments hinge on (NCCL dispatch, no
+two-batch overlap) so that what each contributes is visible.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def predict(c: Case) -> dict:
     return out
 
 
-def run(study, priced, ctx, s: Settings) -> Part:
+def report(s: Settings) -> Part:
     pred = {c.name: predict(c) for c in s.cases}
     rows = []
     for c in s.cases:
