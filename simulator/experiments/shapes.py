@@ -11,6 +11,7 @@ import numpy as np
 
 from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
+from ..overlap.lag_profile import lift
 from ..params import Interval, Param, param_field
 from ..pricing import price_pass
 from ..render import figures as plots
@@ -18,7 +19,6 @@ from ..render.outcome import Figure, Part, Table, table
 from ..render.template import fill
 from ..specs.derived import param_counts
 from ..specs.settings import on_grid, positive, variant_name
-from .grid import lift
 
 LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
 

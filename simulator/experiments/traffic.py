@@ -1,7 +1,7 @@
 """``traffic`` analysis: routing statistics of traffic types whose overlap comes from a seeded synthetic router
-(grid variants with ``overlap: {trace: ...}``, measured by :func:`.grid.measured_trace`), the maximum-entropy
-predictors' accuracy on those traces (:func:`simulator.traces.evaluate_trace`), and the refined speedup each
-variant gives (routing alone, and with the type's published acceptance)."""
+(grid variants with ``overlap: {trace: ...}``, measured by :func:`simulator.traces.synth.measured_trace`), the
+maximum-entropy predictors' accuracy on those traces (:func:`simulator.traces.evaluate_trace`), and the refined
+speedup each variant gives (routing alone, and with the type's published acceptance)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..overlap.lag_profile import lift
 from ..render import figures as plots
 from ..render.outcome import Figure, Part, table
 from ..specs.settings import on_grid, positive, variant_name
 from ..traces import PREDICTORS, evaluate_trace
-from .grid import lift, measured_trace
+from ..traces.synth import measured_trace
 
 
 @dataclass(frozen=True)

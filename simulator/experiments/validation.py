@@ -17,7 +17,8 @@ from ..render.outcome import Figure, Part, table
 from ..specs.catalog import load_model, measured_dir
 from ..specs.settings import choice, loadable
 from ..traces import evaluate_trace
-from .grid import TraceSpec, deploy_target, measured_trace, price_target
+from ..traces.synth import TraceSpec, measured_trace
+from .grid import deploy_target, price_target
 from .schema import Target
 
 METRICS = ("peak_batch", "speedup", "peak_speedup", "decode_verify_ratio", "ipf_error")
