@@ -12,7 +12,7 @@ from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
 from ..cost.step import CLASSES
 from ..pricing import price_pass
-from ..render import figures as plots
+from ..render import study_figures
 from ..render.outcome import Figure, Part, Table, table
 from ..specs.settings import fraction, on_grid, positive, variant_name
 from ..sweep import plot_waterfall
@@ -92,7 +92,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
     figs = (Figure("waterfall", f"explain waterfall: {model.display_name} on {hw.display_name}, batch {b0}, draft "
                    f"length {s.explain_draft_len}", lambda path: plot_waterfall(attr, path)),
             Figure("ratio", "T_decode / T_verify vs draft length, prior and refined, with the study's values",
-                   lambda path: _plot_ratio(res, s, bi, path)))
+                   lambda path: study_figures.headline_ratio(res, s, bi, path)))
     ud, uv = float(ref.result.unique_decode_rank[bi]), float(ref.result.unique_verify_rank[ref.at_gamma(gam), bi])
     return Part(tables=(comp, readings, walk, shap, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ()),
                 figures=figs, values=values(pred, pub, gam, attr, brk, bracket, ud, uv, place, s.why) | dict(
@@ -160,21 +160,3 @@ def values(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, ud:
         place=[{"k": k, "v": v[1], "r": v[2]} for k, v in place.items()], plo=plo, phi=phi,
         pmove=pr.get(phi, 0.0) - pr.get(plo, 0.0), preach=bool(pr) and pr[plo] <= pub["refined"] <= pr[phi],
         pdir=pub["refined"] - pr.get(phi, 0.0))
-
-
-def _plot_ratio(res, s: Settings, bi: int, path) -> str:
-    series = [(f"{md} (model)", c.result.gammas, 1 / c.result.verify_decode_ratio[:, bi], plots.style(md))
-              for md, c in res.items()]
-    series += [(f"{md} (study)", [s.study.draft_len], [v], {"linestyle": "", "marker": "X", "markersize": 11,
-                                                            "color": plots.style(md)["color"]})
-               for md, v in (("prior", s.study.prior), ("refined", s.study.refined))]
-
-    def axes(ax, _):
-        ax.set_ylim(0, 1.05)
-        ax.set_xticks(list(res["prior"].result.gammas))
-
-    return plots.line_figure(path, {"": series}, f"T_decode / T_verify vs draft length (batch {s.batch}); study at "
-                             f"draft length {s.study.draft_len}", panel=(6.0, 4.0),
-                             xlabel="draft length γ (verify pass of γ+1 tokens)", ylabel="T_decode / T_verify",
-                             decorate=axes)
-

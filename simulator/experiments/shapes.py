@@ -14,7 +14,7 @@ from ..cost.routing import model_overlap
 from ..overlap.lag_profile import lift
 from ..params import Interval, Param, param_field
 from ..pricing import price_pass
-from ..render import figures as plots
+from ..render import study_figures
 from ..render.outcome import Figure, Part, Table, table
 from ..render.template import fill
 from ..specs.derived import param_counts
@@ -118,7 +118,7 @@ def run(study, priced, ctx, p: Settings) -> Part:
     skipped = [(m, why) for m, _, _, why in priced.skipped]
     figs = (Figure("speedup", "Speedup at the best draft length vs batch, per target: prior, refined, and refined "
                    "with the transferred overlap profile (models without routing statistics)",
-                   lambda path: _plot(rows, study, path)),)
+                   lambda path: study_figures.curve_shapes(rows, study, path, TRANSFER)),)
     tv = next((e.spec.overlap for e in priced.variants if e.name == p.transfer), None)
     return Part(tables=(_shape_table(rows, skipped, p), _curve_table(rows)), figures=figs,
                 values=values(rows, skipped, p) | {"tv": tv, "lam": lift(tv.shape, tv.shape_baseline) if tv else ()})
@@ -206,14 +206,3 @@ def values(rows: list[Row], skipped, p: Settings) -> dict:
         out["dip"] = dict(name=x.model.name, at_min=sh.at_min, b0=int(res.batch[0]), si=spd[i], bi=int(res.batch[i]),
                           peak=sh.peak, peak_batch=sh.peak_batch, r0=r[0], ri=r[i])
     return out
-
-
-def _plot(rows: list[Row], exp, path) -> str:
-    panels = {f"{x.model.name} ({x.dep.label})": [(v, r.batch, r.best()[1], plots.style(v, 0))
-                                                 for v, r in x.results.items()
-                                                 if v != TRANSFER or x.model.overlap is None] for x in rows}
-    sp = exp.speculation
-    return plots.line_figure(path, panels, f"Speedup vs batch (best draft length per batch); drafter {sp.drafter}, "
-                             f"{sp.acceptance.label}, context {exp.grid.context}", ncols=4, panel=(3.6, 2.7),
-                             log2=True, legend="top", decorate=lambda ax, _: ax.axhline(1.0, color="0.5",
-                                                                                         linewidth=0.7, linestyle=":"))

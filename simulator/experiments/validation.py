@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..calibrate.measured import ALL_TRT, CALIB, ERROR_COLUMNS, SGLANG, TABLES, VLLM, validate_ops
+from ..calibrate.measured import CALIB, ERROR_COLUMNS, TABLES, validate_ops
 from ..errors import ConfigError
-from ..render import figures as plots
+from ..render import study_figures
 from ..render.outcome import Figure, Part, table
 from ..specs.catalog import load_model, measured_dir
 from ..specs.settings import choice, loadable
@@ -184,7 +184,7 @@ def run(study, priced, ctx, p: Settings) -> Part:
             f"{c}|{f}" for c, f in zip(ERROR_COLUMNS, ("", "", "", "d", ".1%", ".1%", ".0%", "+.1%"), strict=True)),
             rows))
         figs.append(Figure("scatter", f"Predicted vs measured per-op latency on {v.hardware}, by row set",
-                           lambda path: plot_scatter(v.samples, path)))
+                           lambda path: study_figures.per_op_scatter(v.samples, path)))
         calib = {r[0]: r[4] for r in rows if r[1] == "all formats" and r[2] == CALIB}
         out_cal = {(r[0], r[2]): r[4] for r in rows if r[1] == "all formats" and r[2] != CALIB}
         ns = {"data": _shown(v.data), "excluded": [{"n": n, "k": k} for k, n in v.excluded.items()]}
@@ -223,34 +223,3 @@ def _shown(data: str) -> str:
 def _short(label: str) -> str:
     """The model (or trace) name at the start of a case label."""
     return label.split(" on ")[0] if " on " in label else label.split(":")[0]
-
-
-def plot_scatter(samples, path) -> str:
-    ops = list(dict.fromkeys(s.op for s in samples))
-    fig, axes = plots.grid_figure(len(ops), ncols=2, panel=(5.2, 4.4), title="Predicted vs measured per-op latency, "
-                                  "H100 SXM (diagonal: exact; dotted: ±20%)")
-    style = {CALIB: ("#1b9e77", "o", 1.0), ALL_TRT: ("#999999", ".", 1.0), SGLANG: ("#d95f02", "x", 0.6),
-             VLLM: ("#7570b3", "+", 0.6)}
-    for ax, op in zip(axes, ops, strict=True):
-        lo, hi = np.inf, 0.0
-        for set_name in (ALL_TRT, SGLANG, VLLM, CALIB):
-            sel = [s for s in samples if s.op == op and s.set == set_name]
-            if not sel:
-                continue
-            m = np.concatenate([s.measured for s in sel])
-            pr = np.concatenate([s.predicted for s in sel])
-            c, mk, a = style[set_name]
-            ax.scatter(m, pr, s=4, c=c, marker=mk, alpha=a, linewidths=0.5, label=f"{set_name} ({m.size})")
-            lo, hi = min(lo, m.min(), pr.min()), max(hi, m.max(), pr.max())
-        xs = np.array([lo, hi])
-        ax.plot(xs, xs, color="black", linewidth=0.8)
-        ax.plot(xs, xs * 1.2, color="black", linewidth=0.6, linestyle=":")
-        ax.plot(xs, xs / 1.2, color="black", linewidth=0.6, linestyle=":")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(op, fontsize=9)
-        ax.set_xlabel("measured (µs)", fontsize=8)
-        ax.set_ylabel("predicted (µs)", fontsize=8)
-        ax.grid(True, alpha=0.3, which="major")
-        ax.legend(fontsize=6, loc="upper left", markerscale=2)
-    return plots.save(fig, path, dpi=100)
