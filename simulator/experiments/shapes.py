@@ -19,57 +19,8 @@ from ..render.outcome import Figure, Part, Table, table
 from ..render.template import fill
 from ..specs.derived import param_counts
 from ..specs.settings import on_grid, positive, variant_name
+from ..sweep.curve_shape import INTERIOR, LOW, Shape, classify, low_batch
 
-LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
-
-
-@dataclass(frozen=True)
-class Shape:
-    label: str
-    peak_batch: int
-    peak: float
-    at_min: float
-    at_max: float
-    unimodal: bool
-    concave: bool
-    dip: bool
-
-    @property
-    def description(self) -> str:
-        q = [w for w, on in (("unimodal", self.unimodal), ("concave", self.concave),
-                             ("dip at small batch", self.dip)) if on]
-        return self.label + (f" ({', '.join(q)})" if q else "")
-
-
-def classify(batch, speedup, tol: float = 0.01) -> Shape:
-    """Label (low-batch peak, rising, interior peak) and qualifiers (unimodal, concave in log2 B, dip at small batch)
-    of a best-speedup-vs-batch curve; values within the relative tolerance ``tol`` count as ties."""
-    b = np.asarray(batch, float)
-    s = np.asarray(speedup, float)
-    i = int(np.argmax(s))
-    peak = float(s[i])
-    if s[0] >= peak * (1 - tol):
-        label = LOW
-    elif s[-1] >= peak * (1 - tol):
-        label = RISING
-    else:
-        label = INTERIOR
-    band = tol * peak
-    d = np.diff(s)
-    unimodal = bool(np.all(d[:i] >= -band) and np.all(d[i:] <= band))
-    concave = bool(s.size < 3 or np.all(np.diff(d) <= band))
-    low_idx = int(np.argmin(s[: i + 1]))
-    dip = bool(0 < low_idx < i and s[low_idx] < s[0] - band and peak > s[0] + band)
-    return Shape(label, int(b[i]), peak, float(s[0]), float(s[-1]), unimodal, concave, dip)
-
-
-def low_batch(shape: Shape, low_batch_max: int) -> bool:
-    """The study's refined expectation: the highest speedup at low batch (peak batch ≤ ``low_batch_max``, or the
-    smallest batch tied with the peak)."""
-    return shape.label == LOW or shape.peak_batch <= low_batch_max
-
-
-# -- the analysis ---------
 TRANSFER = "refined (transferred overlap)"
 
 

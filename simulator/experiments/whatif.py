@@ -1,7 +1,8 @@
 """``whatif`` analysis: the grid's targets on several GPUs and formats (refined speedup at the smallest batch and the
 low-batch advantage), and a one-change-at-a-time attribution: variants that copy one group of spec fields
 (:data:`simulator.sweep.HARDWARE_GROUPS`) from the base GPU towards the target GPU and back, a hypothetical
-fixed-cost scale, and 4-bit experts, each priced through the sweep's one pricing path."""
+fixed-cost scale, and 4-bit experts (:func:`simulator.sweep.variants.one_change_variants`), each priced through the
+sweep's one pricing path."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..params import Interval, Param, param_field
-from ..pricing import NO_EDIT, HardwareEdit
+from ..pricing import NO_EDIT
 from ..render import study_figures
 from ..render.outcome import Figure, Part, Table
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
 from ..specs.settings import choice, loadable, on_grid
-from ..sweep import HARDWARE_GROUPS, Variant
+from ..sweep.variants import one_change_variants
 from .grid import deploy_target, price_target
 from .schema import Target
 
@@ -43,29 +44,6 @@ def check(r, study, s: Settings) -> None:
     if not any(b >= s.compare_from for b in study.grid.batch):
         raise r.fail("analyses.whatif.compare_from", f"is {s.compare_from}, above every batch of the grid",
                      "lower it or extend grid.batch")
-
-
-def variants(base, target, p: Attribution) -> list[tuple[str, str, object, str | None, Variant]]:
-    """(group, label, hardware profile, format (None: the attribution's), variant): one change at a time from
-    ``base`` towards ``target`` and from ``target`` back to ``base``. HBM bandwidth changes re-derive the
-    byte-indexed kernel curves from ``base``."""
-    def one(src, fields):
-        return Variant(hardware=HardwareEdit(copy_from=src, copy_fields=fields, kernel_base=base))
-
-    def scaled(f):
-        return Variant(hardware=HardwareEdit(fixed_cost_scale=f))
-
-    f = p.fixed_cost_scale
-    out = [("base", f"{base.name} (base)", base, p.dtype, Variant())]
-    out += [("one change", f"{base.name} + {target.name} {n}", base, None, one(target, fl))
-            for n, fl in HARDWARE_GROUPS.items()]
-    out.append(("hypothetical", f"{base.name}, fixed costs x{f:g}", base, None, scaled(f)))
-    out.append(("target", f"{target.name} (all spec changes)", target, None, Variant()))
-    out += [("one reverted", f"{target.name} with {base.name} {n}", target, None, one(base, fl))
-            for n, fl in HARDWARE_GROUPS.items()]
-    out.append(("hypothetical", f"{target.name}, fixed costs x{f:g}", target, None, scaled(f)))
-    out.append(("4-bit", f"{target.name} + 4-bit experts ({p.four_bit})", target, p.four_bit, Variant()))
-    return out
 
 
 Metrics = namedtuple("Metrics", "s_low peak_batch advantage ratio s16")  # advantage: S(B min) − max S(B ≥ from)
@@ -114,7 +92,8 @@ def _attribution(study, ctx, p: Settings) -> list[AttrRow]:
     a = p.attribution
     t = Target(model=a.model, hardware=a.base)
     rows, base = [], None
-    for group, label, hw, dtype, v in variants(load_hardware(a.base), load_hardware(a.target), a):
+    for group, label, hw, dtype, v in one_change_variants(load_hardware(a.base), load_hardware(a.target), a.dtype,
+                                                           a.four_bit, a.fixed_cost_scale):
         hw, v = v.hardware.apply(hw), replace(v, hardware=NO_EDIT)  # deploy on the edited GPU
         dtype = dtype or a.dtype
         dd, err = deploy_target(study, t, hw, dtype, fallbacks=())
