@@ -19,10 +19,9 @@ from typing import Any
 from ..cost.deployment import MODE, WAYS
 from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..errors import SimulatorError
-from ..params import Interval, Options, Param, param_field
+from ..params import Options, Param, param_field
 from ..pricing import DEFAULT_DRAFTER
-from ..specdec.acceptance import ALPHA
-from ..specdec.rounds import DRAFT_LENS, MAX_DRAFT_LEN
+from ..specdec.declared import DRAFT, AcceptanceSpec, check_name, read_acceptance
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
 from ..specs.schema import Reader
@@ -32,39 +31,6 @@ from ..sweep.runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES
 
 SCHEMA = "study/v2"
 TOP_KEYS = ("schema", "name", "title", "description", "question", "grid", "speculation", "analyses")
-# A study speculates: its draft lengths are ≥ 1 (specdec's DRAFT_LENS also allows 0, no speculation).
-DRAFT = Param(Interval(int, 1, MAX_DRAFT_LEN), unit=DRAFT_LENS.unit)
-
-
-@dataclass(frozen=True)
-class AcceptanceSpec:
-    """Per-token acceptance ``alpha``, or a mean acceptance length ``accept_length`` measured at ``draft_len``."""
-
-    alpha: float | None = param_field(Param(*ALPHA.constraints, None), None)
-    accept_length: float | None = param_field(Param(Interval(float, 1.0, 65.0), None), None)
-    draft_len: int = param_field(DRAFT, 3)
-    source: str = ""
-
-    def build(self):
-        """The Acceptance stated, or None: the library's default of the drafter's family for each target
-        (``specdec.acceptance.default_acceptance``, resolved where the target is priced)."""
-        from ..specdec import Acceptance
-
-        if self.accept_length is not None:
-            return Acceptance.from_accept_length(self.accept_length, self.draft_len)
-        if self.alpha is None:
-            return None
-        return Acceptance.from_alpha(self.alpha)
-
-    @property
-    def label(self) -> str:
-        if self.accept_length is not None:
-            return f"AL {self.accept_length:g} at draft length {self.draft_len}"
-        if self.alpha is None:
-            return "the default per-position acceptance of the drafter's family and target kind (docs/MODEL.md §4.1)"
-        return f"alpha {self.alpha:g}"
-
-
 @dataclass(frozen=True)
 class Target:
     model: str = loadable("model")
@@ -142,37 +108,6 @@ def read_settings(r: Reader, obj: Any, path: str, cls: type, raw: tuple[str, ...
     """Read the mapping ``obj`` into the frozen dataclass ``cls`` (:func:`simulator.specs.settings.read_settings` with
     the study file's hooks: its list checks, acceptance reader and name loader)."""
     return read_declared(r, obj, path, cls, raw, HOOKS)
-
-
-def check_name(r: Reader, path: str, name: str, kind: str) -> str:
-    """A bundled model/hardware name, drafter or YAML path that loads; errors name the study field."""
-    from ..specdec import parse_drafter
-    from ..specs.catalog import load_hardware, load_model
-
-    try:
-        if kind == "drafter":
-            d = parse_drafter(name)
-            if d.model:  # model:NAME or eagle3:NAME: the spec must load
-                load_model(d.model)
-        else:
-            (load_model if kind == "model" else load_hardware)(name)
-    except SimulatorError as exc:
-        fix = ("use eagle, eagle3, eagle3:NAME, mtp, ngram, model:NAME or ratio:C" if kind == "drafter" else
-               f"use a bundled {kind} name (python -m simulator list) or a YAML path")
-        raise r.fail(path, f"{name!r} cannot be loaded ({exc})"[:300], fix) from None
-    return name
-
-
-def read_acceptance(r: Reader, obj: Any, path: str) -> AcceptanceSpec:
-    """An :class:`AcceptanceSpec` by its declarations, plus the two rules across its fields."""
-    a = read_settings(r, obj, path, AcceptanceSpec)
-    if (a.alpha is None) == (a.accept_length is None):
-        raise r.fail(path, "needs exactly one of 'alpha' or 'accept_length'",
-                     "write {alpha: 0.75} or {accept_length: 2.73, draft_len: 3}")
-    if a.accept_length is not None and a.accept_length > a.draft_len + 1:
-        raise r.fail(f"{path}.accept_length", f"is {a.accept_length:g}, above draft_len + 1 = {a.draft_len + 1}",
-                     "a round accepts at most draft_len + 1 tokens")
-    return a
 
 
 HOOKS = Hooks(lists=LIST_CHECKS, sort=("batch", "draft_len"), readers={AcceptanceSpec: read_acceptance},
