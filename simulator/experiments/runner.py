@@ -84,7 +84,7 @@ def prose(study: Study, name: str, values: dict, key: str, settings=None) -> lis
 
 
 def annotate(part: Part, study: Study, name: str, settings=None) -> Part:
-    """The analysis's declared prose (schema.Notes) filled from its numbers (``part.values``) and added to its part;
+    """The analysis's declared prose (render.template.Notes) filled from its numbers (``part.values``) and added to its part;
     a table note for a table the analysis does not produce is a ConfigError."""
     if study.notes.get(name) is None:
         return part

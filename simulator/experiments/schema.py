@@ -21,6 +21,7 @@ from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..errors import SimulatorError
 from ..params import Options, Param, param_field
 from ..pricing import DEFAULT_DRAFTER
+from ..render.template import NOTE_KEYS, read_notes
 from ..specdec.declared import DRAFT, AcceptanceSpec, check_name, read_acceptance
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
@@ -82,19 +83,6 @@ class Study:
     where: str = ""
     variants: tuple = field(default=(), compare=False)  # sweep.Variant objects (built by grid.read_variants)
     notes: Mapping[str, Any] = field(default_factory=dict)  # analysis name -> its declared Notes
-
-
-@dataclass(frozen=True)
-class Notes:
-    """The prose an analysis entry declares beside its settings (data, not code), as templates filled from the
-    numbers its analysis computes (:func:`~simulator.render.template.fill`): ``findings`` (paragraphs; an empty
-    one is dropped), ``settings`` (bullet lines), ``key_numbers`` (label -> value) and ``table_notes`` (table name
-    -> note)."""
-
-    findings: tuple[str, ...] = ()
-    settings: tuple[str, ...] = ()
-    key_numbers: dict | None = None
-    table_notes: dict | None = None
 
 
 # -- the generic reader of a settings dataclass ------------------------------------------------------------------
@@ -159,25 +147,6 @@ def check_default_acceptance(r: Reader, study: Study) -> None:
             except SimulatorError as exc:
                 raise r.fail(path, f"prices drafter {drafter!r} with the default acceptance: {exc}",
                              "add acceptance: {accept_length: AL, draft_len: G} (or {alpha: A})") from None
-
-
-NOTE_KEYS = tuple(f.name for f in dataclasses.fields(Notes))
-
-
-def read_notes(r: Reader, obj: Any, path: str) -> Notes:
-    """The :class:`Notes` keys of an analysis entry (the rest is its settings)."""
-    n = read_settings(r, {k: v for k, v in obj.items() if k in NOTE_KEYS} if isinstance(obj, Mapping) else {}, path,
-                      Notes)
-    for key in ("key_numbers", "table_notes"):
-        for k in getattr(n, key) or {}:
-            r.string(getattr(n, key), k, f"{path}.{key}")
-    for key in ("findings", "settings", "key_numbers", "table_notes"):
-        items = getattr(n, key) or ()
-        for k, t in items.items() if isinstance(items, dict) else enumerate(items):
-            if any(str(s).count("{") != str(s).count("}") for s in (k, t)):
-                raise r.fail(f"{path}.{key}[{k!r}]", "has a '{' without its '}' (or the reverse)",
-                             "close every {field} of the template (docs/MODEL.md §6.2)")
-    return n
 
 
 def check_settings(r: Reader, study: Study, path: str, s: Any, modes: tuple[str, ...] = ()) -> None:

@@ -1,9 +1,17 @@
 """Prose templates (docs/MODEL.md §6.2): findings, settings lines, key numbers and table notes of a study are
-templates in its study file, filled here from the numbers its analysis computes. Nothing here knows a study."""
+templates in its study file (:class:`Notes`, read and brace-checked by :func:`read_notes`), filled here from the
+numbers its analysis computes (:func:`fill`, :func:`fill_items`). Nothing here knows a study."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..specs.schema import Reader
+from ..specs.settings import read_settings
 
 # {name} or {name:spec}: a value (a dotted name reads an attribute, key or index) formatted by the spec;
 # {cond?A|B}: A if cond holds, else B; {cond?A|B|C}: by the sign of cond (> 0, < 0, = 0). cond: a name, or
@@ -100,3 +108,35 @@ def fill_items(items, ns: dict, labels: bool = False) -> list[tuple[str, str]]:
         except (KeyError, AttributeError, IndexError, TypeError, ValueError) as exc:
             raise TemplateError(i, exc) from None
     return [(k, v) for k, v in out if v]
+
+
+@dataclass(frozen=True)
+class Notes:
+    """The prose an analysis entry declares beside its settings (data, not code), as templates filled from the
+    numbers its analysis computes (:func:`fill`): ``findings`` (paragraphs; an empty
+    one is dropped), ``settings`` (bullet lines), ``key_numbers`` (label -> value) and ``table_notes`` (table name
+    -> note)."""
+
+    findings: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+    key_numbers: dict | None = None
+    table_notes: dict | None = None
+
+
+NOTE_KEYS = tuple(f.name for f in dataclasses.fields(Notes))
+
+
+def read_notes(r: Reader, obj: Any, path: str) -> Notes:
+    """The :class:`Notes` keys of an analysis entry (the rest is its settings)."""
+    n = read_settings(r, {k: v for k, v in obj.items() if k in NOTE_KEYS} if isinstance(obj, Mapping) else {}, path,
+                      Notes)
+    for key in ("key_numbers", "table_notes"):
+        for k in getattr(n, key) or {}:
+            r.string(getattr(n, key), k, f"{path}.{key}")
+    for key in ("findings", "settings", "key_numbers", "table_notes"):
+        items = getattr(n, key) or ()
+        for k, t in items.items() if isinstance(items, dict) else enumerate(items):
+            if any(str(s).count("{") != str(s).count("}") for s in (k, t)):
+                raise r.fail(f"{path}.{key}[{k!r}]", "has a '{' without its '}' (or the reverse)",
+                             "close every {field} of the template (docs/MODEL.md §6.2)")
+    return n
