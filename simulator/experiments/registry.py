@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..validate import multinode, sd_cases
+from ..validate import multinode, sd_cases, tree_unions
 from ..validate import whatif as whatif_gpu
-from . import headline, overlap_sweep, shapes, traffic, trees, validation, whatif
+from . import headline, overlap_sweep, shapes, traffic, validation, whatif
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ ANALYSES: dict[str, Analysis] = {
     "overlap_sweep": Analysis(overlap_sweep.Settings, overlap_sweep.run, ("refined",), every_target=True),
     "whatif": Analysis(whatif.Settings, whatif.run, ("refined",), whatif.check),
     "traffic": Analysis(traffic.Settings, traffic.run, ("refined",), every_target=True),
-    "tree_unions": Analysis(trees.Settings, trees.run),
+    "tree_unions": Analysis(tree_unions.Settings, settings_only(tree_unions.report)),
     "whatif_validation": Analysis(whatif_gpu.Settings, settings_only(whatif_gpu.report)),
     "sd_validation": Analysis(sd_cases.Settings, settings_only(sd_cases.report)),
     "multinode_validation": Analysis(multinode.Settings, settings_only(multinode.report)),
