@@ -172,7 +172,7 @@ def csv_list(kind: type, name: str):
         return values
 
     parse.is_list = True
-    parse.kind = kind  # read by the CLI fuzz test (tests/test_cli_fuzz.py) to draw values from the declarations
+    parse.kind = kind  # read by the CLI fuzz test (tests/cli/test_cli_fuzz.py) to draw values from the declarations
     return parse
 
 
