@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
 from ..cost.step import CLASSES
-from ..pricing import price_pass
+from ..pricing import class_times
 from ..render import study_figures
 from ..render.outcome import Figure, Part, Table, table
 from ..specs.settings import fraction, on_grid, positive, variant_name
@@ -118,10 +117,8 @@ def _placements(priced, m: str, ref, s: Settings, gam: int, bi: int) -> dict[str
 def _breakdown(sc, batch: int, gamma: int) -> Table:
     res = {}
     for md in ("prior", "refined"):
-        s = sc.edit(mode=md, mechanisms=PRESETS[md])
-        dec, ver = (price_pass(s, [batch], n, check_fit=False) for n in (1, gamma + 1))
-        res[md] = {c: (float(dec.breakdown[c][0]) * 1e6, float(ver.breakdown[c][0]) * 1e6) for c in CLASSES}
-        res[md]["total"] = (float(dec.time[0]) * 1e6, float(ver.time[0]) * 1e6)
+        dec, ver = (class_times(sc, md, [batch], n) for n in (1, gamma + 1))
+        res[md] = {c: (dec[c] * 1e6, ver[c] * 1e6) for c in (*CLASSES, "total")}
     return table("breakdown", f"Where the verify pass costs more than a decode step (batch {batch}, {gamma + 1} "
                  "tokens per request), µs on the critical path", "op class; prior decode|.0f; prior verify|.0f; prior "
                  "extra|.0f; refined decode|.0f; refined verify|.0f; refined extra|.0f",

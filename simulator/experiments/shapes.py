@@ -9,11 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
 from ..overlap.lag_profile import lift
 from ..params import Interval, Param, param_field
-from ..pricing import price_pass
+from ..pricing import class_times
 from ..render import study_figures
 from ..render.outcome import Figure, Part, Table, table
 from ..render.template import fill
@@ -59,11 +58,8 @@ def run(study, priced, ctx, p: Settings) -> Part:
         res = {md: x.case.result for md, x in pts.items()}
         res[TRANSFER] = (tr or ref).case.result
         c = ref.case
-        share = {}
-        for md in ("prior", "refined"):
-            st = price_pass(c.scenario.edit(mode=md, mechanisms=PRESETS[md]), c.result.batch[:1], 1,
-                            check_fit=False)
-            share[md] = float(st.breakdown["moe"][0] / st.time[0])
+        share = {md: (t := class_times(c.scenario, md, c.result.batch[:1], 1))["moe"] / t["total"]
+                 for md in ("prior", "refined")}
         rows.append(Row(c.model, c.deployment, c.hardware, ref.note, c.result.batch, res,
                         {v: classify(x.batch, x.best()[1], p.tolerance) for v, x in res.items()}, share))
     skipped = [(m, why) for m, _, _, why in priced.skipped]
