@@ -50,7 +50,7 @@ class InfeasibleError(SimulatorError):
 class ParameterError(SimulatorError):
     """A function or command-line parameter is out of its declared domain.
 
-    Raised from a declaration (:mod:`simulator.validation`) it also carries ``owner`` (the function or class),
+    Raised from a declaration (:mod:`simulator.params`) it also carries ``owner`` (the function or class),
     ``param`` (the library parameter name), ``expected`` (what a valid value is) and ``value`` (what was given),
     so that the CLI can name its flag instead of the parameter. Hand-written checks may give just the message."""
 

@@ -1,6 +1,6 @@
 """The import graph of ``simulator``: no circles between modules, and no import from a lower layer to a higher one.
 
-Layers, lowest first (data flows one way, DEVELOPERS.md): errors/validation → outputs → specs → overlap → traces →
+Layers, lowest first (data flows one way, DEVELOPERS.md): errors/params → outputs → specs → overlap → traces →
 cost → calibrate → specdec → pricing → render → sweep → validate → experiments → cli. Every ``import`` counts, the
 lazy ones inside functions too: a lazy import hides a circle from Python, not from the design.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 import networkx as nx
 
 PKG = Path(__file__).resolve().parents[1] / "simulator"
-LAYERS = ("errors", "validation", "outputs", "specs", "overlap", "traces", "cost", "calibrate", "specdec", "pricing",
+LAYERS = ("errors", "params", "outputs", "specs", "overlap", "traces", "cost", "calibrate", "specdec", "pricing",
           "render", "sweep", "validate", "experiments", "cli", "__main__")
-BASE = {"errors": 0, "validation": 0}  # the two base modules may import each other's names only one way (no cycle)
+BASE = {"errors": 0, "params": 0}  # the two base modules may import each other's names only one way (no cycle)
 
 
 def _module_name(path: Path) -> str:

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from ..errors import ParameterError, SimulatorError
 
 # Library parameter name -> command-line flag: the one place where the CLI's vocabulary meets the library's.
-# A ParameterError raised from a declaration (simulator.validation) names the library parameter; `error_line`
+# A ParameterError raised from a declaration (simulator.params) names the library parameter; `error_line`
 # prints it with the flag instead. Parameters not listed here keep the library's message.
 FLAGS = {
     "batch": "--batch", "gammas": "--draft-len", "draft_len": "--draft-len", "tokens": "--tokens",
@@ -35,7 +35,7 @@ FLAGS = {
 def choices_of(owner, name: str) -> tuple:
     """The allowed values of a declared parameter (a dataclass field or a declared function's parameter), for
     argparse ``choices``: the declaration stays the one home of the list."""
-    from ..validation import Options, params_of
+    from ..params import Options, params_of
 
     return next(c.values for c in params_of(owner)[name].constraints if isinstance(c, Options))
 
@@ -172,7 +172,7 @@ def csv_list(kind: type, name: str):
         return values
 
     parse.is_list = True
-    parse.kind = kind  # read by the CLI fuzz test (tests/test_cli_fuzz.py) to draw values from the declarations
+    parse.kind = kind  # read by the CLI fuzz test (tests/cli/test_cli_fuzz.py) to draw values from the declarations
     return parse
 
 

@@ -15,7 +15,7 @@ from dataclasses import fields
 
 from ..cost.deployment import Deployment, Mechanisms
 from ..cost.ops import DEFAULT_CONTEXT
-from ..validation import Interval, Options, params_of
+from ..params import Interval, Options, params_of
 from ._common import FLAGS, any_case, csv_list
 
 # Help of each generated flag (the CLI's words; the constraint itself is the declaration's).

@@ -105,8 +105,8 @@ def _run(args) -> int:
         op_views,
     )
     from ..errors import ParameterError
+    from ..params import Interval, Param, check_params
     from ..specs.catalog import load_hardware
-    from ..validation import Interval, Param, check_params
 
     hw = load_hardware(args.hardware).for_engine(Deployment(engine=args.engine).engine)
     if args.op == "allreduce":

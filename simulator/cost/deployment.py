@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
+from ..params import Interval, Options, Param, check_fields, param_field
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE, ENGINE_VENDORS, ENGINES
@@ -25,7 +26,6 @@ from ..specs.wide_ep import (
     MODE_DISPATCH,
     TBO_ENGINES,
 )
-from ..validation import Interval, Options, Param, check_fields, param_field
 
 ROUTING = ("uniform", "independent", "overlap")
 FIXED = ("on", "per_expert", "off")

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..params import Interval, Param
 from ..specs.derived import ffn_matrices
 from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, KV_BYTES, padded_width
 from ..specs.model import ModelSpec
-from ..validation import Interval, Param
 from .deployment import Deployment
 
 A = ACTIVATION_BYTES
@@ -65,7 +65,7 @@ class ExpertLoad:
     unique_total: np.ndarray  # unique experts over all ranks (for reporting)
 
 
-# The declarations of the workload's parameters (simulator.validation), checked by the entry points that take them
+# The declarations of the workload's parameters (simulator.params), checked by the entry points that take them
 # (cost.step.step_time, specdec.rounds.speculative, the sweep) and mapped to --batch/--tokens/--context by the CLI.
 BATCH = Param(Interval(int, 1, None), unit="requests", many=True)
 TOKENS = Param(Interval(int, 1, None), unit="new tokens per request", many=True)

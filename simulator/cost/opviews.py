@@ -12,10 +12,10 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..params import Interval, Param, check_params, declare, parameter_error
 from ..specs.dtypes import ACTIVATION_BYTES, FORMATS, KV_BYTES
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import SHAPE_PARAMS, KernelClass
-from ..validation import Interval, Param, check_params, declare, parameter_error
 from .deployment import WAYS, Mechanisms
 from .engine import OpCost, collective_seconds, op_time
 from .ops import Op, experts_op, gemm

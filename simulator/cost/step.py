@@ -14,12 +14,12 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from ..errors import InfeasibleError
+from ..params import declare
 from ..specs.derived import param_counts, weight_bytes
 from ..specs.dtypes import ACTIVATION_BYTES, FORMATS
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import A2A_MODES
 from ..specs.model import ModelSpec
-from ..validation import declare
 from .deployment import (
     MEMORY_HEADROOM,
     Deployment,

@@ -5,8 +5,8 @@ the numbers they compute (``python -m simulator experiment NAME`` / ``--all --re
 :func:`write_outcome` (CSV, PNG, ``summary.md``); :func:`write_report` / :func:`report_markdown` (docs/RESULTS.md).
 """
 
+from ..render.outcome import Outcome, write_outcome
 from .grid import RunContext
-from .outcome import Outcome, write_outcome
 from .registry import ANALYSES
 from .runner import (
                      REPORT_COMMAND,

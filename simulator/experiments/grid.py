@@ -6,17 +6,16 @@ pricing path (:func:`simulator.pricing.price`); the variant specs of a study fil
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import SimulatorError
 from ..overlap import PLACEMENTS, parse_popularity
+from ..overlap.lag_profile import profile_lags
 from ..overlap.popularity import independent_overlap
+from ..params import Interval, Options, Param, param_field
 from ..pricing import Case, Layout, Request, Scenario, price
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
 from ..specdec import StepCache
@@ -27,28 +26,10 @@ from ..sweep import Variant
 from ..sweep.progress import Meter
 from ..sweep.runner import deploy, in_mode
 from ..sweep.variants import SCALABLE
-from ..traces import layer_stats, synth_trace
-from ..validation import Interval, Options, Param, param_field
-from .schema import AcceptanceSpec, Study, Target, fraction, positive, read_settings
+from ..traces.synth import TraceSpec, measured_trace
+from .schema import AcceptanceSpec, Study, Target, read_settings
 
 PROFILES = ("cohere", "markov")
-
-
-@dataclass(frozen=True)
-class TraceSpec:
-    """The seeded synthetic router (:func:`simulator.traces.synth_trace`) whose measured statistics are used."""
-
-    experts: int = param_field(Param(Interval(int, 2, None)))
-    top_k: int = positive()
-    sequences: int = positive()
-    tokens: int = param_field(Param(Interval(int, 8, None)))
-    seed: int = param_field(Param(Interval(int, 0, None)))
-    persistence: float = param_field(Param(Interval(float, 0.0, 0.999)))
-    context: float = param_field(Param(Interval(float, 0.0, 0.999)))
-    skew: float = fraction()
-    hidden: int = positive(32)
-    max_lag: int = param_field(Param(Interval(int, 1, 8)), 4)
-    label: str = ""  # names the trace in tables (validation checks)
 
 
 @dataclass(frozen=True)
@@ -123,12 +104,7 @@ def read_variants(r, study: Study) -> tuple[Expanded, ...]:
     return tuple(out)
 
 
-# -- overlap profiles --------------------------------------------------------------------------------------------
-def lift(lags, baseline: float) -> np.ndarray:
-    """Lag correlation λ(d) = (o(d) − s) / (1 − s) of overlaps over the independent baseline s."""
-    return (np.asarray(lags, float) - baseline) / (1.0 - baseline)
-
-
+# -- overlap profiles (their lag shapes: overlap.lag_profile) ----------------------------------------------------------
 def baseline(o: OverlapSpec, model: ModelSpec) -> float:
     """The independent overlap s a profile is built on: ``o.baseline``, else the model's independent overlap Σπ²/k
     under the popularity (k/E for uniform)."""
@@ -137,26 +113,6 @@ def baseline(o: OverlapSpec, model: ModelSpec) -> float:
     ffn = model.ffn
     pop = parse_popularity(o.popularity or model_overlap(model).popularity, ffn.experts, ffn.top_k)
     return independent_overlap(pop, ffn.top_k)
-
-
-def profile_lags(s: float, shape, shape_baseline: float, lag1: float | None, profile: str) -> tuple[float, ...]:
-    """Lag overlaps over the independent baseline ``s``: the shape's lag correlations, rescaled so that o(1) =
-    ``lag1`` when given (``cohere``); ``markov``: o(1) only (the maximum-entropy law is then a first-order Markov
-    chain per expert, λ(d) = λ(1)^d, realisable by construction)."""
-    if profile == "markov":
-        return (float(lag1),)
-    lam = lift(shape, shape_baseline)
-    if lag1 is not None:
-        lam = lift(lag1, s) * lam / lam[0]
-    return tuple(float(x) for x in s + lam * (1.0 - s))
-
-
-@functools.lru_cache(maxsize=32)
-def measured_trace(t: TraceSpec):
-    """(trace, measured statistics) of a synthetic router setting (cached: analyses reuse it)."""
-    tr = synth_trace(t.experts, t.top_k, t.sequences, t.tokens, layers=1, persistence=t.persistence, skew=t.skew,
-                     context=t.context, hidden=t.hidden, seed=t.seed)
-    return tr, layer_stats(tr, 0, max_lag=t.max_lag)
 
 
 def overlap_for(o: OverlapSpec, model: ModelSpec, profile: str, lag1: float | None) -> OverlapInput:

@@ -8,16 +8,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
 from ..cost.step import CLASSES
-from ..pricing import price_pass
-from ..render import figures as plots
+from ..pricing import class_times
+from ..render import study_figures
+from ..render.outcome import Figure, Part, Table, table
+from ..specs.settings import fraction, on_grid, positive, variant_name
 from ..sweep import plot_waterfall
 from ..sweep.explain import explain_scenario
 from ..sweep.table import tidy_columns
-from .outcome import Figure, Part, Table, table
-from .schema import fraction, on_grid, positive, variant_name
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,7 @@ def run(study, priced, ctx, s: Settings) -> Part:
     figs = (Figure("waterfall", f"explain waterfall: {model.display_name} on {hw.display_name}, batch {b0}, draft "
                    f"length {s.explain_draft_len}", lambda path: plot_waterfall(attr, path)),
             Figure("ratio", "T_decode / T_verify vs draft length, prior and refined, with the study's values",
-                   lambda path: _plot_ratio(res, s, bi, path)))
+                   lambda path: study_figures.headline_ratio(res, s, bi, path)))
     ud, uv = float(ref.result.unique_decode_rank[bi]), float(ref.result.unique_verify_rank[ref.at_gamma(gam), bi])
     return Part(tables=(comp, readings, walk, shap, brk, ratios, br_t) + ((pl_t,) if len(place) > 1 else ()),
                 figures=figs, values=values(pred, pub, gam, attr, brk, bracket, ud, uv, place, s.why) | dict(
@@ -118,10 +117,8 @@ def _placements(priced, m: str, ref, s: Settings, gam: int, bi: int) -> dict[str
 def _breakdown(sc, batch: int, gamma: int) -> Table:
     res = {}
     for md in ("prior", "refined"):
-        s = sc.edit(mode=md, mechanisms=PRESETS[md])
-        dec, ver = (price_pass(s, [batch], n, check_fit=False) for n in (1, gamma + 1))
-        res[md] = {c: (float(dec.breakdown[c][0]) * 1e6, float(ver.breakdown[c][0]) * 1e6) for c in CLASSES}
-        res[md]["total"] = (float(dec.time[0]) * 1e6, float(ver.time[0]) * 1e6)
+        dec, ver = (class_times(sc, md, [batch], n) for n in (1, gamma + 1))
+        res[md] = {c: (dec[c] * 1e6, ver[c] * 1e6) for c in (*CLASSES, "total")}
     return table("breakdown", f"Where the verify pass costs more than a decode step (batch {batch}, {gamma + 1} "
                  "tokens per request), µs on the critical path", "op class; prior decode|.0f; prior verify|.0f; prior "
                  "extra|.0f; refined decode|.0f; refined verify|.0f; refined extra|.0f",
@@ -160,21 +157,3 @@ def values(pred: dict, pub: dict, gam: int, attr, brk: Table, bracket: dict, ud:
         place=[{"k": k, "v": v[1], "r": v[2]} for k, v in place.items()], plo=plo, phi=phi,
         pmove=pr.get(phi, 0.0) - pr.get(plo, 0.0), preach=bool(pr) and pr[plo] <= pub["refined"] <= pr[phi],
         pdir=pub["refined"] - pr.get(phi, 0.0))
-
-
-def _plot_ratio(res, s: Settings, bi: int, path) -> str:
-    series = [(f"{md} (model)", c.result.gammas, 1 / c.result.verify_decode_ratio[:, bi], plots.style(md))
-              for md, c in res.items()]
-    series += [(f"{md} (study)", [s.study.draft_len], [v], {"linestyle": "", "marker": "X", "markersize": 11,
-                                                            "color": plots.style(md)["color"]})
-               for md, v in (("prior", s.study.prior), ("refined", s.study.refined))]
-
-    def axes(ax, _):
-        ax.set_ylim(0, 1.05)
-        ax.set_xticks(list(res["prior"].result.gammas))
-
-    return plots.line_figure(path, {"": series}, f"T_decode / T_verify vs draft length (batch {s.batch}); study at "
-                             f"draft length {s.study.draft_len}", panel=(6.0, 4.0),
-                             xlabel="draft length γ (verify pass of γ+1 tokens)", ylabel="T_decode / T_verify",
-                             decorate=axes)
-

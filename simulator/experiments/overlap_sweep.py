@@ -9,11 +9,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..render import figures as plots
-from ..validation import Interval, Param
+from ..params import Interval, Param, param_field
+from ..render import study_figures
+from ..render.outcome import Figure, Part, table
+from ..specs.settings import on_grid, variant_name
 from .grid import baseline, build_variant, deploy_target, price_target
-from .outcome import Figure, Part, table
-from .schema import on_grid, param_field, variant_name
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,9 @@ def run(study, priced, ctx, p: Settings) -> Part:
                    "at flip|.3f; peak batch below|d; peak batch above|d", flips)
     figs = (Figure("speedup_vs_overlap", "Refined speedup at the report batches vs lag-1 overlap; grey band: the "
                    "study's measured range; hatched: independent-routing baselines; dashed: flip points",
-                   lambda path: _plot_overlap(points, flips, study, p, path)),
+                   lambda path: study_figures.speedup_vs_overlap(points, flips, study, p, path)),
             Figure("curves", "Refined speedup vs batch at selected overlaps (Cohere-shaped profile)",
-                   lambda path: _plot_curves(points, study, p, path)))
+                   lambda path: study_figures.overlap_curves(points, study, p, path)))
     i1, i_n = (g.batch.index(b) for b in (p.report_batches[0], p.report_batches[-1]))
     curves = [dict(m=m, prof=prof, o0=pts[0].lag1, on=pts[-1].lag1, a0=pts[0].speedup[i1], an=pts[-1].speedup[i1],
                    b0=pts[0].speedup[i_n], bn=pts[-1].speedup[i_n], second=_second_peak(pts, np.asarray(g.batch)),
@@ -121,35 +121,3 @@ def _second_peak(pts: list[Point], batch: np.ndarray) -> dict:
     vals = [v for v, _ in peaks] or [0.0]
     return dict(none=not peaks, part=0 < len(peaks) < len(pts), lo=min(vals), hi=max(vals),
                 where=sorted({b for _, b in peaks}), flat=max(vals) - min(vals) < 0.02)
-
-
-def _plot_overlap(points, flips, exp, p: Settings, path) -> str:
-    styles = {"cohere": "-", "markov": "--"}
-    profs = list(dict.fromkeys(x.profile for x in points))
-    panels = {m: [(f"B={b}, {prof}", *zip(*[(x.lag1, x.speedup[exp.grid.batch.index(b)]) for x in points
-                                            if (x.model, x.profile) == (m, prof)], strict=True),
-                   {"linestyle": styles[prof], "color": plots.PALETTE[k]})
-                  for k, b in enumerate(p.report_batches) for prof in profs]
-              for m in dict.fromkeys(x.model for x in points)}
-
-    def bands(ax, m):
-        ax.axvspan(*p.study_range[:2], color="0.85", label="study's measured range")
-        ax.axvspan(*p.independent_range[:2], facecolor="none", hatch="//", edgecolor="0.6",
-                   label="independent-routing range")
-        for o in (f[2] for f in flips if f[0] == m):
-            ax.axvline(o, color="0.3", linestyle=styles[next(f[1] for f in flips if f[2] == o)], linewidth=0.8)
-
-    return plots.line_figure(path, panels, "Refined speedup vs adjacent-token overlap o(1)",
-                             xlabel="lag-1 overlap o(1)", decorate=bands)
-
-
-def _plot_curves(points, exp, p: Settings, path) -> str:
-    first = points[0].profile
-    panels = {}
-    for m in dict.fromkeys(x.model for x in points):
-        pts = [x for x in points if x.model == m and x.profile == first]
-        idx = sorted(set(np.linspace(0, len(pts) - 1, min(6, len(pts))).round().astype(int).tolist()))
-        panels[m] = [(f"o(1)={pts[i].lag1:.3f}", pts[i].batch, pts[i].speedup,
-                      {"color": plots.PALETTE[k % len(plots.PALETTE)]}) for k, i in enumerate(idx)]
-    return plots.line_figure(path, panels, f"Refined speedup vs batch at selected o(1) (profile: {first})",
-                             log2=True, legend="each")

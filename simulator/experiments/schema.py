@@ -3,15 +3,14 @@
 A study is a grid of lists expanded as a product and priced by the sweep's one pricing path, plus the named analyses
 that turn the priced points into tables, figures and findings; every key, with an example: docs/MODEL.md §6.1. Each
 analysis declares its settings once, as a frozen dataclass whose fields carry their constraints
-(:func:`~simulator.validation.param_field`, :func:`on_grid`, :func:`variant_name`, :func:`loadable`);
-:func:`read_settings` reads any such dataclass strictly and :func:`check_settings` applies its cross-field rules.
+(:func:`~simulator.params.param_field` and the field helpers of :mod:`simulator.specs.settings`); :func:`read_settings`
+reads any such dataclass strictly (the generic reader with this file's hooks) and :func:`check_settings` applies
+its cross-field rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,79 +19,19 @@ from typing import Any
 from ..cost.deployment import MODE, WAYS
 from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..errors import SimulatorError
+from ..params import Options, Param, param_field
 from ..pricing import DEFAULT_DRAFTER
-from ..specdec.acceptance import ALPHA
-from ..specdec.rounds import DRAFT_LENS, MAX_DRAFT_LEN
+from ..render.template import NOTE_KEYS, read_notes
+from ..specdec.declared import DRAFT, AcceptanceSpec, check_name, read_acceptance
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
 from ..specs.schema import Reader
+from ..specs.settings import Hooks, choice, loadable
+from ..specs.settings import read_settings as read_declared
 from ..sweep.runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES
-from ..validation import Interval, Options, Param, param_field
 
 SCHEMA = "study/v2"
 TOP_KEYS = ("schema", "name", "title", "description", "question", "grid", "speculation", "analyses")
-FRACTION = Param(Interval(float, 0.0, 1.0))
-POSITIVE = Param(Interval(int, 1, None))
-# A study speculates: its draft lengths are ≥ 1 (specdec's DRAFT_LENS also allows 0, no speculation).
-DRAFT = Param(Interval(int, 1, MAX_DRAFT_LEN), unit=DRAFT_LENS.unit)
-
-
-def fraction(default: Any = ...):
-    return param_field(FRACTION, default)
-
-
-def positive(default: Any = ...):
-    return param_field(POSITIVE, default)
-
-
-def choice(values, default: Any = ...):
-    return param_field(Param(Options(tuple(values))), default)
-
-
-def on_grid(axis: str, default: Any = ...):
-    """A settings value (or list) that must be on the grid's ``axis`` (batch or draft_len)."""
-    return param_field(POSITIVE, default, metadata={"grid": axis})
-
-
-def variant_name(default: Any = ...):
-    """A settings value (or list) naming variants of ``grid.variants``."""
-    return field(metadata={"variant": True}) if default is ... else field(default=default, metadata={"variant": True})
-
-
-def loadable(kind: str, default: Any = ...):
-    """A model, hardware or drafter name that must load (checked by the reader)."""
-    return field(metadata={"load": kind}) if default is ... else field(default=default, metadata={"load": kind})
-
-
-@dataclass(frozen=True)
-class AcceptanceSpec:
-    """Per-token acceptance ``alpha``, or a mean acceptance length ``accept_length`` measured at ``draft_len``."""
-
-    alpha: float | None = param_field(Param(*ALPHA.constraints, None), None)
-    accept_length: float | None = param_field(Param(Interval(float, 1.0, 65.0), None), None)
-    draft_len: int = param_field(DRAFT, 3)
-    source: str = ""
-
-    def build(self):
-        """The Acceptance stated, or None: the library's default of the drafter's family for each target
-        (``specdec.acceptance.default_acceptance``, resolved where the target is priced)."""
-        from ..specdec import Acceptance
-
-        if self.accept_length is not None:
-            return Acceptance.from_accept_length(self.accept_length, self.draft_len)
-        if self.alpha is None:
-            return None
-        return Acceptance.from_alpha(self.alpha)
-
-    @property
-    def label(self) -> str:
-        if self.accept_length is not None:
-            return f"AL {self.accept_length:g} at draft length {self.draft_len}"
-        if self.alpha is None:
-            return "the default per-position acceptance of the drafter's family and target kind (docs/MODEL.md §4.1)"
-        return f"alpha {self.alpha:g}"
-
-
 @dataclass(frozen=True)
 class Target:
     model: str = loadable("model")
@@ -146,18 +85,6 @@ class Study:
     notes: Mapping[str, Any] = field(default_factory=dict)  # analysis name -> its declared Notes
 
 
-@dataclass(frozen=True)
-class Notes:
-    """The prose an analysis entry declares beside its settings (data, not code), as templates filled from the
-    numbers its analysis computes (:func:`~.outcome.fill`): ``findings`` (paragraphs; an empty one is dropped),
-    ``settings`` (bullet lines), ``key_numbers`` (label -> value) and ``table_notes`` (table name -> note)."""
-
-    findings: tuple[str, ...] = ()
-    settings: tuple[str, ...] = ()
-    key_numbers: dict | None = None
-    table_notes: dict | None = None
-
-
 # -- the generic reader of a settings dataclass ------------------------------------------------------------------
 # List-valued grid axes checked against their one declaration (each as a whole list).
 LIST_CHECKS = {"batch": BATCH, "draft_len": Param(*DRAFT.constraints, unit=DRAFT.unit, many=True),
@@ -166,89 +93,13 @@ LIST_CHECKS = {"batch": BATCH, "draft_len": Param(*DRAFT.constraints, unit=DRAFT
 
 
 def read_settings(r: Reader, obj: Any, path: str, cls: type, raw: tuple[str, ...] = ("variants",)) -> Any:
-    """Read the mapping ``obj`` into the frozen dataclass ``cls`` by its field types and declarations."""
-    hints = typing.get_type_hints(cls)
-    flds = dataclasses.fields(cls)
-    required = [f.name for f in flds if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    m = r.mapping(obj if obj is not None else {}, path, [f.name for f in flds], required)
-    out = {}
-    for f in flds:
-        if f.name not in m:
-            continue
-        p = r.join(path, f.name)
-        v = m[f.name]
-        is_raw = f.name in raw or dict in (hints[f.name], *typing.get_args(hints[f.name]))
-        out[f.name] = v if is_raw else _value(r, v, p, hints[f.name], f, f.name)
-    return cls(**out)
+    """Read the mapping ``obj`` into the frozen dataclass ``cls`` (:func:`simulator.specs.settings.read_settings` with
+    the study file's hooks: its list checks, acceptance reader and name loader)."""
+    return read_declared(r, obj, path, cls, raw, HOOKS)
 
 
-def _value(r: Reader, v: Any, p: str, tp: Any, f, key: str) -> Any:
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return None if v is None else _value(r, v, p, args[0], f, key)
-    if typing.get_origin(tp) is tuple:
-        if not isinstance(v, list) or not v:
-            raise r.fail(p, f"must be a non-empty list, got {v!r}"[:160], "write it as [a, b, c]")
-        item = args[0]
-        vals = tuple(_value(r, x, f"{p}[{i}]", item, f, key) for i, x in enumerate(v))
-        if not dataclasses.is_dataclass(item) and len(set(vals)) != len(vals):
-            raise r.fail(p, f"has repeated values {v!r}"[:160], "list each value once")
-        if key in LIST_CHECKS:
-            parent, _, name = p.rpartition(".")
-            r.param({name: list(vals)}, name, parent, LIST_CHECKS[key])
-        return tuple(sorted(vals)) if key in ("batch", "draft_len") else vals
-    if dataclasses.is_dataclass(tp):
-        if tp is AcceptanceSpec:
-            return read_acceptance(r, v, p)
-        return read_settings(r, v, p, tp)
-    parent, _, name = p.rpartition(".")
-    holder = {name: v}
-    if tp is bool:
-        return r.boolean(holder, name, parent)
-    if tp in (int, float, str):
-        decl = f.metadata.get("param") if f is not None else None
-        if tp is int:
-            val = r.integer(holder, name, parent)
-        elif tp is float:
-            val = r.number(holder, name, parent)
-        else:
-            val = r.string(holder, name, parent)
-        if decl is not None:
-            r.param(holder, name, parent, decl)
-        load = f.metadata.get("load") if f is not None else None
-        return check_name(r, p, val, load) if load else val
-    raise r.fail(p, f"has a field type {tp!r} the reader does not know", "report this as a bug")
-
-
-def check_name(r: Reader, path: str, name: str, kind: str) -> str:
-    """A bundled model/hardware name, drafter or YAML path that loads; errors name the study field."""
-    from ..specdec import parse_drafter
-    from ..specs.catalog import load_hardware, load_model
-
-    try:
-        if kind == "drafter":
-            d = parse_drafter(name)
-            if d.model:  # model:NAME or eagle3:NAME: the spec must load
-                load_model(d.model)
-        else:
-            (load_model if kind == "model" else load_hardware)(name)
-    except SimulatorError as exc:
-        fix = ("use eagle, eagle3, eagle3:NAME, mtp, ngram, model:NAME or ratio:C" if kind == "drafter" else
-               f"use a bundled {kind} name (python -m simulator list) or a YAML path")
-        raise r.fail(path, f"{name!r} cannot be loaded ({exc})"[:300], fix) from None
-    return name
-
-
-def read_acceptance(r: Reader, obj: Any, path: str) -> AcceptanceSpec:
-    """An :class:`AcceptanceSpec` by its declarations, plus the two rules across its fields."""
-    a = read_settings(r, obj, path, AcceptanceSpec)
-    if (a.alpha is None) == (a.accept_length is None):
-        raise r.fail(path, "needs exactly one of 'alpha' or 'accept_length'",
-                     "write {alpha: 0.75} or {accept_length: 2.73, draft_len: 3}")
-    if a.accept_length is not None and a.accept_length > a.draft_len + 1:
-        raise r.fail(f"{path}.accept_length", f"is {a.accept_length:g}, above draft_len + 1 = {a.draft_len + 1}",
-                     "a round accepts at most draft_len + 1 tokens")
-    return a
+HOOKS = Hooks(lists=LIST_CHECKS, sort=("batch", "draft_len"), readers={AcceptanceSpec: read_acceptance},
+              load=check_name)
 
 
 def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
@@ -296,25 +147,6 @@ def check_default_acceptance(r: Reader, study: Study) -> None:
             except SimulatorError as exc:
                 raise r.fail(path, f"prices drafter {drafter!r} with the default acceptance: {exc}",
                              "add acceptance: {accept_length: AL, draft_len: G} (or {alpha: A})") from None
-
-
-NOTE_KEYS = tuple(f.name for f in dataclasses.fields(Notes))
-
-
-def read_notes(r: Reader, obj: Any, path: str) -> Notes:
-    """The :class:`Notes` keys of an analysis entry (the rest is its settings)."""
-    n = read_settings(r, {k: v for k, v in obj.items() if k in NOTE_KEYS} if isinstance(obj, Mapping) else {}, path,
-                      Notes)
-    for key in ("key_numbers", "table_notes"):
-        for k in getattr(n, key) or {}:
-            r.string(getattr(n, key), k, f"{path}.{key}")
-    for key in ("findings", "settings", "key_numbers", "table_notes"):
-        items = getattr(n, key) or ()
-        for k, t in items.items() if isinstance(items, dict) else enumerate(items):
-            if any(str(s).count("{") != str(s).count("}") for s in (k, t)):
-                raise r.fail(f"{path}.{key}[{k!r}]", "has a '{' without its '}' (or the reverse)",
-                             "close every {field} of the template (docs/MODEL.md §6.2)")
-    return n
 
 
 def check_settings(r: Reader, study: Study, path: str, s: Any, modes: tuple[str, ...] = ()) -> None:

@@ -9,66 +9,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost.deployment import PRESETS
 from ..cost.routing import model_overlap
-from ..pricing import price_pass
-from ..render import figures as plots
+from ..overlap.lag_profile import lift
+from ..params import Interval, Param, param_field
+from ..pricing import class_times
+from ..render import study_figures
+from ..render.outcome import Figure, Part, Table, table
+from ..render.template import fill
 from ..specs.derived import param_counts
-from ..validation import Interval, Param
-from .grid import lift
-from .outcome import Figure, Part, Table, fill, table
-from .schema import on_grid, param_field, positive, variant_name
+from ..specs.settings import on_grid, positive, variant_name
+from ..sweep.curve_shape import INTERIOR, LOW, Shape, classify, low_batch
 
-LOW, INTERIOR, RISING = "low-batch peak", "interior peak", "rising"
-
-
-@dataclass(frozen=True)
-class Shape:
-    label: str
-    peak_batch: int
-    peak: float
-    at_min: float
-    at_max: float
-    unimodal: bool
-    concave: bool
-    dip: bool
-
-    @property
-    def description(self) -> str:
-        q = [w for w, on in (("unimodal", self.unimodal), ("concave", self.concave),
-                             ("dip at small batch", self.dip)) if on]
-        return self.label + (f" ({', '.join(q)})" if q else "")
-
-
-def classify(batch, speedup, tol: float = 0.01) -> Shape:
-    """Label (low-batch peak, rising, interior peak) and qualifiers (unimodal, concave in log2 B, dip at small batch)
-    of a best-speedup-vs-batch curve; values within the relative tolerance ``tol`` count as ties."""
-    b = np.asarray(batch, float)
-    s = np.asarray(speedup, float)
-    i = int(np.argmax(s))
-    peak = float(s[i])
-    if s[0] >= peak * (1 - tol):
-        label = LOW
-    elif s[-1] >= peak * (1 - tol):
-        label = RISING
-    else:
-        label = INTERIOR
-    band = tol * peak
-    d = np.diff(s)
-    unimodal = bool(np.all(d[:i] >= -band) and np.all(d[i:] <= band))
-    concave = bool(s.size < 3 or np.all(np.diff(d) <= band))
-    low_idx = int(np.argmin(s[: i + 1]))
-    dip = bool(0 < low_idx < i and s[low_idx] < s[0] - band and peak > s[0] + band)
-    return Shape(label, int(b[i]), peak, float(s[0]), float(s[-1]), unimodal, concave, dip)
-
-
-def low_batch(shape: Shape, low_batch_max: int) -> bool:
-    """The study's refined expectation: the highest speedup at low batch (peak batch ≤ ``low_batch_max``, or the
-    smallest batch tied with the peak)."""
-    return shape.label == LOW or shape.peak_batch <= low_batch_max
-
-
-# -- the analysis ---------
 TRANSFER = "refined (transferred overlap)"
 
 
@@ -107,17 +58,14 @@ def run(study, priced, ctx, p: Settings) -> Part:
         res = {md: x.case.result for md, x in pts.items()}
         res[TRANSFER] = (tr or ref).case.result
         c = ref.case
-        share = {}
-        for md in ("prior", "refined"):
-            st = price_pass(c.scenario.edit(mode=md, mechanisms=PRESETS[md]), c.result.batch[:1], 1,
-                            check_fit=False)
-            share[md] = float(st.breakdown["moe"][0] / st.time[0])
+        share = {md: (t := class_times(c.scenario, md, c.result.batch[:1], 1))["moe"] / t["total"]
+                 for md in ("prior", "refined")}
         rows.append(Row(c.model, c.deployment, c.hardware, ref.note, c.result.batch, res,
                         {v: classify(x.batch, x.best()[1], p.tolerance) for v, x in res.items()}, share))
     skipped = [(m, why) for m, _, _, why in priced.skipped]
     figs = (Figure("speedup", "Speedup at the best draft length vs batch, per target: prior, refined, and refined "
                    "with the transferred overlap profile (models without routing statistics)",
-                   lambda path: _plot(rows, study, path)),)
+                   lambda path: study_figures.curve_shapes(rows, study, path, TRANSFER)),)
     tv = next((e.spec.overlap for e in priced.variants if e.name == p.transfer), None)
     return Part(tables=(_shape_table(rows, skipped, p), _curve_table(rows)), figures=figs,
                 values=values(rows, skipped, p) | {"tv": tv, "lam": lift(tv.shape, tv.shape_baseline) if tv else ()})
@@ -205,14 +153,3 @@ def values(rows: list[Row], skipped, p: Settings) -> dict:
         out["dip"] = dict(name=x.model.name, at_min=sh.at_min, b0=int(res.batch[0]), si=spd[i], bi=int(res.batch[i]),
                           peak=sh.peak, peak_batch=sh.peak_batch, r0=r[0], ri=r[i])
     return out
-
-
-def _plot(rows: list[Row], exp, path) -> str:
-    panels = {f"{x.model.name} ({x.dep.label})": [(v, r.batch, r.best()[1], plots.style(v, 0))
-                                                 for v, r in x.results.items()
-                                                 if v != TRANSFER or x.model.overlap is None] for x in rows}
-    sp = exp.speculation
-    return plots.line_figure(path, panels, f"Speedup vs batch (best draft length per batch); drafter {sp.drafter}, "
-                             f"{sp.acceptance.label}, context {exp.grid.context}", ncols=4, panel=(3.6, 2.7),
-                             log2=True, legend="top", decorate=lambda ax, _: ax.axhline(1.0, color="0.5",
-                                                                                         linewidth=0.7, linestyle=":"))

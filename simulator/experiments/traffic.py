@@ -1,7 +1,7 @@
 """``traffic`` analysis: routing statistics of traffic types whose overlap comes from a seeded synthetic router
-(grid variants with ``overlap: {trace: ...}``, measured by :func:`.grid.measured_trace`), the maximum-entropy
-predictors' accuracy on those traces (:func:`simulator.traces.evaluate_trace`), and the refined speedup each
-variant gives (routing alone, and with the type's published acceptance)."""
+(grid variants with ``overlap: {trace: ...}``, measured by :func:`simulator.traces.synth.measured_trace`), the
+maximum-entropy predictors' accuracy on those traces (:func:`simulator.traces.evaluate_trace`), and the refined
+speedup each variant gives (routing alone, and with the type's published acceptance)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..render import figures as plots
+from ..overlap.lag_profile import lift
+from ..render import study_figures
+from ..render.outcome import Figure, Part, table
+from ..specs.settings import on_grid, positive, variant_name
 from ..traces import PREDICTORS, evaluate_trace
-from .grid import lift, measured_trace
-from .outcome import Figure, Part, table
-from .schema import on_grid, positive, variant_name
+from ..traces.synth import measured_trace
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,10 @@ def run(study, priced, ctx, p: Settings) -> Part:
         f"; ΔS(B={x})|+.3f" for x in p.report_batches), diff)
     mae = {n: rep.mean_abs_error() for n, _, _, _, rep in meas}
     figs = (Figure("lags", "Lag overlaps o(d) of each traffic type (solid), the published reference (black) and "
-                   "each type's independent baseline (dotted)", lambda path: _plot_lags(meas, p.reference, ref_lags,
-                                                                                         path)),
-            Figure("speedup", "Refined speedup vs batch per variant", lambda path: _plot_speedup(runs, g, path)))
+                   "each type's independent baseline (dotted)",
+                   lambda path: study_figures.traffic_lags(meas, p.reference, ref_lags, path)),
+            Figure("speedup", "Refined speedup vs batch per variant",
+                   lambda path: study_figures.traffic_speedup(runs, g, path)))
     return Part(tables=(stats_t, sp_t, diff_t, acc_t), figures=figs,
                 values=values(meas, diff, mae, ref_lags, p.report_batches) | {"model": model, "c0": c0})
 
@@ -94,23 +96,3 @@ def values(meas, diff, mae, ref_lags, batches) -> dict:
                        "at": [{"b": x, "v": v} for x, v in zip(batches, d[2:], strict=True)]} for d in diff],
                 mae=[{"k": k, **v} for k, v in mae.items()],
                 meas=[{"n": n, "t": t, "o1": o[0], "ind": ind} for n, t, o, ind, _ in meas])
-
-
-def _plot_lags(meas, ref_name, ref_lags, path) -> str:
-    series = [(n, np.arange(1, len(o) + 1), o, {"color": plots.PALETTE[k]}) for k, (n, _, o, _, _) in enumerate(meas)]
-    series.append((ref_name, np.arange(1, len(ref_lags) + 1), ref_lags, {"marker": "s", "color": "black"}))
-
-    def baselines(ax, _):
-        for k, (_, _, _, ind, _) in enumerate(meas):
-            ax.axhline(ind, color=plots.PALETTE[k], linestyle=":", linewidth=0.8)
-        ax.set_ylim(0, 1)
-
-    return plots.line_figure(path, {"": series}, "Lag overlap o(d) by traffic type", panel=(6.0, 4.0),
-                             xlabel="lag d (tokens)", ylabel="o(d) = E|S_t ∩ S_t+d| / k", decorate=baselines)
-
-
-def _plot_speedup(runs, g, path) -> str:
-    series = [(n, c.result.batch, c.best()[1], {"color": plots.PALETTE[k % len(plots.PALETTE)]})
-              for k, (n, c) in enumerate(runs.items())]
-    return plots.line_figure(path, {"": series}, "Refined speedup vs batch by traffic variant", panel=(6.5, 4.2),
-                             log2=True)

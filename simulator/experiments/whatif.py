@@ -1,7 +1,8 @@
 """``whatif`` analysis: the grid's targets on several GPUs and formats (refined speedup at the smallest batch and the
 low-batch advantage), and a one-change-at-a-time attribution: variants that copy one group of spec fields
 (:data:`simulator.sweep.HARDWARE_GROUPS`) from the base GPU towards the target GPU and back, a hypothetical
-fixed-cost scale, and 4-bit experts, each priced through the sweep's one pricing path."""
+fixed-cost scale, and 4-bit experts (:func:`simulator.sweep.variants.one_change_variants`), each priced through the
+sweep's one pricing path."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..pricing import NO_EDIT, HardwareEdit
-from ..render import figures as plots
+from ..params import Interval, Param, param_field
+from ..pricing import NO_EDIT
+from ..render import study_figures
+from ..render.outcome import Figure, Part, Table
 from ..specs.catalog import load_hardware
 from ..specs.dtypes import FORMATS
-from ..sweep import HARDWARE_GROUPS, Variant
-from ..validation import Interval, Param
+from ..specs.settings import choice, loadable, on_grid
+from ..sweep.variants import one_change_variants
 from .grid import deploy_target, price_target
-from .outcome import Figure, Part, Table
-from .schema import Target, choice, loadable, on_grid, param_field
+from .schema import Target
 
 
 @dataclass(frozen=True)
@@ -42,29 +44,6 @@ def check(r, study, s: Settings) -> None:
     if not any(b >= s.compare_from for b in study.grid.batch):
         raise r.fail("analyses.whatif.compare_from", f"is {s.compare_from}, above every batch of the grid",
                      "lower it or extend grid.batch")
-
-
-def variants(base, target, p: Attribution) -> list[tuple[str, str, object, str | None, Variant]]:
-    """(group, label, hardware profile, format (None: the attribution's), variant): one change at a time from
-    ``base`` towards ``target`` and from ``target`` back to ``base``. HBM bandwidth changes re-derive the
-    byte-indexed kernel curves from ``base``."""
-    def one(src, fields):
-        return Variant(hardware=HardwareEdit(copy_from=src, copy_fields=fields, kernel_base=base))
-
-    def scaled(f):
-        return Variant(hardware=HardwareEdit(fixed_cost_scale=f))
-
-    f = p.fixed_cost_scale
-    out = [("base", f"{base.name} (base)", base, p.dtype, Variant())]
-    out += [("one change", f"{base.name} + {target.name} {n}", base, None, one(target, fl))
-            for n, fl in HARDWARE_GROUPS.items()]
-    out.append(("hypothetical", f"{base.name}, fixed costs x{f:g}", base, None, scaled(f)))
-    out.append(("target", f"{target.name} (all spec changes)", target, None, Variant()))
-    out += [("one reverted", f"{target.name} with {base.name} {n}", target, None, one(base, fl))
-            for n, fl in HARDWARE_GROUPS.items()]
-    out.append(("hypothetical", f"{target.name}, fixed costs x{f:g}", target, None, scaled(f)))
-    out.append(("4-bit", f"{target.name} + 4-bit experts ({p.four_bit})", target, p.four_bit, Variant()))
-    return out
 
 
 Metrics = namedtuple("Metrics", "s_low peak_batch advantage ratio s16")  # advantage: S(B min) − max S(B ≥ from)
@@ -113,7 +92,8 @@ def _attribution(study, ctx, p: Settings) -> list[AttrRow]:
     a = p.attribution
     t = Target(model=a.model, hardware=a.base)
     rows, base = [], None
-    for group, label, hw, dtype, v in variants(load_hardware(a.base), load_hardware(a.target), a):
+    for group, label, hw, dtype, v in one_change_variants(load_hardware(a.base), load_hardware(a.target), a.dtype,
+                                                           a.four_bit, a.fixed_cost_scale):
         hw, v = v.hardware.apply(hw), replace(v, hardware=NO_EDIT)  # deploy on the edited GPU
         dtype = dtype or a.dtype
         dd, err = deploy_target(study, t, hw, dtype, fallbacks=())
@@ -147,9 +127,9 @@ def run(exp, priced, ctx, p: Settings) -> Part:
                     "Δ advantage", "Δ T_dec/T_ver", "peak B", f"prior S(B={b0})", "note"), tuple(attr),
                    ("", "", "", "{:.3f}", "{:+.3f}", "{:.3f}", "{:+.3f}", "{:+.3f}", "{:+.3f}", "{:d}", "{:.2f}", ""))
     figs = (Figure("low_batch", f"Refined speedup at B={b0} per target, GPU and format",
-                   lambda path: _plot_bars(grid_rows, exp, path)),
+                   lambda path: study_figures.whatif_bars(grid_rows, exp, path)),
             Figure("attribution", f"One-change-at-a-time attribution for {a.model} (refined S at B={b0})",
-                   lambda path: _plot_attr(attr, exp, path)))
+                   lambda path: study_figures.whatif_attribution(attr, exp, path)))
     ns = values(grid_rows, attr, exp, p)
     return Part(tables=(grid_t, skip_t, attr_t), figures=figs, values=ns)
 
@@ -210,44 +190,3 @@ def values(grid_rows: list[GridRow], attr: list[AttrRow], exp, p: Settings) -> d
 FIELDS = (("hbm_bandwidth", "HBM bandwidth", 1e12, "TB/s"), ("hbm_capacity", "HBM capacity", 1e9, "GB"),
           ("l2_size", "L2", 1e6, "MB"), ("l2_bandwidth", "L2 bandwidth", 1e12, "TB/s"),
           ("link_bandwidth", "NVLink", 1e9, "GB/s"))
-
-
-def _plot_bars(grid_rows, exp, path) -> str:
-    models = list(dict.fromkeys(r.model for r in grid_rows))
-    vals = {(r.model, r.gpu, r.format): r.s for r in grid_rows}
-    combos = [(h, d) for h in exp.grid.hardware for d in exp.grid.dtype if any(vals.get((m, h, d)) for m in models)]
-    fig, (ax,) = plots.grid_figure(1, panel=(max(8.0, 1.1 * len(models)), 4.2),
-                              title=f"Refined speedup at B={exp.grid.batch[0]} (best draft length)")
-    width = 0.8 / len(combos)
-    for k, (h, d) in enumerate(combos):
-        ys = [vals.get((m, h, d)) for m in models]
-        xs = [i + k * width for i, y in enumerate(ys) if y is not None]
-        ax.bar(xs, [y for y in ys if y is not None], width, color=plots.PALETTE[k % len(plots.PALETTE)],
-               label=f"{h} {d}")
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(models))])
-    ax.set_xticklabels(models, rotation=25, ha="right", fontsize=7)
-    ax.set_ylabel("speedup (x)", fontsize=8)
-    ax.axhline(1.0, color="0.5", linewidth=0.7, linestyle=":")
-    ax.grid(True, axis="y", alpha=0.3)
-    top = max((v for v in vals.values() if v is not None), default=1.0)
-    ax.set_ylim(0, top * 1.22)
-    ax.legend(fontsize=7, ncol=len(combos), loc="upper center")
-    fig.subplots_adjust(bottom=0.25)
-    return plots.save(fig, path, dpi=100)
-
-
-def _plot_attr(attr, exp, path) -> str:
-    rows = [x for x in attr if x.s is not None]
-    fig, (ax,) = plots.grid_figure(1, panel=(8.0, 0.32 * len(rows) + 1.2),
-                              title=f"{exp.analyses['whatif'].attribution.model}: change of refined S(B="
-                                    f"{exp.grid.batch[0]}) against {exp.analyses['whatif'].attribution.base} "
-                                    f"{exp.analyses['whatif'].attribution.dtype}")
-    ys = np.arange(len(rows))[::-1]
-    ax.barh(ys, [x.ds for x in rows], color=[plots.PALETTE[0] if x.ds >= 0 else plots.PALETTE[1] for x in rows])
-    ax.set_yticks(ys)
-    ax.set_yticklabels([x.label for x in rows], fontsize=7)
-    ax.axvline(0, color="0.3", linewidth=0.8)
-    ax.set_xlabel("Δ speedup at the smallest batch", fontsize=8)
-    ax.grid(True, axis="x", alpha=0.3)
-    fig.subplots_adjust(left=0.45)
-    return plots.save(fig, path, dpi=100)

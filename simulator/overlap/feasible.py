@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..errors import ConfigError, InfeasibleError, SimulatorError
-from ..validation import parameter_error
+from ..params import parameter_error
 from .constraints import check_feasible
 from .fit import fit_window
 from .stats import OverlapStats

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InfeasibleError
-from ..validation import Interval, Options, check_params
+from ..params import Interval, Options, check_params
 from .constraints import check_feasible, window_constraints
 from .latent import fit_latent
 from .latent_tree import latent_tree_p_zero

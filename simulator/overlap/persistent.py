@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import Interval, Param
+from ..params import Interval, Param
 
 __all__ = ["Persistent"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..validation import Interval, check_params
+from ..params import Interval, check_params
 from .constraints import lag_problems
 from .fit import fit_window, resolve_method
 from .stats import OverlapStats

@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
-from ..validation import Interval, Options, Param, check_params
+from ..params import Interval, Options, Param, check_params
 from .popularity import independent_overlap, parse_popularity, root_scalar
 
 MAX_EXPERTS = 65536  # routed experts per layer: above any MoE model (DeepSeek-V3 256, Kimi K2 384), keeps E bounded

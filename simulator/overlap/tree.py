@@ -35,7 +35,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
-from ..validation import Interval, Options, Param, check_params
+from ..params import Interval, Options, Param, check_params
 from .constraints import lag_problems, pair_table
 from .latent_union import clear_latent_cache, latent_union
 from .maxent import fit_stationary, window_features

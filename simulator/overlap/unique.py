@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import Interval, check_params
+from ..params import Interval, check_params
 from . import placement as pl
 
 __all__ = [

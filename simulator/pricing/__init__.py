@@ -3,13 +3,13 @@
 - :class:`Scenario` (:mod:`.scenario`): model, GPU, deployment, mechanisms, drafter, acceptance, context, routing
   statistics and draft shape; one way to change a field (:meth:`Scenario.edit`).
 - :func:`price` / :func:`price_pass` (:mod:`.price`): the scenario over batch × draft length (or its tree), and one
-  forward pass of it; the only callers of the round functions.
+  forward pass of it; the only callers of the round functions. :func:`class_times`: one pass per op class in a mode.
 - :class:`Request` and :func:`resolve` (:mod:`.resolve`): what a user asks for (every knob optional) → a scenario,
   through the one deployment rule (:mod:`.deploy`).
 """
 
 from .deploy import Layout, default_deployment, fitting_batches, resolved_line
-from .price import REFERENCE, Case, price, price_pass
+from .price import REFERENCE, Case, class_times, price, price_pass
 from .resolve import (
     DEFAULT_DRAFTER,
     DEFAULT_HARDWARE,
@@ -25,6 +25,6 @@ from .resolve import (
 from .scenario import DEPLOYMENT_FIELDS, MECHANISM_FIELDS, NO_EDIT, HardwareEdit, Scenario, scale_fixed
 
 __all__ = ["DEFAULT_DRAFTER", "DEFAULT_HARDWARE", "DEPLOYMENT_FIELDS", "MECHANISM_FIELDS", "NO_EDIT", "REFERENCE",
-           "Case", "HardwareEdit", "Layout", "Request", "Scenario", "default_deployment", "default_targets",
-           "fitting_batches", "overlap_input", "price", "price_pass", "request", "resolve", "resolve_acceptance",
-           "resolve_hardware", "resolve_models", "resolved_line", "scale_fixed"]
+           "Case", "HardwareEdit", "Layout", "Request", "Scenario", "class_times", "default_deployment",
+           "default_targets", "fitting_batches", "overlap_input", "price", "price_pass", "request", "resolve",
+           "resolve_acceptance", "resolve_hardware", "resolve_models", "resolved_line", "scale_fixed"]

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from ..cost.deployment import WAYS, Deployment, validate, validate_options
 from ..cost.step import check_memory
 from ..errors import InfeasibleError
+from ..params import parameter_error
 from ..specdec.drafters import drafter_weights
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from ..validation import parameter_error
 
 DEFAULT_GPUS = 8
 DTYPE_FALLBACK = ("fp8_block", "fp8", "bf16")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..cost.deployment import Deployment
+from ..cost.deployment import PRESETS, Deployment
 from ..cost.ops import BATCH, TOKENS
 from ..cost.routing import model_overlap
 from ..cost.step import StepResult, check_memory
@@ -138,3 +138,11 @@ def price_pass(sc: Scenario, batch, tokens=None, *, cache: StepCache | None = No
         check_memory(sc.model, sc.hw, sc.deployment, float(b.max()), float(tokens), sc.context)
     return padded_step(cache or StepCache(), sc.model, sc.hw, sc.deployment, b, float(tokens), sc.context,
                        sc.mechanisms, overlap)
+
+
+def class_times(sc: Scenario, mode: str, batch, tokens: int) -> dict[str, float]:
+    """Seconds on the critical path per op class (and ``"total"``) of one pass of ``sc`` under ``mode`` and its preset
+    mechanisms, at the first batch of ``batch``, ``tokens`` per request; the memory fit is not checked (a view of
+    what costs what, as the headline and curve-shape studies read it)."""
+    st = price_pass(sc.edit(mode=mode, mechanisms=PRESETS[mode]), batch, tokens, check_fit=False)
+    return {**{c: float(v[0]) for c, v in st.breakdown.items()}, "total": float(st.time[0])}

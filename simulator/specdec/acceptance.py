@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import Interval, Param, check_params
+from ..params import Interval, Param, check_params
 
 __all__ = [
     "ALPHA",

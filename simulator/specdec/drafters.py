@@ -37,9 +37,9 @@ import numpy as np
 
 from ..cost.deployment import Deployment, validate
 from ..errors import InfeasibleError, ParameterError
+from ..params import parameter_error
 from ..specs.catalog import load_model
 from ..specs.model import FFN, ModelSpec
-from ..validation import parameter_error
 
 __all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
            "parse_drafter", "EAGLE_FFN_RATIO", "EAGLE3_DRAFT_VOCAB", "PROJECTION_INPUTS", "draft_step_time",

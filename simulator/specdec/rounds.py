@@ -33,9 +33,9 @@ from ..cost.ops import BATCH, CONTEXT
 from ..cost.routing import OverlapInput
 from ..cost.step import StepResult, resolved, resolved_step, step_key
 from ..errors import ParameterError
+from ..params import Interval, Param, declare
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from ..validation import Interval, Param, declare
 from .acceptance import MAX_POSITIONS, Acceptance, default_acceptance
 from .drafters import PROJECTION_INPUTS, Drafter, draft_step_time, drafter_spec, input_projection_time, parse_drafter
 from .engine_round import RoundTerms, round_terms

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import Interval, Options, Param, declare
+from ..params import Interval, Options, Param, declare
 
 __all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "ENGINE_SERVING", "LENGTHS", "PREFILL", "RUNNING_CAP",
            "EngineServing", "Occupancy", "ServingPoint",

@@ -43,9 +43,9 @@ from ..cost.ops import BATCH, CONTEXT
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import ParameterError
 from ..overlap.tree import check_parents
+from ..params import declare
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from ..validation import declare
 from .acceptance import Acceptance
 from .drafters import Drafter, draft_step_time, parse_drafter
 from .engine_round import round_terms

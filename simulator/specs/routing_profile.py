@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..validation import Interval, Param
+from ..params import Interval, Param
 from .schema import Reader
 
 SCHEMA = "routing/v1"

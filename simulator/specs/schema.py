@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError
-from ..validation import Interval, Options, Param
+from ..params import Interval, Options, Param
 from .units import dimension_of, to_si, units_for
 
 QUANTITY_KEYS = ("value", "unit", "source", "reason", "note")
@@ -105,11 +105,11 @@ class Reader:
         return f"{path}.{key}" if path else key
 
     # -- scalars -------------------------------------------------------------------------------------------------
-    # One constraint language (simulator.validation): every range and choice below is an Interval / Options / Param,
+    # One constraint language (simulator.params): every range and choice below is an Interval / Options / Param,
     # and a declared library parameter is read with `param`, so YAML and library check the same declaration.
     def param(self, obj: Mapping, key: str, path: str, decl: Param, default: Any = ..., fix: str = "") -> Any:
         """Read ``key`` and check it against the parameter's one declaration ``decl`` (see
-        :mod:`simulator.validation`). Whole floats are read as ints for integer parameters, ints as floats for real
+        :mod:`simulator.params`). Whole floats are read as ints for integer parameters, ints as floats for real
         ones; a list parameter (``many``) is read as a list."""
         p = self.join(path, key)
         if key not in obj:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..cost.deployment import Deployment
 from ..errors import InfeasibleError, ParameterError
+from ..params import Options, Param
 from ..pricing import Request, price
 from ..pricing.deploy import fitting_batches
 from ..pricing.resolve import request as make_request
@@ -39,7 +40,6 @@ from ..specdec import StepCache, parse_drafter
 from ..specdec.tree import tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
-from ..validation import Options, Param
 from .runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, deploy, grid_values, in_mode
 
 __all__ = ["FORMATS", "Schedule", "build_schedule", "dynamic_cost", "engine_for", "k_ranges", "schedule_cost",

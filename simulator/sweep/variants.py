@@ -58,3 +58,28 @@ class Variant:
 
     def with_name(self, name: str) -> Variant:
         return replace(self, name=name)
+
+
+def one_change_variants(base, target, dtype: str, four_bit: str, fixed_cost_scale: float
+                        ) -> list[tuple[str, str, object, str | None, Variant]]:
+    """(group, label, hardware profile, format (None: ``dtype``), variant): one change at a time (a group of
+    :data:`HARDWARE_GROUPS`) from ``base`` towards ``target`` and from ``target`` back to ``base``, the fixed costs of
+    each scaled by ``fixed_cost_scale``, and ``target`` with ``four_bit`` experts. HBM bandwidth changes re-derive the
+    byte-indexed kernel curves from ``base``."""
+    def one(src, fields):
+        return Variant(hardware=HardwareEdit(copy_from=src, copy_fields=fields, kernel_base=base))
+
+    def scaled(f):
+        return Variant(hardware=HardwareEdit(fixed_cost_scale=f))
+
+    f = fixed_cost_scale
+    out = [("base", f"{base.name} (base)", base, dtype, Variant())]
+    out += [("one change", f"{base.name} + {target.name} {n}", base, None, one(target, fl))
+            for n, fl in HARDWARE_GROUPS.items()]
+    out.append(("hypothetical", f"{base.name}, fixed costs x{f:g}", base, None, scaled(f)))
+    out.append(("target", f"{target.name} (all spec changes)", target, None, Variant()))
+    out += [("one reverted", f"{target.name} with {base.name} {n}", target, None, one(base, fl))
+            for n, fl in HARDWARE_GROUPS.items()]
+    out.append(("hypothetical", f"{target.name}, fixed costs x{f:g}", target, None, scaled(f)))
+    out.append(("4-bit", f"{target.name} + 4-bit experts ({four_bit})", target, four_bit, Variant()))
+    return out

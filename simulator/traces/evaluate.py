@@ -27,7 +27,7 @@ from ..overlap.fit import fit_window
 from ..overlap.latent import binary_memory_misfit, fit_latent
 from ..overlap.stats import OverlapStats
 from ..overlap.unique import independent_unique, uniform_unique, unique_experts
-from ..validation import Interval, Param, check_params
+from ..params import Interval, Param, check_params
 from .trace import BATCH_DRAWS, SAMPLES, SEED, Trace, empirical_unique, layer_stats
 
 __all__ = ["PREDICTORS", "LayerSummary", "EvalRow", "TraceReport", "evaluate_trace"]

@@ -34,7 +34,7 @@ import zipfile
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import Interval, Options, Param, check_params
+from ..params import Interval, Options, Param, check_params
 from .engine_dumps import DEFAULT_SEQ_TOKENS, sglang_sequences, vllm_sequences, windows
 from .trace import Trace, validate_routing
 

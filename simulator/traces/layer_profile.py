@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
+from ..params import Interval, Options, check_params
 from ..specs.routing_profile import SCHEMA, SPLITS
 from ..specs.yamlio import dump_yaml
-from ..validation import Interval, Options, check_params
 from .trace import Trace, layer_stats
 
 __all__ = ["layer_profile_from_trace", "write_routing_profile"]

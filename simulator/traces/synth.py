@@ -15,14 +15,18 @@ independent value; context c adds a floor that does not decay.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import ParameterError
 from ..overlap.popularity import skew_popularity
-from ..validation import Interval, check_params
-from .trace import NUM_EXPERTS, Trace, check_trace_path, validate_routing, write_trace
+from ..params import Interval, Param, check_params, param_field
+from ..specs.settings import fraction, positive
+from .trace import NUM_EXPERTS, Trace, check_trace_path, layer_stats, validate_routing, write_trace
 
-__all__ = ["synth_trace", "synth_to_file"]
+__all__ = ["TraceSpec", "measured_trace", "synth_to_file", "synth_trace"]
 
 _CALIBRATION_SAMPLES = 8192
 MAX_SYNTH_VALUES = 1 << 25  # values of the largest float64 array (hidden states or logits): 256 MiB
@@ -94,3 +98,28 @@ def synth_to_file(path: str, experts: int, top_k: int, sequences: int, tokens: i
     trace = synth_trace(experts, top_k, sequences, tokens, **kwargs)
     write_trace(trace, path)
     return trace
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """A seeded synthetic router setting (:func:`synth_trace`, one layer) as a study file declares it."""
+
+    experts: int = param_field(Param(Interval(int, 2, None)))
+    top_k: int = positive()
+    sequences: int = positive()
+    tokens: int = param_field(Param(Interval(int, 8, None)))
+    seed: int = param_field(Param(Interval(int, 0, None)))
+    persistence: float = param_field(Param(Interval(float, 0.0, 0.999)))
+    context: float = param_field(Param(Interval(float, 0.0, 0.999)))
+    skew: float = fraction()
+    hidden: int = positive(32)
+    max_lag: int = param_field(Param(Interval(int, 1, 8)), 4)
+    label: str = ""  # names the trace in tables (validation checks)
+
+
+@functools.lru_cache(maxsize=32)
+def measured_trace(t: TraceSpec):
+    """(trace, measured statistics) of a synthetic router setting (cached: analyses reuse it)."""
+    tr = synth_trace(t.experts, t.top_k, t.sequences, t.tokens, layers=1, persistence=t.persistence, skew=t.skew,
+                     context=t.context, hidden=t.hidden, seed=t.seed)
+    return tr, layer_stats(tr, 0, max_lag=t.max_lag)

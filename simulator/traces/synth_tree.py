@@ -18,7 +18,7 @@ import numpy as np
 
 from ..overlap.maxent.tree_ipf import preorder
 from ..overlap.popularity import skew_popularity
-from ..validation import Interval, check_params
+from ..params import Interval, check_params
 from .synth import _calibrate, _top_k
 from .trace import Trace, validate_routing
 

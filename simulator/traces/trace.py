@@ -27,7 +27,7 @@ from ..errors import ParameterError
 from ..outputs import atomic_write
 from ..overlap.persistent import Persistent
 from ..overlap.stats import MAX_EXPERTS, NUM_EXPERTS, OverlapStats
-from ..validation import Interval, Param, check_params
+from ..params import Interval, Param, check_params
 
 __all__ = [
     "BATCH_DRAWS",

@@ -10,8 +10,8 @@ import pytest
 
 from simulator.cost.deployment import Mechanisms
 from simulator.cost.step import STEP_MECHANISMS, step_time
+from simulator.params import Options, params_of
 from simulator.pricing import resolve
-from simulator.validation import Options, params_of
 
 OTHERS = [f.name for f in fields(Mechanisms) if f.name not in STEP_MECHANISMS]
 

@@ -67,7 +67,7 @@ def headline_findings(prior: float, refined: float, bracket: dict, routing: floa
     from types import SimpleNamespace
 
     from simulator.experiments import headline
-    from simulator.experiments.outcome import Table
+    from simulator.render.outcome import Table
     from simulator.sweep.shapley import attribute
 
     steps = [SimpleNamespace(name=n, decode_verify_ratio=v) for n, v in

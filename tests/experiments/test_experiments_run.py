@@ -13,9 +13,9 @@ from simulator.cli import main
 from simulator.cost.deployment import Deployment, preset
 from simulator.cost.step import step_time
 from simulator.experiments import traffic
-from simulator.experiments.shapes import INTERIOR, LOW, RISING, classify
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep import run_sweep
+from simulator.sweep.curve_shape import INTERIOR, LOW, RISING, classify
 
 
 def _csv(path) -> list[dict]:

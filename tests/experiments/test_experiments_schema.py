@@ -3,6 +3,9 @@ file and the field, and exit status 2; ``--check`` resolves deployments and inpu
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from experiments_helpers import bundled_yaml, small_study, write_yaml
 
@@ -208,7 +211,7 @@ def test_declared_prose_is_data(tmp_path):
 def test_templates_follow_the_numbers():
     """The template filler: formats, two-way and sign choices, comparisons, lists, escapes; flipping a number flips
     the words."""
-    from simulator.experiments.outcome import fill
+    from simulator.render.template import fill
 
     t = ("{x:.1%} is {x~0.01?above|below|at} zero, {big?large|small}, {x>y?x wins|y wins} ({k=='a'?is a|not a}); "
          "{items*{n}={v:+.2f}|; }; {xs*{it:g}| / }; mean \\|e\\| {big?\\|e\\| big|}")
@@ -250,3 +253,13 @@ def test_variant_mechanisms_are_the_declared_switches(tmp_path, capsys):
                                                                               {"graph_paddin": "off"}}]))
     bad = {"name": "x", "overlap": {"lag1": [0.2], "profile": ["markovv"], "shape": [0.3], "shape_baseline": 0.1}}
     assert "overlap.profile[0]" in _error(tmp_path, capsys, small_study(variants=[bad]))
+
+
+def test_bad_sd_validation_case_is_one_line(tmp_path):
+    doc = bundled_yaml("sd-validation")
+    doc["analyses"]["sd_validation"]["cases"][0]["accept_length"] = 0.5
+    path = write_yaml(tmp_path, doc)
+    r = subprocess.run([sys.executable, "-m", "simulator", "experiment", str(path), "--check"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "accept_length" in r.stderr and len(r.stderr.strip().splitlines()) == 1

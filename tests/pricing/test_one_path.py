@@ -117,3 +117,18 @@ def test_price_is_the_only_caller_of_the_round_functions():
             if isinstance(node, ast.ImportFrom) and any(a.name in ROUND_FUNCTIONS for a in node.names):
                 offenders.append(f"{mod}: {[a.name for a in node.names if a.name in ROUND_FUNCTIONS]}")
     assert not offenders, offenders
+
+
+def test_class_times_is_one_pass_in_the_mode():
+    """class_times: the pass of price_pass in the mode's preset mechanisms, split by op class (memory not checked)."""
+    from simulator.cost.deployment import PRESETS
+    from simulator.cost.step import CLASSES
+    from simulator.pricing import class_times
+
+    sc = resolve("qwen3-30b-a3b", "h100-sxm")
+    for mode in ("prior", "refined"):
+        t = class_times(sc, mode, [4], 4)
+        st = price_pass(sc.edit(mode=mode, mechanisms=PRESETS[mode]), [4], 4, check_fit=False)
+        assert t["total"] == float(st.time[0]) and set(CLASSES) <= set(t)
+        assert 0 < t["moe"] < t["total"]
+    assert class_times(sc, "prior", [4], 4) != class_times(sc, "refined", [4], 4)

@@ -140,7 +140,7 @@ def test_gpu_out_rows_ship_without_the_held_out_gpus():
 
 
 def test_gpu_out_validation_prices_the_shipped_rows():
-    from simulator.experiments.whatif_validation import _errors, derived_profile
+    from simulator.validate.whatif import _errors, derived_profile
 
     hw, _ = derived_profile("gb200", "b200")
     assert hw.grounding == "derived:b200"

@@ -1,4 +1,5 @@
-"""``sd_validation`` analysis: predicted speculative-decoding speedups against speedups measured by engines in
+"""Public SD cases (the study analysis ``sd_validation``, experiments/sd-validation.yaml; :func:`report` gives its
+table and the numbers its prose reads): predicted speculative-decoding speedups against speedups measured by engines in
 public reports (docs/sources/published.md, "Measured SD speedups"). Each case states its engine, GPU, model,
 parallelism, drafter, draft length, acceptance length and batch; the measured speedup is an outcome, compared only
 (nothing is fitted to it). Every case is priced through the one pricing path (:func:`simulator.sweep.price`) under
@@ -15,17 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..cost.deployment import PRESETS, PRIOR_READINGS
+from ..params import Interval, Param, param_field
 from ..pricing import Layout, Request, price
+from ..render.outcome import Part, table
 from ..specdec import Acceptance
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS
 from ..specs.kernels import ENGINES
+from ..specs.settings import choice, loadable, positive
 from ..sweep import Variant
 from ..sweep.runner import deploy, in_mode
 from ..sweep.shapley import players
-from ..validation import Interval, Param, param_field
-from .outcome import Part, table
-from .schema import choice, loadable, positive
 
 STRUCTURES = ("chain", "tree-chain-verify", "tree-as-chain")
 EXACT = STRUCTURES[:2]
@@ -76,7 +77,7 @@ def predict(c: Measured) -> dict[str, float]:
     return out
 
 
-def run(study, priced, ctx, s: Settings) -> Part:
+def report(s: Settings) -> Part:
     rows, pred = [], {}
     for c in s.cases:
         p = pred[c.name] = predict(c)

@@ -1,7 +1,8 @@
-"""``tree_unions`` analysis: unions of experts over draft trees predicted from one public routing statistic, with and
-without an assumed per-request working set (the persistent component, docs/MODEL.md §2.15), against published
-measurements. The measured unions are outcomes: nothing is fitted to them; the floors and hot shares of the working
-set are a stated grid of assumptions, and the findings say which of them bracket each measurement.
+"""Expert unions over draft trees against published measurements (the study analysis ``tree_unions``,
+experiments/moe-spec-trees.yaml; :func:`report` gives its table and the numbers its prose reads): unions predicted
+from one public routing statistic, with and without an assumed per-request working set (the persistent component,
+docs/MODEL.md §2.15). The measured unions are outcomes: nothing is fitted to them; the floors and hot shares of the
+working set are a stated grid of assumptions, and the findings say which of them bracket each measurement.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..overlap import OverlapStats, Persistent, full_tree, predict_tree
+from ..render.outcome import Part, table
 from ..specs.catalog import load_routing_profile
-from .outcome import Part, table
-from .schema import fraction, positive
+from ..specs.settings import fraction, positive
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def _union(stats: OverlapStats, parents: tuple, pers: Persistent | None) -> floa
     return float(predict_tree(stats, parents, method=METHOD, persistent=pers).unique_experts)
 
 
-def run(study, priced, ctx, s: Settings) -> Part:
+def report(s: Settings) -> Part:
     e, k = s.experts, s.top_k
     stats = OverlapStats.from_overlaps(e, k, (s.lag1,))
     ref = load_routing_profile(s.reference_profile)

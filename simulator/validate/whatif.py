@@ -1,4 +1,5 @@
-"""``whatif_validation`` analysis: the what-if rule checked GPU-out (docs/MODEL.md §3.8).
+"""The what-if rule checked GPU-out (docs/MODEL.md §3.8; the study analysis ``whatif_validation``,
+experiments/whatif-validation.yaml: :func:`report` gives its table and the numbers its prose reads).
 
 For each pair ``target ← base`` the target's spec sheet gets kernels derived from the calibrated ``base`` by
 :func:`simulator.specs.whatif.derive_kernels` (the target's own fitted parameters are dropped), and the derived
@@ -35,10 +36,10 @@ from ..calibrate.measured import (
     validate_ops,
 )
 from ..cost.engine import op_time
+from ..render.outcome import Part, table
 from ..specs.catalog import load_hardware, measured_dir
+from ..specs.settings import loadable
 from ..specs.whatif import derivation, derive_kernels, grounding
-from .outcome import Part, table
-from .schema import loadable
 
 W4A8 = ("w4a8_mxfp4_mxfp8", "mxfp4 W4A8 (nvfp4 kernel)")
 
@@ -83,7 +84,7 @@ def _errors(hw, data) -> dict[tuple[str, str], object]:
     return out
 
 
-def run(study, priced, ctx, p: Settings) -> Part:
+def report(p: Settings) -> Part:
     rows, keys, notes = [], [], []
     pooled: dict[str, dict[str, float]] = {}
     for pair in p.pairs:

@@ -1,4 +1,5 @@
-"""multinode_validation analysis (experiments/multinode-validation.yaml): predictions never depend on the published
+"""Public multi-node cases (validate.multinode; the study analysis multinode_validation,
+experiments/multinode-validation.yaml): predictions never depend on the published
 throughputs, each case is the one pricing path at its deployment, errors and findings follow the numbers."""
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ import pytest
 
 from simulator.cost.deployment import Deployment
 from simulator.experiments import load_experiment
-from simulator.experiments.multinode_validation import predict, run
 from simulator.experiments.runner import run_analysis
 from simulator.pricing import Scenario, price_pass
 from simulator.specs.catalog import load_hardware, load_model
+from simulator.validate.multinode import predict, report
 
 
 def _settings(**measured):
@@ -22,7 +23,7 @@ def _settings(**measured):
 
 def test_published_values_are_not_inputs():
     s = _settings()
-    a, b = run(None, None, None, s), run(None, None, None, _settings(**{c.name: 1.0 for c in s.cases}))
+    a, b = report(s), report(_settings(**{c.name: 1.0 for c in s.cases}))
     assert [r[9] for r in a.tables[0].rows] == [r[9] for r in b.tables[0].rows]
     for row, c in zip(a.tables[0].rows, s.cases, strict=True):
         assert row[10] == pytest.approx(row[9] / c.measured - 1)

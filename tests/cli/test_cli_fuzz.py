@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from simulator.cli import build_parser, main
 from simulator.cost.deployment import Mechanisms
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = str(ROOT / "tests/validate/tiny_silicon.csv")
 MODELS = ("qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b", "qwen3-235b-a22b", "llama-3.1-8b", "qwen3-next-80b-a3b",
           "deepseek-v2", "nope-model")
@@ -46,7 +46,7 @@ BY_DEST = {"model": MODELS, "hardware": HARDWARE, "drafter": ("eagle", "mtp", "m
            "tree": ("2,2", "2,2,2", "1,1,1", "3", "0,2", "2,-1", "x", ""),
            "file": (TINY, str(ROOT / "tests/validate/missing_columns.csv"), str(ROOT / "README.md"),
                     str(ROOT / "measured"), "/nonexistent.csv", "")}
-# Flags that name files or folders, or run long: never drawn (their checks are in tests/test_cli_hardening.py).
+# Flags that name files or folders, or run long: never drawn (their checks are in tests/cli/test_cli_hardening.py).
 SKIP = {"help", "out", "plot", "report", "write", "write_bundled", "report_dir", "data", "force", "format",
         "version", "all", "samples", "mapping", "tree_parents"}
 # Cheap commands and a valid base invocation each (the fuzz adds or replaces flags), with a drawing weight.

@@ -1,5 +1,5 @@
-"""tree_unions analysis (experiments/moe-spec-trees.yaml): predictions never depend on the measured values, and the
-prose follows the numbers (inside/outside, which floors bracket)."""
+"""Tree unions (validate.tree_unions; the study analysis tree_unions, experiments/moe-spec-trees.yaml): predictions
+never depend on the measured values, and the prose follows the numbers (inside/outside, which floors bracket)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from simulator.experiments import load_experiment
 from simulator.experiments.runner import run_analysis
-from simulator.experiments.trees import Tree
+from simulator.validate.tree_unions import Tree
 
 STUDY = load_experiment("moe-spec-trees")
 

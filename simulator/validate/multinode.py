@@ -1,11 +1,12 @@
-"""``multinode_validation`` analysis (issue 18 item 6): decode throughput of public multi-node and wide-EP
-deployments against what the step model predicts for them. Each case states its deployment (engine, GPUs,
-parallelism, redundant experts, formats), the per-rank decode batch and the context, and whether the batch is
-stated by the source or assumed (and why); the published throughput is an outcome, compared only (nothing is fitted
-to it). Per case: the refined model with the engine's defaults (all-to-all ``auto``, two-batch overlap ``auto``),
-and the same without the mechanisms of issue 18 that such deployments hinge on (NCCL dispatch, no two-batch overlap)
-so that what each contributes is visible. A case whose source says the deployment ran without two-batch overlap states
-``two_batch_overlap: off`` (its default run then has none; the "without TBO" run equals it).
+"""Public multi-node deployments (the study analysis ``multinode_validation``, experiments/multinode-validation.yaml;
+:func:`report` gives its table and the numbers its prose reads; issue 18 item 6): decode throughput of public
+multi-node and wide-EP deployments against what the step model predicts for them. Each case states its deployment
+(engine, GPUs, parallelism, redundant experts, formats), the per-rank decode batch and the context, and whether the
+batch is stated by the source or assumed (and why); the published throughput is an outcome, compared only (nothing is
+fitted to it). Per case: the refined model with the engine's defaults (all-to-all ``auto``, two-batch overlap
+``auto``), and the same without the mechanisms of issue 18 that such deployments hinge on (NCCL dispatch, no
+two-batch overlap) so that what each contributes is visible. A case whose source says the deployment ran without
+two-batch overlap states ``two_batch_overlap: off`` (its default run then has none; the "without TBO" run equals it).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..cost.deployment import ONOFF, Deployment, Mechanisms, resolve_all_to_all, two_batch_overlap_on
+from ..params import Interval, Param, param_field
 from ..pricing import Scenario, price_pass
+from ..render.outcome import Part, table
 from ..specs.catalog import load_hardware, load_model
 from ..specs.dtypes import FORMATS, KV_DTYPES
 from ..specs.kernels import ENGINES
+from ..specs.settings import choice, loadable, positive
 from ..specs.wide_ep import A2A_AUTO
-from ..validation import Interval, Param, param_field
-from .outcome import Part, table
-from .schema import choice, loadable, positive
 
 BATCH_FROM = ("stated", "assumed")
 
@@ -79,7 +80,7 @@ def predict(c: Case) -> dict:
     return out
 
 
-def run(study, priced, ctx, s: Settings) -> Part:
+def report(s: Settings) -> Part:
     pred = {c.name: predict(c) for c in s.cases}
     rows = []
     for c in s.cases:

@@ -16,7 +16,7 @@ import pytest
 
 from simulator.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ["sweep", "--model", "qwen3-30b-a3b", "--batch", "1,4", "--draft-len", "1,2", "--quiet", "--out", "{tmp}/run"]
 EXPLAIN = ["explain", "--model", "qwen3-30b-a3b"]
 STEP = ["step", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "1", "--tokens", "2"]

@@ -1,24 +1,22 @@
-"""sd_validation analysis (experiments/sd-validation.yaml): predictions never depend on the measured speedups, each
-case goes through the one pricing path, errors and loss verdicts follow the numbers, bad cases are one-line errors."""
+"""Public SD cases (validate.sd_cases; the study analysis sd_validation, experiments/sd-validation.yaml):
+predictions never depend on the measured speedups, each case goes through the one pricing path, errors and loss
+verdicts follow the numbers (a bad case is one line: tests/experiments/test_experiments_schema.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
-from experiments_helpers import bundled_yaml, write_yaml
 
 from simulator.cost.deployment import PRESETS, PRIOR_READINGS
 from simulator.experiments import load_experiment
 from simulator.experiments.runner import run_analysis
-from simulator.experiments.sd_validation import predict
 from simulator.pricing import price, request
 from simulator.specdec import Acceptance
 from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep.runner import deploy
 from simulator.sweep.shapley import players
+from simulator.validate.sd_cases import predict, report
 
 
 def run(settings):
@@ -36,8 +34,8 @@ def _predicted(part):
 
 def test_measured_values_are_not_inputs():
     s = _settings()
-    a = run(s)
-    b = run(_settings(**{c.name: 5.0 for c in s.cases}))
+    a = report(s)
+    b = report(_settings(**{c.name: 5.0 for c in s.cases}))
     assert _predicted(a) == _predicted(b)
 
 
@@ -83,13 +81,3 @@ def test_errors_and_verdicts_follow_the_numbers():
     assert (f"predicts {1 if pred[name] < 1 else 0} of these losses") in text
     said = "a loss" if pred[name] < 1 else "a gain"
     assert f"{name} (measured 0.50×, refined {pred[name]:.2f}×: {said})" in text
-
-
-def test_bad_case_is_one_line(tmp_path):
-    doc = bundled_yaml("sd-validation")
-    doc["analyses"]["sd_validation"]["cases"][0]["accept_length"] = 0.5
-    path = write_yaml(tmp_path, doc)
-    r = subprocess.run([sys.executable, "-m", "simulator", "experiment", str(path), "--check"], capture_output=True,
-                       text=True)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "accept_length" in r.stderr and len(r.stderr.strip().splitlines()) == 1
