@@ -120,8 +120,9 @@ def test_k_zero_exactly_where_the_sweep_says_sd_loses(sched):
 
 
 def test_vllm_format_prices_vllms_kernels_unless_an_engine_is_named(tmp_path, capsys):
+    # a high acceptance, so that SD pays under either engine's kernels and a schedule is written for both
     base = ["schedule", "--model", "qwen3-30b-a3b", "--gpus", "1", "--batch", "1,4", "--draft-len", "1,2",
-            "--out", str(tmp_path / "o.json")]
+            "--acceptance", "0.9", "--out", str(tmp_path / "o.json")]
     for extra, engine in (([], "vllm"), (["--engine", "sglang"], "sglang")):
         assert main(base + ["--format", "vllm", *extra]) == 0
         out = capsys.readouterr().out
