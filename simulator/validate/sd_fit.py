@@ -39,7 +39,7 @@ from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
            "fitted_bands", "params_at", "validate_sd"]
 
-FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host")
+FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
 SIX_CASES = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n4",
              "as163-q30b-4xh100-b1-s3k3n4", "tw-glm47f-1xh200-b1", "tw-glm47f-1xh200-b32")
