@@ -12,7 +12,7 @@ engine's execution mode may or may not hide:
                    + (γ − 1)⁺ · h_step                                                              (host_time)
     T_round      = G + E(H, G),   E(H, G) = H (overlap off) or max(0, H − G) (overlap on)
     T_step       = T(B, 1) + E(H_dec, T(B, 1)),
-    H_dec        = h_dec + [gpus > 1] · h_tp + n_sync,dec · t_sync + (B/dp) · (h_req + h_tok)
+    H_dec        = h_dec + n_sync,dec · t_sync + (B/dp) · (h_req + h_tok)
     Speedup      = AL(γ) · T_step / T_round                      (γ = 0: T_round = T_step, speedup exactly 1)
 
 The mode (``Mechanisms.sd_overlap`` / ``decode_overlap``; None = the engine's default, :data:`ENGINE_MODES`) sets
@@ -71,7 +71,7 @@ class RoundParams:
     sample_pass: Band  # τ_s: sampling / top-k / rejection kernels per drafted position at a 262,144 vocabulary
     sample_reads: Band  # r_s: full-vocabulary reads per drafted position beyond the step model's sampling op
     tree_build: Band  # τ_tree: tree-building kernels per round (build_tree / organize_draft_results)
-    tp_host: Band  # h_tp: host work per scheduler iteration that exists only when the instance spans several GPUs
+    tp_host: Band  # h_tp: host work per SD round that exists only when the instance spans several GPUs
 
     def values(self, level: str) -> dict[str, float]:
         return {f.name: getattr(self, f.name).at(level) for f in fields(self)}
@@ -158,12 +158,12 @@ _SAMPLE_VLLM = ("vLLM RFC #45258 (engines.md, not re-read here): sampling over a
 _SAMPLE_GRAPH = "assumed: draft top-k runs inside the draft CUDA graph (sglang fast_topk, TRT-LLM one-model graph)"
 _READS = ("assumed: softmax / top-k / rejection read the logits 0-4 more times than the step model's one sampling "
           "read (0 for greedy argmax)")
-_TP_SGL = ("sglang scheduler.recv_requests: 'elif self.tp_size != 1: recv_reqs = broadcast_pyobj(recv_reqs, "
-           "self.tp_group.rank, self.tp_cpu_group, ...)' every scheduler iteration (a pickled object broadcast over "
-           "the TP ranks' CPU (gloo) group; the ranks' schedulers run the same Python in lockstep), absent at tp 1; "
-           "hidden behind the GPU by the overlap scheduler, exposed in a spec-v1 round. Central: the v1 -> v2 "
-           "savings' difference between DeepSeek-R1 TP8 (1.96 ms, sglang PR #12128) and Llama-3.1-8B TP1 (1.1 ms, "
-           "PR #11398), 0.9 ms, one-sided like those; low 0; ceiling the whole v1 round, 12.12 ms (PR #11398)")
+_TP_SGL = ("sglang PRs #12128 / #11398: the host time spec v2 hides per round is 1.96 ms for DeepSeek-R1 on TP 8 and "
+           "1.1 ms for Llama-3.1-8B on one GPU, so a spec-v1 round on several GPUs exposes about 0.9 ms more "
+           "(central; one-sided like those); in code, every rank runs the round's Python, syncs and launches in "
+           "lockstep (scheduler.recv_requests: 'elif self.tp_size != 1: recv_reqs = broadcast_pyobj(...)' each "
+           "iteration, collectives wait for the slowest rank); a plain decode step's share is hidden by the overlap "
+           "scheduler and not priced; low 0; ceiling the whole v1 round, 12.12 ms (PR #11398)")
 _TP_NONE = ("not modelled: no public measurement separates a multi-GPU host term for this engine (its multi-GPU "
             "executor's broadcast is in round_host's band)")
 _TREE = "assumed: build_tree_kernel_efficient + organize_draft_results, a few kernel floors to ~50 µs"
@@ -222,19 +222,18 @@ ROUND_PARAMS: dict[str, RoundParams] = {
 # output of FIT_COMMAND (its report's "Fitted round parameters" table); tests/validate/test_sd_fitted.py re-runs the
 # fit and fails when this table no longer matches it. A parameter no row moves keeps its public band.
 FIT_COMMAND = "python -m simulator validate sd --report docs/SD_VALIDATION.md"
-_FIT = ("fit on the SD corpus (sglang: 26 rows, 5 sources; held-out mean |error| 22.8% over the 31 priced rows); "
+_FIT = ("fit on the SD corpus (sglang: 26 rows, 5 sources; held-out mean |error| 21.7% over the 31 priced rows); "
         "band = held-out spread; regenerate: " + FIT_COMMAND)
 FITTED: dict[str, dict[str, Band]] = {
     "sglang": {
-        "round_host": Band(1.0 * MS, 1.52298 * MS, 2.22969 * MS, _FIT + "; pinned (one-σ 0.71 ms)"),
-        "per_request": Band(5 * US, 0.00693677 * MS, 0.186487 * MS, _FIT + "; NOT pinned: one-σ 0.053 ms exceeds "
-                            "the value, folds 0.005-0.186 ms"),
-        "draft_step_host": Band(0.0, 50 * US, 50 * US, _FIT + "; NOT pinned: at the high end of its structural "
-                                "range (one draft graph replay); the rows want more"),
-        "tp_host": Band(3.03255 * MS, 3.55597 * MS, 3.92264 * MS, _FIT + "; pinned (one-σ 0.37 ms): the rows on "
-                        "2-16 GPUs (tp 2 / 4 / 8, DeepSeek-V3 on 16) against the tp-1 rows"),
+        "round_host": Band(1.0 * MS, 1.53041 * MS, 2.15264 * MS, _FIT + "; pinned (one-σ 0.62 ms)"),
+        "per_request": Band(5 * US, 0.00809939 * MS, 0.244788 * MS, _FIT + "; NOT pinned: one-σ 0.052 ms exceeds "
+                            "the value, folds 0.005-0.24 ms"),
+        "tp_host": Band(2.8406 * MS, 3.60542 * MS, 4.37023 * MS, _FIT + "; pinned (one-σ 0.77 ms): the rows on "
+                        "2-16 GPUs (tp 2 / 4 / 8, DeepSeek-V3 on 16) against the one-GPU rows"),
     },
 }
+# draft_step_host: the rows move it but cannot place it (one-σ 0.2 ms beyond its 0-0.05 ms range): public band.
 
 
 def round_params(hw: HardwareProfile, engine: str) -> RoundParams:
@@ -303,7 +302,7 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
             h = (p["round_host"] + multi + syncs * p["sync"] + rows * (p["per_request"] + al * p["per_token"])
                  + np.maximum(g - 1.0, 0.0) * p["draft_step_host"])
             h = np.where(spec, h, 0.0)
-            hd = (p["decode_host"] + multi + mode.syncs_decode * p["sync"]
+            hd = (p["decode_host"] + mode.syncs_decode * p["sync"]
                   + rows[0] * (p["per_request"] + p["per_token"]))
             work[level] = h
             host[level] = np.where(spec, exposed(h, gpu_round + k, sd), 0.0)
