@@ -164,19 +164,32 @@ def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> Engin
 
     x0 = np.where(hi > lo, (central - lo) / scale, 0.0)
 
+    ub = np.where(hi > lo, (hi - lo) / scale, 0.0)
+
+    def resid(x):
+        return w * (np.log([m.predict(params_at(engine, lo + x * scale)) for m in mine]) - meas)
+
     def solve(free):
-        """Fit the ``free`` parameters, the others at their central values: x (all), jacobian (all columns)."""
+        """Fit the ``free`` parameters, the others at their central values: x (all), jacobian (all columns: forward
+        differences at the solution, stepping inward from a bound, so a parameter at a bound still shows what the
+        rows feel), cost."""
         idx = np.flatnonzero(free)
 
-        def resid(xf):
+        def sub(xf):
             x = x0.copy()
             x[idx] = xf
-            return w * (np.log([m.predict(params_at(engine, lo + x * scale)) for m in mine]) - meas)
+            return resid(x)
 
-        res = least_squares(resid, x0[idx], bounds=(np.zeros(len(idx)), (hi - lo)[idx] / scale[idx]),
+        res = least_squares(sub, x0[idx], bounds=(np.zeros(len(idx)), ub[idx]),
                             method="trf", diff_step=1e-3, xtol=1e-8, ftol=1e-10)
-        x, jac = x0.copy(), np.zeros((len(mine), len(x0)))
-        x[idx], jac[:, idx] = res.x, res.jac
+        x = x0.copy()
+        x[idx] = res.x
+        r0, jac = resid(x), np.zeros((len(mine), len(x0)))
+        for i in idx:
+            h = 1e-3 if x[i] + 1e-3 <= ub[i] else -1e-3
+            step = x.copy()
+            step[i] += h
+            jac[:, i] = (resid(step) - r0) / h
         return x, jac, res.cost
 
     def spread(jac, cost):

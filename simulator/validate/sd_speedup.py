@@ -234,6 +234,9 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
     try:
         sc, ok, why = deploy(model, hw, req, [s.concurrency], s.gamma if s.parents is None else len(s.parents))
         sc = in_mode(sc if s.parents is None else sc.edit(tree=s.parents), mode, req)
+        stated = {k: v for k, v in (("sd_overlap", r.overlap_scheduler), ("decode_overlap", r.baseline_overlap))
+                  if v in ("on", "off")}  # the execution modes the row states (else the engine's defaults)
+        sc = sc.edit(**stated) if stated else sc
     except SimulatorError as exc:
         raise Skip("refused", str(exc)) from None
     if not ok:

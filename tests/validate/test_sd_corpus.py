@@ -107,7 +107,7 @@ GOOD = {"id": "x1", "source_key": "src", "url": "https://example.org", "engine":
         "draft_steps": "3", "topk": "1", "draft_tokens": "4", "accept_length": "1.86", "batch": "1",
         "concurrency_kind": "batch", "metric": "output_throughput", "level": "serving", "unit": "tok/s",
         "baseline_value": "200", "sd_value": "100", "speedup": "0.5", "dataset": "", "isl": "", "osl": "",
-        "temperature": "0", "overlap_scheduler": "off", "spec_version": "", "notes": "a, quoted note"}
+        "temperature": "0", "overlap_scheduler": "off", "baseline_overlap": "", "spec_version": "", "notes": "a, quoted note"}
 
 
 def _write(tmp_path: Path, rows: list[dict], columns=COLUMNS, bom: bool = False) -> Path:
