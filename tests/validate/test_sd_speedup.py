@@ -83,6 +83,18 @@ def test_rows_that_cannot_be_priced_say_why(rows):
         _dtype("awq-int3", "bf16")
 
 
+def test_rows_are_priced_in_the_modes_they_state(rows, cache):
+    """LMSYS's MTP case 1 against its no-overlap baseline (51.0 tok/s per rank) and against the overlapped one
+    (60.4): the same SD run, the baseline in its own mode, so the first speedup is the larger (the measured 1.60
+    against 1.35); a row that states no baseline mode gets the engine's default (SGLang: decode overlapped)."""
+    off = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c2-n3-vs-nooverlap"), rows), cache)
+    on = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c2-n3-vs-overlap"), rows), cache)
+    plain = price_row(setup(_row(rows, "sf339-q30b-2xh100-b1-s3k1n4"), rows), cache)
+    assert (off.result.decode_overlap, on.result.decode_overlap) == ("off", "on")
+    assert off.result.sd_overlap == on.result.sd_overlap == "off" and plain.result.decode_overlap == "on"
+    assert off.predicted() > on.predicted() * 1.1
+
+
 @pytest.mark.parametrize("rid", ["sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n8",
                                  "tw-glm47f-1xh200-b32", "trt1-r1-8xb200-b1-mtp2"])
 def test_re_evaluation_reproduces_the_pricing_path(rows, cache, rid):
