@@ -129,7 +129,7 @@ class EngineFit:
             if self.rows == 0:
                 out.append("no rows")
             elif self.unplaced and self.unplaced[i]:
-                out.append("not placed (σ > its range): public value")
+                out.append("not placed, σ > its range: public value")
             elif self.sensitivity[i] < 1e-6:
                 out.append("no row moves it")
             elif min(self.values[i] - lo[i], hi[i] - self.values[i]) <= 1e-3 * unit[i]:
