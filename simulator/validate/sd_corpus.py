@@ -32,10 +32,11 @@ SPEEDUP_TOLERANCE = 0.01  # a stated speedup may differ from the stated values' 
 COLUMNS = ("id", "source_key", "url", "engine", "engine_version", "gpu", "gpu_count", "tp", "ep", "dp", "dtype",
            "target", "target_catalog", "drafter_kind", "drafter", "draft_steps", "topk", "draft_tokens",
            "accept_length", "batch", "concurrency_kind", "metric", "level", "unit", "baseline_value", "sd_value",
-           "speedup", "dataset", "isl", "osl", "temperature", "overlap_scheduler", "spec_version", "notes")
+           "speedup", "dataset", "isl", "osl", "temperature", "overlap_scheduler", "baseline_overlap", "spec_version",
+           "notes")
 REQUIRED = ("id", "source_key", "url", "engine", "gpu", "gpu_count", "target", "drafter_kind", "metric", "level")
 ENUMS = {"engine": ENGINES, "drafter_kind": DRAFTER_KINDS, "concurrency_kind": CONCURRENCY_KINDS,
-         "metric": METRICS, "level": LEVELS, "overlap_scheduler": OVERLAP}
+         "metric": METRICS, "level": LEVELS, "overlap_scheduler": OVERLAP, "baseline_overlap": OVERLAP}
 INTS = ("gpu_count", "tp", "ep", "dp", "draft_steps", "topk", "draft_tokens", "isl", "osl")
 FLOATS = ("accept_length", "batch", "baseline_value", "sd_value", "speedup")
 NON_NEGATIVE = ("temperature",)  # T = 0 is greedy decoding: zero is a value here, not a missing one
@@ -77,6 +78,7 @@ class SDRow:
     osl: int | None
     temperature: float | None
     overlap_scheduler: str
+    baseline_overlap: str  # the plain-decoding run's mode ("" = not stated: the engine version's default)
     spec_version: str
     notes: str
 

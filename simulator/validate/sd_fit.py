@@ -14,11 +14,13 @@ and an AL that varies little within a source, they are collinear with ``round_ho
 error: each source's rows predicted by the fit on every other source. A parameter is *pinned* when rows move it
 (non-zero sensitivity), its one-σ (Gauss-Newton, at the in-sample fit) is under a quarter of its range and under its
 value, and it does not sit on a bound. Where the evidence bounds a parameter from one side only, its range's other end
-is a physical ceiling (the Band's source says which).
+is a physical ceiling (the Band's source says which). A parameter the rows move but cannot place (one-σ wider than
+its whole range, e.g. ``round_host`` and ``tp_host`` on multi-GPU rows alone, which see only their sum) keeps its
+public central value and the others are refitted, one at a time, the widest relative to its range first.
 
 Used values (:func:`fitted_bands`). Every parameter some row moves takes the all-source fit as its central value and,
 as its band, the held-out spread: min–max over the leave-one-source-out folds joined with the fit ± one-σ, clipped to
-its range; a parameter no row moves keeps its public band. The result is
+its range; a parameter no row moves, or the rows cannot place, keeps its public band. The result is
 :data:`simulator.specdec.engine_round.FITTED`, which the pricing path reads (``round_params``); a test re-runs the fit
 and checks it reproduces that table.
 """
@@ -39,7 +41,7 @@ from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
            "fitted_bands", "params_at", "validate_sd"]
 
-FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host")
+FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
 SIX_CASES = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n4",
              "as163-q30b-4xh100-b1-s3k3n4", "tw-glm47f-1xh200-b1", "tw-glm47f-1xh200-b32")
@@ -115,6 +117,7 @@ class EngineFit:
     sensitivity: np.ndarray  # |∂ residual / ∂ θ| summed over rows (per unit of x, fit_engine's scale)
     rows: int
     sources: int
+    unplaced: tuple = ()  # per parameter: moved by the rows but not placed (one-σ beyond its range): kept central
 
     def pinned(self) -> list[str]:
         """Per parameter: 'pinned' or why not."""
@@ -125,6 +128,8 @@ class EngineFit:
             width = hi[i] - lo[i]
             if self.rows == 0:
                 out.append("no rows")
+            elif self.unplaced and self.unplaced[i]:
+                out.append("not placed, σ > its range: public value")
             elif self.sensitivity[i] < 1e-6:
                 out.append("no row moves it")
             elif min(self.values[i] - lo[i], hi[i] - self.values[i]) <= 1e-3 * unit[i]:
@@ -157,28 +162,67 @@ def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> Engin
     meas = np.log([m.priced.measured for m in mine])
     scale = _unit(lo, hi, central)
 
+    x0 = np.where(hi > lo, (central - lo) / scale, 0.0)
+
+    ub = np.where(hi > lo, (hi - lo) / scale, 0.0)
+
     def resid(x):
-        prm = params_at(engine, lo + x * scale)
-        return w * (np.log([m.predict(prm) for m in mine]) - meas)
+        return w * (np.log([m.predict(params_at(engine, lo + x * scale)) for m in mine]) - meas)
+
+    def solve(free):
+        """Fit the ``free`` parameters, the others at their central values: x (all), jacobian (all columns: forward
+        differences at the solution, stepping inward from a bound, so a parameter at a bound still shows what the
+        rows feel), cost."""
+        idx = np.flatnonzero(free)
+
+        def sub(xf):
+            x = x0.copy()
+            x[idx] = xf
+            return resid(x)
+
+        res = least_squares(sub, x0[idx], bounds=(np.zeros(len(idx)), ub[idx]),
+                            method="trf", diff_step=1e-3, xtol=1e-8, ftol=1e-10)
+        x = x0.copy()
+        x[idx] = res.x
+        r0, jac = resid(x), np.zeros((len(mine), len(x0)))
+        for i in idx:
+            h = 1e-3 if x[i] + 1e-3 <= ub[i] else -1e-3
+            step = x.copy()
+            step[i] += h
+            jac[:, i] = (resid(step) - r0) / h
+        return x, jac, res.cost
+
+    def spread(jac, cost):
+        sens = np.abs(jac).sum(axis=0)
+        live = sens > 1e-6
+        sigma = np.full(len(FIT_PARAMS), np.nan)
+        if live.any():
+            s2 = 2 * cost / max(len(mine) - int(live.sum()), 1)
+            try:
+                cov = np.linalg.inv(jac[:, live].T @ jac[:, live]) * s2
+                sigma[live] = np.sqrt(np.clip(np.diag(cov), 0, None)) * scale[live]
+            except np.linalg.LinAlgError:
+                pass
+        return sens, sigma
 
     free = hi > lo
-    x0 = np.where(free, (central - lo) / scale, 0.0)
-    res = least_squares(resid, x0, bounds=(np.zeros_like(x0), np.where(free, (hi - lo) / scale, 1e-12)),
-                        method="trf", diff_step=1e-3, xtol=1e-8, ftol=1e-10)
-    jac = res.jac
-    sens = np.abs(jac).sum(axis=0)
-    dof = max(len(mine) - int((sens > 1e-6).sum()), 1)
-    s2 = 2 * res.cost / dof
-    sigma = np.full(len(FIT_PARAMS), np.nan)
-    live = sens > 1e-6
-    if live.any():
-        jtj = jac[:, live].T @ jac[:, live]
-        try:
-            cov = np.linalg.inv(jtj) * s2
-            sigma[live] = np.sqrt(np.clip(np.diag(cov), 0, None)) * scale[live]
-        except np.linalg.LinAlgError:
-            pass
-    return EngineFit(engine, lo + res.x * scale, sigma, sens, len(mine), len(counts))
+    lost = np.zeros_like(free)
+    x, jac, cost = solve(free)
+    sens, sigma = spread(jac, cost)
+    # A parameter the rows move but cannot place (one-σ beyond its whole range: e.g. round_host and tp_host on
+    # multi-GPU rows alone, which see only their sum) keeps its public central value and the others are refitted;
+    # one at a time, the widest relative to its range first (ties: FIT_PARAMS order), so that of a collinear pair
+    # the other still carries what the rows do pin (their sum).
+    while True:
+        rel = np.where(free & ~lost & (sens > 1e-6), np.nan_to_num(sigma, nan=np.inf) / np.where(hi > lo, hi - lo, 1),
+                       0.0)
+        if not (rel > 1).any() or (free & ~lost).sum() <= 1:
+            break
+        lost[int(np.argmax(rel))] = True
+        x, jac, cost = solve(free & ~lost)
+        sens, sigma = spread(jac, cost)
+    sigma[lost] = np.nan
+    return EngineFit(engine, lo + x * scale, sigma, sens, len(mine), len(counts), tuple(bool(b) for b in lost))
 
 
 @dataclass(frozen=True)

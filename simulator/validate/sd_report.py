@@ -261,7 +261,8 @@ def markdown(s: dict, intro: str = "") -> str:
           "Range: the public evidence (low / central / high); where it bounds a parameter from one side only, the "
           "other end is a physical ceiling (the Band's source in `engine_round.py` says which). Used: the band the "
           "pricing path reads (`engine_round.FITTED`: central = the all-source fit, low–high = the held-out spread, "
-          "folds joined with ± one-σ, clipped to the range; a parameter no row moves keeps its public band). "
+          "folds joined with ± one-σ, clipped to the range; a parameter no row moves, or the rows cannot place, "
+          "keeps its public band). "
           f"`FITTED` matches this fit: **{'yes' if s['fitted_table_matches'] else 'NO: copy the fit into it'}** "
           f"(regenerate: `{FIT_COMMAND}`).", "",
           "| engine | parameter | range (low / central / high) | fitted (all sources) | one-σ | "

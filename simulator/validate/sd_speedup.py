@@ -4,8 +4,10 @@ docs/SD_VALIDATION.md, docs/MODEL.md §7.2).
 Each corpus row becomes a case (:func:`setup`): the target from ``target_catalog``, the GPU profile from ``gpu``, the
 engine, the layout (tp / ep / dp / GPUs, the row's dtype or the checkpoint's), the drafter kind, the draft length
 (``draft_steps``; a row with ``topk`` > 1 is a tree of ``draft_tokens`` nodes: :func:`tree_parents`), the acceptance
-that reproduces the row's AL, the concurrency and ISL / OSL. It is priced once on the one pricing path
-(:func:`simulator.sweep.serving.price_serving`, which calls :func:`simulator.sweep.price`) at the row's level:
+that reproduces the row's AL, the concurrency and ISL / OSL, and the execution modes the row states
+(``overlap_scheduler`` for the SD run, ``baseline_overlap`` for the plain one; else the engine's defaults). It is
+priced once on the one pricing path (:func:`simulator.sweep.serving.price_serving`, which calls
+:func:`simulator.sweep.price`) at the row's level:
 ``serving`` rows are compared with the serving-level speedup (throughput for a throughput metric, TPOT for a TPOT or
 latency metric), ``step`` rows with the step-level one. The priced parts that do not depend on the engine's host-time
 parameters are kept (:class:`Priced`), so :mod:`.sd_fit` can re-evaluate the speedup under other parameters without
@@ -234,6 +236,9 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
     try:
         sc, ok, why = deploy(model, hw, req, [s.concurrency], s.gamma if s.parents is None else len(s.parents))
         sc = in_mode(sc if s.parents is None else sc.edit(tree=s.parents), mode, req)
+        stated = {k: v for k, v in (("sd_overlap", r.overlap_scheduler), ("decode_overlap", r.baseline_overlap))
+                  if v in ("on", "off")}  # the execution modes the row states (else the engine's defaults)
+        sc = sc.edit(**stated) if stated else sc
     except SimulatorError as exc:
         raise Skip("refused", str(exc)) from None
     if not ok:

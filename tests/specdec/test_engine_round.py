@@ -264,3 +264,25 @@ def test_the_default_acceptance_brings_its_public_band():
     explicit = _spec("trtllm", [1, 64], [3], acc=d.central, acceptance_band=(d.low, d.high))
     np.testing.assert_array_equal(default.speedup_high, explicit.speedup_high)
     assert np.all(default.speedup_high > _spec("trtllm", [1, 64], [3], acc=d.central, acceptance_band=()).speedup_high)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_multi_gpu_host_term_only_when_the_instance_spans_gpus(engine):
+    """h_tp (an iteration's host work on several GPUs: sglang PRs #12128 vs #11398, LMSYS MTP blog's no-overlap
+    baseline) is in every round's and every plain step's host work of a multi-GPU instance, and absent on one GPU;
+    engines without it price 0."""
+    from simulator.specdec.engine_round import round_params, round_terms
+
+    mech = PRESETS["refined"].with_(sd_overlap="off", decode_overlap="off")
+    hw = HW.for_engine(engine)
+
+    def work(tp):
+        dep = Deployment(tp=tp, engine=engine)
+        t = round_terms(hw, dep, mech, [1, 8], [3], [2.4], np.full((1, 2), 5e-3), np.full(2, 4e-3), 32000, 151936)
+        return t.work["central"], t.host_decode["central"]
+
+    (r1, d1), (r2, d2) = work(1), work(2)
+    h_tp = round_params(hw, engine).tp_host.central
+    np.testing.assert_allclose(r2 - r1, h_tp, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(d2 - d1, h_tp, rtol=1e-12, atol=1e-15)
+    assert (h_tp > 0) == (engine == "sglang")

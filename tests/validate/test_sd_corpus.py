@@ -107,7 +107,8 @@ GOOD = {"id": "x1", "source_key": "src", "url": "https://example.org", "engine":
         "draft_steps": "3", "topk": "1", "draft_tokens": "4", "accept_length": "1.86", "batch": "1",
         "concurrency_kind": "batch", "metric": "output_throughput", "level": "serving", "unit": "tok/s",
         "baseline_value": "200", "sd_value": "100", "speedup": "0.5", "dataset": "", "isl": "", "osl": "",
-        "temperature": "0", "overlap_scheduler": "off", "spec_version": "", "notes": "a, quoted note"}
+        "temperature": "0", "overlap_scheduler": "off", "baseline_overlap": "", "spec_version": "",
+        "notes": "a, quoted note"}
 
 
 def _write(tmp_path: Path, rows: list[dict], columns=COLUMNS, bom: bool = False) -> Path:
@@ -164,7 +165,7 @@ def test_missing_speedup_and_values(tmp_path):
 
 @pytest.mark.parametrize("field,value", [("engine", "tgi"), ("drafter_kind", "medusa"), ("metric", "ttft"),
                                          ("level", "kernel"), ("concurrency_kind", "qps"),
-                                         ("overlap_scheduler", "yes")])
+                                         ("overlap_scheduler", "yes"), ("baseline_overlap", "no")])
 def test_bad_enum(tmp_path, field, value):
     msg = _error(_write(tmp_path, [{**GOOD, field: value}]))
     assert f"'{field}'" in msg and repr(value) in msg and "'x1'" in msg

@@ -83,6 +83,18 @@ def test_rows_that_cannot_be_priced_say_why(rows):
         _dtype("awq-int3", "bf16")
 
 
+def test_rows_are_priced_in_the_modes_they_state(rows, cache):
+    """LMSYS's MTP case 1 against its no-overlap baseline (51.0 tok/s per rank) and against the overlapped one
+    (60.4): the same SD run, the baseline in its own mode, so the first speedup is the larger (the measured 1.60
+    against 1.35); a row that states no baseline mode gets the engine's default (SGLang: decode overlapped)."""
+    off = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c2-n3-vs-nooverlap"), rows), cache)
+    on = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c2-n3-vs-overlap"), rows), cache)
+    plain = price_row(setup(_row(rows, "sf339-q30b-2xh100-b1-s3k1n4"), rows), cache)
+    assert (off.result.decode_overlap, on.result.decode_overlap) == ("off", "on")
+    assert off.result.sd_overlap == on.result.sd_overlap == "off" and plain.result.decode_overlap == "on"
+    assert off.predicted() > on.predicted() * 1.1
+
+
 @pytest.mark.parametrize("rid", ["sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n8",
                                  "tw-glm47f-1xh200-b32", "trt1-r1-8xb200-b1-mtp2"])
 def test_re_evaluation_reproduces_the_pricing_path(rows, cache, rid):
@@ -105,26 +117,30 @@ def test_re_evaluation_reproduces_the_pricing_path(rows, cache, rid):
 
 IDS = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s7k4n16",
        "as163-q30b-4xh100-b1-s3k3n4", "as163-q30b-4xh100-b8-s4k4n16", "as163-q30b-4xh100-b32-s4k4n16")
+# one-GPU rows (GLM-4.7-Flash on 1x H200) placed in both sources, so that every fold separates the multi-GPU term
+# tp_host from round_host (on multi-GPU rows alone the two add up and cannot be told apart)
+ONE_GPU = (("tw-glm47f-1xh200-b1", "specforge-339"), ("tw-glm47f-1xh200-b1-humaneval", "angelslim-163"))
 
 
 def test_fit_recovers_the_parameters_that_made_the_measurements(rows, cache):
     """Measured speedups generated at a known θ inside the public ranges: the fit finds that θ's round_host and the
     held-out error vanishes; the untouched corpus rows are not fitted this well."""
-    true = [1.7e-3, 15e-6, 30e-6, 0.4e-3]  # seconds, inside every public range
+    true = [1.7e-3, 15e-6, 30e-6, 0.4e-3, 2.0e-3]  # seconds, inside every public range
     truth = params_at("sglang", true)
     made = []
-    for rid in IDS:
+    for rid, src in [(r, None) for r in IDS] + list(ONE_GPU):
         m = RowModel.of(price_row(setup(_row(rows, rid), rows), cache))
         made.append(replace(_row(rows, rid), speedup=m.predict(truth), baseline_value=None, sd_value=None,
-                            metric="speedup_only", unit=""))
+                            metric="speedup_only", unit="", source_key=src or _row(rows, rid).source_key))
     # a row without any AL is priced with the default acceptance and never fitted: a wild measurement moves nothing
     wild = replace(_row(rows, "amdmtp-ds3-8xmi300x-random-c8"), source_key="specforge-339", baseline_value=1.0,
                    sd_value=50.0)
     v = validate_sd(tuple(made) + (wild,), "made", cache)
     assert [o.row.id for o in v.assumed] == [wild.id] and wild.id not in {o.row.id for o in v.priced}
     f = v.fits["sglang"]
-    assert f.values[:3] == pytest.approx(true[:3], rel=0.05)
+    assert f.values[:3] == pytest.approx(true[:3], rel=0.05) and f.values[4] == pytest.approx(true[4], rel=0.05)
     assert f.pinned()[:3] == ["pinned"] * 3 and f.pinned()[3] == "no row moves it"  # decode overlap hides it
+    assert f.pinned()[4] == "pinned"  # the one-GPU rows separate tp_host from round_host
     assert max(abs(o.error("fitted")) for o in v.priced) < 1e-3
     assert max(abs(o.error("held_out")) for o in v.priced) < 0.02
     s = summary(v)
