@@ -162,9 +162,10 @@ _TP_SGL = ("sglang PRs #12128 / #11398: the host time spec v2 hides per round is
            "1.1 ms for Llama-3.1-8B on one GPU, so an iteration on several GPUs carries about 0.9 ms more host work "
            "(central; one-sided like those); in code, every rank runs the iteration's Python, syncs and launches in "
            "lockstep (scheduler.recv_requests: 'elif self.tp_size != 1: recv_reqs = broadcast_pyobj(...)' each "
-           "iteration, collectives wait for the slowest rank). Plain decoding pays it too: LMSYS MTP blog (DeepSeek-V3, "
-           "16 H200) 51.0 -> 60.4 tok/s per rank with the overlap scheduler, ~6 ms of host work per 33 ms step; the "
-           "overlap scheduler hides it up to the GPU time. Low 0; ceiling the whole v1 round, 12.12 ms (PR #11398)")
+           "iteration, collectives wait for the slowest rank). Plain decoding pays it too: LMSYS MTP blog "
+           "(DeepSeek-V3, 16 H200) 51.0 -> 60.4 tok/s per rank with the overlap scheduler, ~6 ms of host work per "
+           "33 ms step; the overlap scheduler hides it up to the GPU time. Low 0; ceiling the whole v1 round, 12.12 ms "
+           "(PR #11398)")
 _TP_NONE = ("not modelled: no public measurement separates a multi-GPU host term for this engine (its multi-GPU "
             "executor's broadcast is in round_host's band)")
 _TREE = "assumed: build_tree_kernel_efficient + organize_draft_results, a few kernel floors to ~50 µs"
@@ -227,10 +228,10 @@ _FIT = ("fit on the SD corpus (sglang: 26 rows, 5 sources; held-out mean |error|
         "band = held-out spread; regenerate: " + FIT_COMMAND)
 FITTED: dict[str, dict[str, Band]] = {
     "sglang": {
-        "round_host": Band(1.58663 * MS, 1.8811 * MS, 2.17556 * MS, _FIT + "; pinned (one-σ 0.29 ms)"),
-        "per_request": Band(5 * US, 5 * US, 0.0464426 * MS, _FIT + "; NOT pinned: at its public low bound (one-σ "
-                            "0.041 ms): the rows want at most several µs per request"),
-        "tp_host": Band(3.08701 * MS, 3.52965 * MS, 4.41129 * MS, _FIT + "; pinned (one-σ 0.29 ms): the rows on "
+        "round_host": Band(1.57446 * MS, 1.87122 * MS, 2.16798 * MS, _FIT + "; pinned (one-σ 0.30 ms)"),
+        "per_request": Band(5 * US, 5 * US, 0.0467822 * MS, _FIT + "; NOT pinned: at its public low bound (one-σ "
+                            "0.042 ms): the rows want at most several µs per request"),
+        "tp_host": Band(3.07113 * MS, 3.52768 * MS, 4.40327 * MS, _FIT + "; pinned (one-σ 0.29 ms): the rows on "
                         "2-16 GPUs (tp 2 / 4 / 8, DeepSeek-V3 on 16, its plain decoding with and without the overlap "
                         "scheduler) against the one-GPU rows"),
     },
