@@ -61,6 +61,8 @@ def smooth_max(a: np.ndarray, b: np.ndarray, q: float) -> np.ndarray:
     if not np.isfinite(q):
         return np.maximum(a, b)
     m = np.maximum(a, b)
+    if m.min(initial=np.inf) > 0:  # the common case: the same values as below, without the masks
+        return m * ((a / m) ** q + (b / m) ** q) ** (1.0 / q)
     safe = np.where(m > 0, m, 1.0)
     return np.where(m > 0, m * ((a / safe) ** q + (b / safe) ** q) ** (1.0 / q), 0.0)
 

@@ -79,8 +79,9 @@ def request_factor(lift: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     if lift.size:
         lam[1:] = lift[np.minimum(np.arange(1, smax), lift.size) - 1]
     d = np.arange(smax)
-    w = np.clip(1.0 - d[None, :] / s.reshape(-1, 1), 0.0, None) * (d[None, :] >= 1)
-    return (1.0 + 2.0 * (w * lam[None, :]).sum(axis=1)).reshape(s.shape)
+    su, inv = np.unique(s, return_inverse=True)  # a grid has few pass lengths: one row of weights per length
+    w = np.clip(1.0 - d[None, :] / su.reshape(-1, 1), 0.0, None) * (d[None, :] >= 1)
+    return (1.0 + 2.0 * (w * lam[None, :]).sum(axis=1))[inv.reshape(-1)].reshape(s.shape)
 
 
 def busiest_pairs(f: FFN, ep: int, batch, tokens, routing: str, stats: OverlapInput, placement: str,
