@@ -3,8 +3,9 @@
 
 A table is declared as columns (:class:`Col`) and rows of strings. :func:`render` fits it into ``width`` columns
 (default :data:`WIDTH` = 100): first the short headers, then the optional columns are hidden (highest ``drop``
-first; a note names them and says ``--wide`` shows them), then the one wrappable column is wrapped onto
-continuation lines. ``wide=True`` prints every column in full. Titles and notes are wrapped to the same width.
+first; a note names them and says ``--wide`` shows them), then the wrappable columns are wrapped onto continuation
+lines (the widest narrowed first, so they end up even). ``wide=True`` prints every column in full. Titles and notes
+are wrapped to the same width.
 """
 
 from __future__ import annotations
@@ -57,12 +58,14 @@ def layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int = WIDT
     hidden: list[str] = []
     wrap = [i for i in range(len(cols)) if cols[i].wrap]
 
-    def squeeze(over: int, least) -> int:  # wrap columns (the last first) down to least(i); what is still over
-        for w in (i for i in reversed(wrap) if i in keep):
-            cut = min(over, widths[w] - least(w))
-            if cut > 0:
-                widths[w] -= cut
-                over -= cut
+    def squeeze(over: int, least) -> int:  # narrow the widest wrap column, one column at a time, down to least(i)
+        while over > 0:  # (so wrapped columns end up as even as their floors allow); what is still over
+            room = [i for i in wrap if i in keep and widths[i] > least(i)]
+            if not room:
+                break
+            widest = max(room, key=lambda i: (widths[i], -i))
+            widths[widest] -= 1
+            over -= 1
         return over
 
     while True:  # wrap the wrappable columns if that is enough, else hide the next optional column

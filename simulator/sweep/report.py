@@ -74,7 +74,7 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
         return "/".join(fn(per[m]) if m in per else "-" for m in modes)
 
     bmin = min(s["batch_min"] for s in rows)
-    cols = (Col("model", "<", wrap=True), Col("hardware", "<", short="gpu"),
+    cols = (Col("model", "<", wrap=True), Col("hardware", "<", wrap=True, short="gpu"),
             Col("deployment", "<", wrap=True, short="deploy"),
             Col(f"S@B={bmin}"), Col(f"band@B={bmin}", drop=2, short="band"),
             Col(f"best g@B={bmin}", drop=1, short=f"g@B={bmin}"), Col("peak S@B", short="peak"),

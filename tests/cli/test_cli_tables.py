@@ -89,6 +89,18 @@ def _resolved(text: str) -> list[str]:
     return [x for x in text.splitlines() if x.startswith("resolved:")]
 
 
+def test_wrapped_columns_are_narrowed_widest_first():
+    # a long GPU label and a short model name: the GPU column gives way, the model name is not cut to its header
+    cols = (Col("model", "<", wrap=True), Col("hardware", "<", wrap=True), Col("result", ">"))
+    rows = [["qwen3-235b-a22b", "mi300x (spec-only:h100-sxm)", "x" * 20]]
+    from simulator.render.textable import layout
+
+    _, _, widths, _ = layout(cols, rows, width=50)
+    assert sum(widths) + 4 <= 50 and abs(widths[0] - widths[1]) <= 1
+    out = render(cols, rows, width=50)
+    assert max(len(line) for line in out.splitlines()) <= 50
+
+
 def test_one_deployment_rule_printed_alike(tmp_path, capsys):
     step = _resolved(_out(capsys, STEP))
     sweep = _resolved(_out(capsys, [*SWEEP, "--out", str(tmp_path / "s")]))
