@@ -26,6 +26,7 @@ for the parameters rows move; :func:`round_params` applies it, then a profile's 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -74,11 +75,16 @@ class RoundParams:
     tp_host: Band  # h_tp: host work per scheduler iteration (round or decode step) of an instance on several GPUs
 
     def values(self, level: str) -> dict[str, float]:
-        return {f.name: getattr(self, f.name).at(level) for f in fields(self)}
+        return {n: float(getattr(getattr(self, n), level)) for n in _round_param_names()}
 
     def with_(self, **bands: Band) -> RoundParams:
         """These parameters with some bands replaced (e.g. by a fit)."""
         return replace(self, **bands)
+
+
+@functools.cache
+def _round_param_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(RoundParams))  # (dataclasses.fields is slow: the corpus fit asks ~10^5 times)
 
 
 @dataclass(frozen=True)
