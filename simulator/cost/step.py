@@ -89,23 +89,15 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     T_attn = T / dep.dp
     info: dict = {}
     # MoE layers with the same statistics share one expert load (a pooled profile: one load for every MoE layer)
-    layer_stats = layer_overlaps(model, overlap) if model.ffn.is_moe else ()
-    loads = {st: with_busiest_pairs(expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, st, dep.placement,
-                                                dep.redundant_experts), model.ffn, dep.ep, wl.batch, wl.tokens,
-                                    mech.routing, st, dep.placement, dep.redundant_experts)
-             for st in dict.fromkeys(layer_stats)}
+    distinct, segment, plan = layer_plan(model, overlap)
+    loads = [with_busiest_pairs(expert_load(model, dep.ep, wl.batch, wl.tokens, mech.routing, st, dep.placement,
+                                            dep.redundant_experts), model.ffn, dep.ep, wl.batch, wl.tokens,
+                                mech.routing, st, dep.placement, dep.redundant_experts) for st in distinct]
     if loads:
-        info["load"] = mean_load([loads[st] for st in layer_stats])
+        info["load"] = mean_load([loads[j] for j in segment])
     groups: dict[str, list] = {}
-    distinct = list(loads)
-    segment = iter(distinct.index(st) for st in layer_stats)  # which distinct statistics each MoE layer has
-    for kind, moe in model.layer_layout:
-        j = next(segment) if moe else 0
-        load = loads[distinct[j]] if moe else None
-        key = f"{kind}/{'moe' if moe else 'dense'}" + (f"/stats{j}" if j else "")
-        if key in groups:
-            groups[key][0] += 1
-            continue
+    for key, count, kind, moe, j in plan:
+        load = loads[j] if moe else None
         ops: list[Op] = [Op("pre_norm", "elementwise", other_bytes=2 * T_attn * H * A, tokens=T_attn, calls=2)]
         ops += attention_ops(model, dep, wl, kind)
         if dep.tp > 1:
@@ -120,9 +112,39 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
                 ops.append(collective_op("ffn_all_reduce", "all_reduce", T_attn * H * A, dep.tp))
         ops.append(Op("residual", "elementwise", other_bytes=3 * T_attn * H * A, tokens=T_attn,
                       after=tuple(_sinks(ops))))
-        groups[key] = [1, ops]
+        groups[key] = [count, ops]
     out = [LayerGroup(k, c, tuple(o)) for k, (c, o) in groups.items()]
     return out, head_ops(model, dep, wl), info
+
+
+_PLANS: dict = {}  # (id(model), overlap) -> (model, plan): layer_plan's memo (the model kept to check identity)
+
+
+def layer_plan(model: ModelSpec, overlap: OverlapInput | None = None) -> tuple:
+    """(the distinct statistics of the MoE layers, each MoE layer's index into them, the layer groups in order of
+    first appearance as (key, count, attention kind, moe, statistics index)): layers with the same attention kind,
+    FFN kind and statistics share one op group (:func:`describe`). Memoised per model object and override (a
+    step walks ~100 layers, each compared by its statistics)."""
+    hit = _PLANS.get((id(model), overlap))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    layer_stats = layer_overlaps(model, overlap) if model.ffn.is_moe else ()
+    distinct = list(dict.fromkeys(layer_stats))
+    segment = tuple(distinct.index(st) for st in layer_stats)  # which distinct statistics each MoE layer has
+    index = iter(segment)
+    groups: dict[str, list] = {}
+    for kind, moe in model.layer_layout:
+        j = next(index) if moe else 0
+        key = f"{kind}/{'moe' if moe else 'dense'}" + (f"/stats{j}" if j else "")
+        if key in groups:
+            groups[key][1] += 1
+        else:
+            groups[key] = [key, 1, kind, moe, j]
+    plan = (tuple(distinct), segment, tuple(tuple(g) for g in groups.values()))
+    if len(_PLANS) >= 1024:
+        _PLANS.clear()
+    _PLANS[(id(model), overlap)] = (model, plan)
+    return plan
 
 
 def head_ops(model: ModelSpec, dep: Deployment, wl: Workload) -> list[Op]:
