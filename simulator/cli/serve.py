@@ -1,0 +1,107 @@
+"""`serve`: a served workload (C closed-loop requests of ISL -> OSL tokens) with and without speculative decoding:
+the serving-level speedup (throughput and TPOT) next to the step-level one (docs/MODEL.md §4.7)."""
+
+from __future__ import annotations
+
+import argparse
+from textwrap import fill
+
+from ..render.textable import Col, render
+from ._common import add_json_flag, csv_list, print_json
+from ._scenario import add_scenario_flags, request_from
+from ._table import add_wide_flag, wide
+from .sweep import add_tree_flags, trees_from
+
+DEFAULT_CONCURRENCY = (1, 8, 32, 64)
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "serve", help="serving-level speedup of a workload (concurrency, ISL, OSL) beside the step-level one",
+        description=fill("Price C closed-loop requests of ISL prompt and OSL output tokens in aggregated serving, "
+                         "with and without speculative decoding: the decode batch each arm keeps (requests "
+                         "finishing and arriving, prefill chunks mixed into decode iterations or run apart, the "
+                         "engine's running-request cap under SD), output tokens/s and TPOT of both, and the "
+                         "serving-level speedups next to the step-level speedup at batch C. Benchmarks measure "
+                         "the serving level; the sweep reports the step level (docs/MODEL.md §4.7).", 100),
+        epilog="example: python -m simulator serve --model qwen3-30b-a3b --engine sglang --isl 1024 --osl 512",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_scenario_flags(p, single=True)
+    p.add_argument("--concurrency", type=csv_list(int, "--concurrency"), default=None, metavar="C1,C2,...",
+                   help=f"concurrent requests (default {','.join(map(str, DEFAULT_CONCURRENCY))})")
+    p.add_argument("--isl", type=int, default=1024, help="prompt tokens per request (default 1024)")
+    p.add_argument("--osl", type=int, default=512, help="output tokens per request (default 512)")
+    p.add_argument("--draft-len", type=int, default=3, help="draft length γ (default 3; 0 = plain decoding)")
+    p.add_argument("--prefill", default=None, metavar="mixed|separate",
+                   help="prefill chunks mixed into decode iterations, or run as iterations of their own "
+                        "(default: the engine's)")
+    p.add_argument("--mode", default="refined", help="cost-model preset (default refined)")
+    add_tree_flags(p)
+    add_json_flag(p)
+    add_wide_flag(p)
+    eng = next(a for a in p._actions if a.dest == "context")
+    eng.help = "ignored: the decode context is ISL + OSL / 2"
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    from ..errors import InfeasibleError, ParameterError
+    from ..pricing import fitting_batches, resolve
+    from ..specdec import StepCache
+    from ..specdec.serving import CONCURRENCY, LENGTHS, PREFILL
+    from ..sweep.serving import decode_context, price_serving
+
+    conc = list(args.concurrency or DEFAULT_CONCURRENCY)
+    CONCURRENCY.check(conc, "concurrency", "serve")
+    LENGTHS.check([args.isl], "isl", "serve")
+    if args.osl < 1:
+        raise ParameterError(f"the 'osl' parameter of serve must be an int >= 1 (a request decodes at least once). "
+                             f"Got {args.osl} instead.", owner="serve", param="osl")
+    if args.prefill is not None:
+        PREFILL.check(args.prefill, "prefill", "serve")
+    trees = trees_from(args)
+    if len(trees) > 1:
+        raise ParameterError(f"serve takes one draft tree; got {len(trees)} (--tree/--tree-parents): give one")
+    if not trees and args.draft_len < 0:
+        raise ParameterError(f"the 'draft_len' parameter of serve must be an int >= 0. Got {args.draft_len} instead.",
+                             owner="serve", param="draft_len")
+    ctx = decode_context(args.isl, args.osl)
+    sc = resolve(args.model, args.hardware, request_from(args, trees[0] if trees else None), mode=args.mode)
+    sc = sc.edit(context=ctx)
+    gamma = None if sc.tree is not None else int(args.draft_len)
+    tokens = len(sc.tree) if sc.tree is not None else int(args.draft_len) + 1
+    ok, why = fitting_batches(sc, conc, tokens, context=args.isl + args.osl)  # every request at its longest
+    if not ok:
+        raise InfeasibleError(f"no concurrency fits: {why}")
+    cache = StepCache()
+    cases = [price_serving(sc, int(c), args.isl, args.osl, gamma, prefill=args.prefill, cache=cache) for c in ok]
+    notes = []
+    if len(ok) < len(conc):
+        notes.append(f"concurrency above {ok[-1]:g} dropped ({why})")
+    if args.json:
+        print_json({"model": sc.model.name, "hardware": sc.hardware.name, "deployment": sc.deployment.label,
+                    "engine": sc.engine, "decode_context": ctx, "points": [c.as_dict() for c in cases],
+                    "notes": notes})
+        return 0
+    cols = [Col("C"), Col("batch plain", short="B plain"), Col("batch SD", short="B SD"),
+            Col("step speedup", short="step S"), Col("serving tok/s speedup", short="tok/s S"),
+            Col("TPOT speedup", short="TPOT S"), Col("tok/s plain", drop=2), Col("tok/s SD", drop=2),
+            Col("TPOT plain ms", short="TPOT0 ms", drop=1), Col("TPOT SD ms", short="TPOT ms", drop=1)]
+    rows = []
+    for c in cases:
+        pt = c.point
+        rows.append([int(c.base.concurrency), f"{float(pt.base.decode_batch):.1f}", f"{float(pt.sd.decode_batch):.1f}",
+                     f"{float(pt.step_speedup):.3f}", f"{float(pt.speedup_throughput):.3f}",
+                     f"{float(pt.speedup_tpot):.3f}", f"{float(pt.throughput_base):.0f}",
+                     f"{float(pt.throughput_sd):.0f}", f"{float(pt.tpot_base) * 1e3:.2f}",
+                     f"{float(pt.tpot_sd) * 1e3:.2f}"])
+    first = cases[0]
+    shape = f"tree {len(sc.tree)} nodes" if sc.tree is not None else f"γ = {first.gamma}"
+    title = (f"{sc.model.name} on {sc.hardware.name}, {sc.deployment.label}, engine {sc.engine}, drafter "
+             f"{sc.drafter.label}, {shape} (AL {first.accept_length:.2f}), ISL {args.isl} -> OSL {args.osl}, "
+             f"decode context {ctx}, prefill {first.prefill}")
+    notes = [*notes, "step speedup: the decode step at batch C (what the sweep reports); serving: output tokens/s "
+             "and TPOT of the served workload, whose decode batches (B) are what requests finishing, arriving and "
+             "prefilling leave, with the engine's running-request cap under SD"]
+    print(render(cols, rows, title=title, notes=notes, wide=wide(args)))
+    return 0
