@@ -5,7 +5,7 @@ process, so an uncaught exception fails the test) — and no time it prints (JSO
 may be negative or non-finite.
 
 Deterministic (``derandomize``) and sized for CI (about 10 s on 2 cores for 300 examples): the cheap commands only
-(step, op, explain, overlap predict with chains and trees, a one-model sweep without figures, schedule, validate
+(step, op, explain, overlap predict with chains and trees, a one-model sweep without figures, schedule, serve, validate
 tpot on the tiny fixture, show), with engine names in any case, presets and tree shapes drawn; explain (Shapley over
 six mechanisms, ~0.4 s) is drawn less often. The study runner, calibration, `validate ops` (1-2 s a run) and trace
 fitting have their own tests.
@@ -65,6 +65,7 @@ BASES = [
                               "--json"], 4),
     (("sweep",), ["--model", "qwen3-30b-a3b", "--batch", "1,8", "--draft-len", "1,3", "--no-plots", "--quiet"], 4),
     (("schedule",), ["--model", "qwen3-30b-a3b", "--batch", "1,8", "--draft-len", "1,2", "--format", "json"], 4),
+    (("serve",), ["--model", "qwen3-30b-a3b", "--concurrency", "1,8", "--isl", "256", "--osl", "64", "--json"], 3),
     (("validate", "tpot"), [TINY, "--json"], 4),
     (("show",), ["model", "qwen3-30b-a3b"], 2),
 ]
