@@ -177,6 +177,55 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | n
     return best
 
 
+# The fields of an op its kernel cost reads, stacked by op_times (one row per op).
+_STACKED = ("weight_bytes", "other_bytes", "act_bytes", "working_set", "flops", "rows", "parallel", "experts",
+            "local_experts", "tokens")
+
+
+class _Stack:
+    """Ops of one kernel class (class, variant, compute) as one op whose array fields have a row per op."""
+
+    def __init__(self, ops: list[Op], shape: tuple):
+        first = ops[0]
+        self.name, self.cls, self.compute, self.variant = first.name, first.cls, first.compute, first.variant
+        for f in _STACKED:
+            vals = [getattr(op, f) for op in ops]
+            v0 = vals[0]
+            if f != "weight_bytes" and isinstance(v0, (int, float)) and all(v is v0 or (isinstance(v, (int, float))
+                                                                              and v == v0) for v in vals):
+                setattr(self, f, v0)  # one scalar for all (most ops have no act_bytes, experts, ...): broadcast
+                continue
+            a = np.empty((len(ops), *shape))
+            for r, v in enumerate(vals):
+                a[r] = v
+            setattr(self, f, a)
+        self.calls = np.array([float(op.calls) for op in ops])[(slice(None),) + (None,) * len(shape)]
+
+
+def op_times(ops, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray = True,
+             shape: tuple = ()) -> list[OpCost]:
+    """:func:`op_time` of every op (the same values), with the ops that share a kernel (class, variant, compute
+    type) priced in one call on their stacked arrays (a row per op; ``shape``: the grid's): a step's norms, its
+    GEMMs of one format, ... (the per-call cost of numpy on small arrays is what a sweep spends its time on).
+    Collectives and classes with an alternative kernel are priced op by op."""
+    out: list = [None] * len(ops)
+    groups: dict = {}
+    for i, op in enumerate(ops):
+        if op.cls == "collective" or op.cls in ALTERNATIVE_KERNELS:
+            out[i] = op_time(op, hw, mech, cuda_graphs)
+        else:
+            groups.setdefault((op.cls, op.variant, op.compute), []).append(i)
+    for (cls, variant, _), idx in groups.items():
+        if len(idx) == 1:
+            out[idx[0]] = op_time(ops[idx[0]], hw, mech, cuda_graphs)
+            continue
+        c = kernel_time(_Stack([ops[i] for i in idx], shape), hw.kernels.get(cls, variant), hw, mech, cuda_graphs)
+        for r, i in enumerate(idx):
+            out[i] = OpCost(ops[i].name, cls, c.time[r], c.fixed[r], c.compute[r], c.memory[r], c.hbm_bytes[r],
+                            c.l2_bytes[r], c.flops[r])
+    return out
+
+
 def kernel_time(op: Op, kc: KernelClass, hw: HardwareProfile, mech: Mechanisms,
                 cuda_graphs: bool | np.ndarray = True) -> OpCost:
     """The cost of ``op`` on kernel ``kc`` (docs/MODEL.md §3.4)."""

@@ -28,7 +28,7 @@ from .deployment import (
     two_batch_overlap_on,
     validate,
 )
-from .engine import OpCost, op_time, step_fixed
+from .engine import OpCost, op_times, step_fixed
 from .graph import critical_path, structure
 from .imbalance import with_busiest_pairs
 from .memory import kv_bytes_per_gpu
@@ -330,8 +330,12 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
                 l2 += n * c.l2_bytes
                 flops += n * c.flops
 
+    # every op of the step priced in one op_times call (ops of one kernel stacked), then split back per list
+    lists = [g.ops for g in groups] + [h.ops for h in halves if h is not None] + [head]
+    priced = iter(op_times([op for ops in lists for op in ops], hw, mech, graphs, shape))
+    costs_of = {id(ops): [next(priced) for _ in ops] for ops in lists}
     for g, half in zip(groups, halves, strict=True):
-        costs = [op_time(op, hw, mech, graphs) for op in g.ops]
+        costs = costs_of[id(g.ops)]
         length, on_path = critical_path(structure(g.ops), {c.name: c.time for c in costs})
         weights = [on_path[c.name] for c in costs]
         if half is None:
@@ -341,11 +345,11 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
         whole = g.count * (~split)  # points left unsplit, and the split ones: two micro-batches per layer
         total += whole * length
         account(costs, weights, whole)
-        half_costs = [op_time(op, hw, mech, graphs) for op in half.ops]
+        half_costs = costs_of[id(half.ops)]
         both, stream = _overlapped(half.ops, half_costs)
         total += g.count * split * both
         account(half_costs, stream, g.count * split, runs=2.0 * g.count * split)  # each half-batch op runs twice
-    head_costs = [op_time(op, hw, mech, graphs) for op in head]
+    head_costs = costs_of[id(head)]
     for c in head_costs:
         total += c.time
     account(head_costs, [None] * len(head_costs), 1)  # once per step, weight 1
