@@ -19,9 +19,11 @@ The mode (``Mechanisms.sd_overlap`` / ``decode_overlap``; None = the engine's de
 E and the sync count. Parameters no spec sheet gives are :class:`Band` s (low, central, high) in
 :data:`ROUND_PARAMS`, each with its source or ``assumed`` and the reason (one-sided evidence says so; its other end is
 a physical ceiling); ``speedup_low``/``speedup_high`` price the round at both ends (and at the acceptance band's ends
-when one is given). :data:`FITTED` holds the public SD corpus fit (central = all-source fit, band = held-out spread)
-for the parameters rows move; :func:`round_params` applies it, then a profile's ``kernels.round`` block for the engine
-(``{NAME: {low: Q, central: Q, high: Q}}``, :data:`simulator.specs.kernels.ROUND_KEYS`); or :meth:`RoundParams.with_`.
+when one is given), widened by the model's held-out error on the public SD corpus (:data:`MODEL_ERROR`,
+:func:`model_error`; γ = 0 stays exactly 1). :data:`FITTED` holds the public SD corpus fit (central = all-source
+fit, band = held-out spread) for the parameters rows move; :func:`round_params` applies it, then a profile's
+``kernels.round`` block for the engine (``{NAME: {low: Q, central: Q, high: Q}}``,
+:data:`simulator.specs.kernels.ROUND_KEYS`); or :meth:`RoundParams.with_`.
 """
 
 from __future__ import annotations

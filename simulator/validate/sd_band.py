@@ -27,8 +27,7 @@ import math
 
 import numpy as np
 
-from ..specdec.engine_round import POOLED, ROUND_PARAMS
-from .sd_fit import RowModel, fit_engine, params_at
+from ..specdec.engine_round import POOLED
 
 __all__ = ["COVERAGE", "MIN_SOURCES", "ErrorBands", "conformal", "error_bands", "score"]
 
@@ -68,7 +67,7 @@ class ErrorBands:
         self.scores = scores  # row id -> its all-source score (leave-one-source-out prediction)
 
 
-def _group(models: list[RowModel], engine: str) -> tuple[str, list[RowModel]]:
+def _group(models: list, engine: str) -> tuple[str, list]:
     """The calibration rows for ``engine`` among ``models``: its own, or all engines' pooled."""
     mine = [m for m in models if m.engine == engine]
     if len({m.priced.setup.row.source_key for m in mine}) >= MIN_SOURCES:
@@ -76,23 +75,20 @@ def _group(models: list[RowModel], engine: str) -> tuple[str, list[RowModel]]:
     return POOLED, models
 
 
-def error_bands(models: dict, trainable: list[RowModel], held: dict) -> ErrorBands:
-    """The model-error band of every priced row (``models``: id -> RowModel, the rows validated; ``trainable``:
-    the rows the fit uses; ``held``: id -> leave-one-source-out prediction), module docstring."""
+def error_bands(models: dict, trainable: list, held: dict, fit) -> ErrorBands:
+    """The model-error band of every priced row (``models``: id -> :class:`~.sd_fit.RowModel`, the rows validated;
+    ``trainable``: the rows the fit uses; ``held``: id -> leave-one-source-out prediction; ``fit(rows, engine)``:
+    the engine's round parameters fitted on ``rows``, :func:`~.sd_fit.fitted_params`), module docstring."""
     fits: dict = {}
 
-    def fit_without(engine: str, excluded: frozenset):
-        key = (engine, frozenset(s for s in excluded if any(m.engine == engine and m.priced.setup.row.source_key == s
-                                                           for m in trainable)))
+    def predict(m, excluded: frozenset) -> float:
+        key = (m.engine, frozenset(s for s in excluded if any(
+            x.engine == m.engine and x.priced.setup.row.source_key == s for x in trainable)))
         if key not in fits:
-            fits[key] = fit_engine([m for m in trainable if m.priced.setup.row.source_key not in key[1]], engine)
-        return fits[key]
+            fits[key] = fit([x for x in trainable if x.priced.setup.row.source_key not in key[1]], m.engine)
+        return m.predict(fits[key])
 
-    def predict(m: RowModel, excluded: frozenset) -> float:
-        f = fit_without(m.engine, excluded)
-        return m.predict(params_at(m.engine, f.values) if f.rows else ROUND_PARAMS[m.engine])
-
-    def row_score(m: RowModel, p: float) -> float:
+    def row_score(m, p: float) -> float:
         lo, hi = m.priced.band_ratio() or (1.0, 1.0)
         return score(m.priced.measured, p * lo, p * hi)
 

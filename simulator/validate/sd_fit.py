@@ -35,11 +35,12 @@ from ..specdec import StepCache
 from ..specdec.engine_round import POOLED, ROUND_PARAMS, Band, RoundParams, round_terms
 from ..specdec.rounds import draft_vocab
 from ..specdec.tree import is_chain, node_depths
+from .sd_band import error_bands
 from .sd_corpus import SDRow, by_source
 from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
 
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
-           "fitted_bands", "params_at", "validate_sd"]
+           "fitted_bands", "fitted_params", "params_at", "validate_sd"]
 
 FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
@@ -296,9 +297,7 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
             public = ROUND_PARAMS[m.engine]  # a held-out source never sees the all-source FITTED values
             held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values) if f.rows else public)
             wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values) if w.rows else public)
-    from .sd_band import error_bands  # sd_band builds on this module's fits
-
-    eb = error_bands(models, trainable, held)
+    eb = error_bands(models, trainable, held, fitted_params)
     by_id = {o.row.id: o for o in outcomes}
     out = []
     for r in rows:
@@ -321,6 +320,12 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(ROUND_PARAMS[m.engine]), fitted,
                            p, band, mode, float(m.priced.serving.point.step_speedup), params))
     return Validation(corpus, tuple(out), fits, folds, wide, wide_held, eb, models)
+
+
+def fitted_params(rows: list[RowModel], engine: str) -> RoundParams:
+    """The engine's round parameters fitted on ``rows`` (its public ones where none of them is the engine's)."""
+    f = fit_engine(rows, engine)
+    return params_at(engine, f.values) if f.rows else ROUND_PARAMS[engine]
 
 
 def fitted_bands(v: Validation) -> dict[str, dict[str, tuple[float, float, float]]]:

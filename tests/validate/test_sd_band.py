@@ -15,7 +15,7 @@ from simulator.specdec import StepCache
 from simulator.specdec.engine_round import MODEL_ERROR, POOLED
 from simulator.validate.sd_band import COVERAGE, conformal, error_bands, matches, score
 from simulator.validate.sd_corpus import read_corpus
-from simulator.validate.sd_fit import validate_sd
+from simulator.validate.sd_fit import fitted_params, validate_sd
 from simulator.validate.sd_report import summary
 from simulator.validate.sd_speedup import al_batch_spread, price_row, setup
 
@@ -55,7 +55,7 @@ def test_a_held_out_source_never_sees_its_own_measurements(validation):
              if m.priced.setup.row.source_key == src else m for i, m in models.items()}
     trainable = [m for m in moved.values() if m.priced.setup.al_from == "row"]
     held = {o.row.id: o.held_out for o in validation.priced}
-    again = error_bands(moved, trainable, held)
+    again = error_bands(moved, trainable, held, fitted_params)
     mine = [i for i, m in models.items() if m.priced.setup.row.source_key == src]
     assert mine and all(again.held[i] == validation.error.held[i] for i in mine)
     assert any(again.held[i] != validation.error.held[i] for i in models if i not in mine)
