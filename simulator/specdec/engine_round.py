@@ -19,9 +19,11 @@ The mode (``Mechanisms.sd_overlap`` / ``decode_overlap``; None = the engine's de
 E and the sync count. Parameters no spec sheet gives are :class:`Band` s (low, central, high) in
 :data:`ROUND_PARAMS`, each with its source or ``assumed`` and the reason (one-sided evidence says so; its other end is
 a physical ceiling); ``speedup_low``/``speedup_high`` price the round at both ends (and at the acceptance band's ends
-when one is given). :data:`FITTED` holds the public SD corpus fit (central = all-source fit, band = held-out spread)
-for the parameters rows move; :func:`round_params` applies it, then a profile's ``kernels.round`` block for the engine
-(``{NAME: {low: Q, central: Q, high: Q}}``, :data:`simulator.specs.kernels.ROUND_KEYS`); or :meth:`RoundParams.with_`.
+when one is given), widened by the model's held-out error on the public SD corpus (:data:`MODEL_ERROR`,
+:func:`model_error`; γ = 0 stays exactly 1). :data:`FITTED` holds the public SD corpus fit (central = all-source
+fit, band = held-out spread) for the parameters rows move; :func:`round_params` applies it, then a profile's
+``kernels.round`` block for the engine (``{NAME: {low: Q, central: Q, high: Q}}``,
+:data:`simulator.specs.kernels.ROUND_KEYS`); or :meth:`RoundParams.with_`.
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ..cost.deployment import Deployment, Mechanisms
+from ..cost.deployment import PRESETS, Deployment, Mechanisms
 from ..specs.hardware import HardwareProfile
 
-__all__ = ["ENGINE_MODES", "FITTED", "FIT_COMMAND", "LEVELS", "ROUND_PARAMS", "Band", "EngineMode", "RoundParams",
-           "RoundTerms", "engine_mode", "exposed", "overlap_modes", "round_params", "round_terms"]
+__all__ = ["ENGINE_MODES", "FITTED", "FIT_COMMAND", "LEVELS", "MODEL_ERROR", "ROUND_PARAMS", "Band", "EngineMode",
+           "RoundParams", "RoundTerms", "engine_mode", "exposed", "model_error", "overlap_modes", "round_params",
+           "round_terms"]
 
 LEVELS = ("low", "central", "high")
 VOCAB_REF = 262144  # the vocabulary of the sampling measurement the per-pass sampling cost is quoted at
@@ -244,6 +247,29 @@ FITTED: dict[str, dict[str, Band]] = {
 }
 # draft_step_host, decode_host: the rows move them but cannot place them (one-σ beyond the range): public bands.
 
+# The model's demonstrated error on the public SD corpus (docs/MODEL.md §4.6, §7.2; simulator/validate/sd_band.py):
+# per engine, (q_lo, q_hi) = the split-conformal 80% quantiles of the held-out log residual beyond the parameter /
+# acceptance band, log(measured / band end) (0 inside), over every priced corpus row of the engine, each predicted
+# by the fit on the other sources; an engine with fewer than sd_band.MIN_SOURCES sources uses the quantiles of all
+# engines' rows pooled (POOLED). speedup_low / speedup_high = the parameter / acceptance band × exp(q_lo / q_hi)
+# (γ ≥ 1; γ = 0 stays exactly 1). Leave-one-source-out, this band covers the measured value in the share of rows
+# docs/SD_VALIDATION.md reports (each source's band from the other sources' residuals only). Written from the output
+# of FIT_COMMAND; tests/validate/test_sd_fitted.py re-runs it and fails when this table no longer matches.
+POOLED = "pooled"
+MODEL_ERROR: dict[str, tuple[float, float]] = {
+    "sglang": (-0.151559, 0.106418),  # 31 rows, 5 sources: speedup × 0.86 … × 1.11 beyond the parameter band
+    POOLED: (-0.135465, 0.106418),  # 39 rows, 7 sources (trtllm: 2 sources; vllm: no validated row)
+}
+
+
+def model_error(engine: str, mech: Mechanisms) -> tuple[float, float]:
+    """(q_lo, q_hi) log-speedup widening of the band for ``engine`` (:data:`MODEL_ERROR`, :data:`POOLED` for an
+    engine without its own), where the mechanisms are the model the corpus validated: the ``refined`` preset up to
+    the execution modes (any other mechanism set is another model, whose error was not measured: (0, 0))."""
+    if replace(mech, sd_overlap=None, decode_overlap=None) != PRESETS["refined"]:
+        return 0.0, 0.0
+    return MODEL_ERROR.get(engine, MODEL_ERROR[POOLED])
+
 
 def round_params(hw: HardwareProfile, engine: str) -> RoundParams:
     """The engine's round parameters as the pricing path uses them: :data:`ROUND_PARAMS` with the corpus fit's
@@ -272,6 +298,7 @@ class RoundTerms:
     host: dict  # level -> exposed round host time (ng, nb)
     host_decode: dict  # level -> exposed decode host time (nb,)
     work: dict  # level -> host work H (ng, nb), before hiding
+    model_error: tuple[float, float] = (0.0, 0.0)  # (q_lo, q_hi): model_error(engine, mech)
 
 
 def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, gammas, accept_length, gpu_round,
@@ -319,4 +346,4 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
         else:
             work[level] = host[level] = zero
             host_dec[level] = np.zeros(b.shape[1])
-    return RoundTerms(sd, dec, kern, host, host_dec, work)
+    return RoundTerms(sd, dec, kern, host, host_dec, work, model_error(engine, mech))

@@ -8,7 +8,8 @@
 
 T_ext (draft_extend), T_kern (round_kernels) and the exposed host times E (host_time, under the engine's execution
 mode) are :mod:`simulator.specdec.engine_round`'s; ``speedup_low``/``speedup_high`` price them (and the acceptance
-band, when given) at both ends of their public ranges.
+band, when given) at both ends of their public ranges, widened by the model's demonstrated error on the public SD
+corpus (``engine_round.MODEL_ERROR``; γ = 0 stays exactly 1).
 
 T_reject is the profile's ``kernels.step.rejection_sampling``, paid once per round when γ ≥ 1 and fixed costs are
 modelled (:attr:`Mechanisms.fixed_costs_on`, the engine's rule for host overhead, via
@@ -158,6 +159,8 @@ class SpecResult:
     speedup_high: np.ndarray | None = None  # (ng, nb)
     sd_overlap: str = ""  # the execution mode priced (resolved: the flag or the engine's default)
     decode_overlap: str = ""
+    # (q_lo, q_hi): the model-error widening in speedup_low / speedup_high (log; engine_round.model_error)
+    model_error: tuple[float, float] = (0.0, 0.0)
 
     @property
     def t_draft(self) -> np.ndarray:
@@ -312,7 +315,9 @@ def draft_passes(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, dep: 
 def assemble(g, gpu, t_decode, terms: RoundTerms, al, al_band=()) -> dict:
     """T_round, speedup and their bands from the GPU time ``gpu`` (ng, nb) and the engine terms at every level.
     The band is the lowest and highest speedup over the low/high ranged terms × the acceptance band's ends
-    (central included, so speedup_low <= speedup <= speedup_high)."""
+    (central included, so speedup_low <= speedup <= speedup_high), widened where γ ≥ 1 by the model's demonstrated
+    error on the public SD corpus (``terms.model_error`` = (q_lo, q_hi): low × exp(q_lo), high × exp(q_hi);
+    :data:`~simulator.specdec.engine_round.MODEL_ERROR`). γ = 0 is plain decoding: its band stays exactly 1."""
     g = np.asarray(g)[:, None]
     t_dec = np.asarray(t_decode, dtype=float)
 
@@ -331,11 +336,13 @@ def assemble(g, gpu, t_decode, terms: RoundTerms, al, al_band=()) -> dict:
             s = speedup(a, st, tr)
             lows.append(s)
             highs.append(s)
+    q_lo, q_hi = terms.model_error  # the model's demonstrated error, q_lo <= 0 <= q_hi; none at γ = 0
+    low = np.where(g > 0, np.minimum.reduce(lows) * np.exp(min(q_lo, 0.0)), np.minimum.reduce(lows))
+    high = np.where(g > 0, np.maximum.reduce(highs) * np.exp(max(q_hi, 0.0)), np.maximum.reduce(highs))
     return dict(t_round=t_round, speedup=spd, t_kernels=terms.kernels["central"], t_host=terms.host["central"],
                 t_host_decode=terms.host_decode["central"], t_round_low=np.minimum(*rounds),
-                t_round_high=np.maximum(*rounds), speedup_low=np.minimum.reduce(lows),
-                speedup_high=np.maximum.reduce(highs), sd_overlap=terms.sd_overlap,
-                decode_overlap=terms.decode_overlap)
+                t_round_high=np.maximum(*rounds), speedup_low=low, speedup_high=high, sd_overlap=terms.sd_overlap,
+                decode_overlap=terms.decode_overlap, model_error=(min(q_lo, 0.0), max(q_hi, 0.0)))
 
 
 def fusion_time(drafter: Drafter, target: ModelSpec, hw: HardwareProfile, ddep: Deployment | None, batch,

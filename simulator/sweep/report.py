@@ -97,7 +97,8 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
              f"{result.context} tokens; S = speedup at the best draft length g per batch; 'SD pays for B' = "
              f"smallest-largest batch whose band's low end is > 1 (+: still > 1 at the largest batch; ~: batches where "
              f"the band straddles 1); band = S's low-high over the public ranges of the engine terms "
-             f"and the acceptance (docs/MODEL.md §4.1, §4.6); "
+             f"and the acceptance, widened by the model's held-out error on the public SD corpus "
+             f"(docs/MODEL.md §4.1, §4.6, docs/SD_VALIDATION.md); "
              f"columns {' / '.join(modes)}")
     notes = resolved_lines(result)
     executed = sorted({(c.deployment.engine, c.result.sd_overlap, c.result.decode_overlap) for c in result.cases
@@ -105,6 +106,12 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
     if executed:
         notes.append("execution mode priced (docs/MODEL.md §4.6; --sd-overlap / --decode-overlap): " + "; ".join(
             f"{e}: SD rounds overlapped {sd}, decode overlapped {dec}" for e, sd, dec in executed))
+    errs = sorted({(c.deployment.engine, *c.result.model_error) for c in result.cases
+                   if getattr(c.result, "model_error", (0.0, 0.0)) != (0.0, 0.0)})
+    if errs:
+        notes.append("model-error band (the refined model's held-out error on the public SD corpus, "
+                     "specdec.engine_round.MODEL_ERROR): " + "; ".join(
+                         f"{e}: x{np.exp(lo):.3f}-x{np.exp(hi):.3f} beyond the parameter band" for e, lo, hi in errs))
     if any(k[3] for k in groups):
         notes.append("* reference deployment of the study (Qwen3-235B-A22B FP8, attention TP8 + MoE EP8, H100 SXM)")
     return render(cols, lines, title=title, notes=notes, width=width, wide=wide)

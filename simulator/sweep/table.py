@@ -25,7 +25,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("unique_experts_verify", "f8"), ("unique_experts_decode_rank", "f8"), ("unique_experts_verify_rank", "f8"),
     ("bound_decode", "U8"), ("bound_verify", "U8"), ("speedup", "f8"), ("tokens_per_s_request", "f8"),
     ("tokens_per_s_total", "f8"),
-    # engine terms of the round (docs/MODEL.md §4.6) and the band over their public ranges (and acceptance's)
+    # engine terms of the round (docs/MODEL.md §4.6) and the band over their public ranges (and acceptance's),
+    # speedup_low / speedup_high widened by the model's held-out error on the public SD corpus where draft_len >= 1
+    # (refined mode: specdec.engine_round.MODEL_ERROR; docs/SD_VALIDATION.md "The model-error band")
     ("sd_overlap", "U3"), ("decode_overlap", "U3"), ("t_extend_us", "f8"), ("t_kernels_us", "f8"),
     ("t_host_us", "f8"), ("t_host_decode_us", "f8"), ("t_round_low_us", "f8"), ("t_round_high_us", "f8"),
     ("speedup_low", "f8"), ("speedup_high", "f8"),

@@ -32,14 +32,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..specdec import StepCache
-from ..specdec.engine_round import ROUND_PARAMS, Band, RoundParams, round_terms
+from ..specdec.engine_round import POOLED, ROUND_PARAMS, Band, RoundParams, round_terms
 from ..specdec.rounds import draft_vocab
 from ..specdec.tree import is_chain, node_depths
+from .sd_band import error_bands
 from .sd_corpus import SDRow, by_source
 from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
 
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
-           "fitted_bands", "params_at", "validate_sd"]
+           "fitted_bands", "fitted_params", "params_at", "validate_sd"]
 
 FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
@@ -237,9 +238,10 @@ class Outcome:
     central: float = float("nan")  # the engines' public central ROUND_PARAMS (before the fit)
     fitted: float = float("nan")  # the in-sample fit
     held_out: float = float("nan")  # fit on every other source
-    band: tuple[float, float] | None = None
+    band: tuple[float, float] | None = None  # held out, the model's error included (sd_band)
     mode: str = ""  # "sd off / decode on" (the execution mode priced)
     step_level: float = float("nan")  # the step-level speedup at batch C (central), beside a serving-level compare
+    band_params: tuple[float, float] | None = None  # held out, parameter / acceptance band only (no model error)
 
     def error(self, which: str) -> float:
         return getattr(self, which) / self.measured - 1
@@ -253,6 +255,8 @@ class Validation:
     folds: dict = field(default_factory=dict)  # source -> {engine: EngineFit} (that source held out)
     wide: dict = field(default_factory=dict)  # diagnostic: engine -> EngineFit with the ranges widened (WIDEN)
     wide_held_out: dict = field(default_factory=dict)  # diagnostic: row id -> held-out prediction under ``wide``
+    error: object = None  # sd_band.ErrorBands: the model-error band (held out per source, and all sources)
+    models: dict = field(default_factory=dict)  # row id -> RowModel of every validated (priced) row
 
     @property
     def priced(self) -> list[Outcome]:
@@ -293,6 +297,7 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
             public = ROUND_PARAMS[m.engine]  # a held-out source never sees the all-source FITTED values
             held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values) if f.rows else public)
             wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values) if w.rows else public)
+    eb = error_bands(models, trainable, held, fitted_params)
     by_id = {o.row.id: o for o in outcomes}
     out = []
     for r in rows:
@@ -305,9 +310,22 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         fitted = m.predict(params_at(m.engine, fit.values) if fit is not None and fit.rows else ROUND_PARAMS[m.engine])
         status, why = ("priced", "") if r.id in models else ("assumed", "no AL stated: the default acceptance")
         mode = f"sd {res.sd_overlap} / decode {res.decode_overlap}"
+        p, ratio = held.get(r.id, fitted), m.priced.band_ratio()
+        params = None if ratio is None else (p * ratio[0], p * ratio[1])
+        if r.id in eb.rows:
+            band = eb.rows[r.id]
+        else:  # an assumed-AL row (never validated): the all-source model-error band
+            q = eb.constant.get(m.engine, eb.constant[POOLED])
+            band = None if params is None else (params[0] * np.exp(q[0]), params[1] * np.exp(q[1]))
         out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(ROUND_PARAMS[m.engine]), fitted,
-                           held.get(r.id, fitted), m.priced.band(), mode, float(m.priced.serving.point.step_speedup)))
-    return Validation(corpus, tuple(out), fits, folds, wide, wide_held)
+                           p, band, mode, float(m.priced.serving.point.step_speedup), params))
+    return Validation(corpus, tuple(out), fits, folds, wide, wide_held, eb, models)
+
+
+def fitted_params(rows: list[RowModel], engine: str) -> RoundParams:
+    """The engine's round parameters fitted on ``rows`` (its public ones where none of them is the engine's)."""
+    f = fit_engine(rows, engine)
+    return params_at(engine, f.values) if f.rows else ROUND_PARAMS[engine]
 
 
 def fitted_bands(v: Validation) -> dict[str, dict[str, tuple[float, float, float]]]:

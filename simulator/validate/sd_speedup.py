@@ -20,7 +20,7 @@ length), ``refused`` (the layout does not fit or is not expressible).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,8 +36,8 @@ from ..sweep.runner import deploy, in_mode
 from ..sweep.serving import ServingCase, plain_step, price_serving
 from .sd_corpus import SDRow, measured_speedup
 
-__all__ = ["ASSUMED", "COMPARE", "Priced", "Setup", "Skip", "measured_of", "predict_row", "price_row", "setup",
-           "tree_parents"]
+__all__ = ["ASSUMED", "COMPARE", "Priced", "Setup", "Skip", "al_batch_spread", "al_batch_spreads", "measured_of",
+           "predict_row", "price_row", "setup", "tree_parents"]
 
 # What a row's metric is compared with at the serving level. A request's mean end-to-end latency in a closed loop of
 # C requests is C · OSL / throughput (Little's law), so its speedup is the throughput speedup (docs/MODEL.md §4.7).
@@ -78,6 +78,7 @@ class Setup:
     osl: int | None  # None: not stated (the step level at the default context is compared)
     level: str  # serving | step
     compare: str  # throughput | tpot | step
+    al_spread: float = 0.0  # a borrowed AL's uncertainty, log (al_batch_spread); 0 for an AL measured at the row
 
 
 def tree_parents(steps: int, topk: int, draft_tokens: int) -> tuple[int, ...]:
@@ -126,17 +127,41 @@ def _dtype(text: str, native: str) -> str:
     return word
 
 
+def _config(r: SDRow) -> tuple:
+    """A row's source, target, GPU, layout, drafter configuration and dataset: what a borrowed AL must share."""
+    return (r.source_key, r.target_catalog, r.gpu, r.tp, r.drafter_kind, r.draft_steps, r.topk, r.draft_tokens,
+            re.sub(r"\s*\(.*?\)", "", r.dataset).strip().lower())  # "HumanEval (75)" is "HumanEval"
+
+
+def al_batch_spread(rows) -> float:
+    """How much a configuration's AL moves with batch where the corpus measured it at several batches: the largest
+    |log(AL_b / AL_b')| over rows of one :func:`_config` at different batches (0 when no configuration has two). A
+    row that borrows its AL from another batch carries this as its acceptance uncertainty (AL · exp(∓ spread)): the
+    stated assumption that an unmeasured batch's AL moves no more than any measured one's."""
+    return max((x for x, _ in al_batch_spreads(rows)), default=0.0)
+
+
+def al_batch_spreads(rows) -> list[tuple[float, tuple[str, ...]]]:
+    """(|log AL| range, row ids) of every configuration the corpus measured at several batches, widest first."""
+    groups: dict[tuple, list[SDRow]] = {}
+    for r in rows:
+        if r.accept_length is not None and r.batch is not None:
+            groups.setdefault(_config(r), []).append(r)
+    out = []
+    for g in groups.values():
+        if len({r.batch for r in g}) > 1:
+            logs = np.log([r.accept_length for r in g])
+            out.append((float(logs.max() - logs.min()), tuple(r.id for r in g)))
+    return sorted(out, key=lambda x: -x[0])
+
+
 def _accept_length(row: SDRow, rows) -> tuple[float | None, str]:
     """The row's AL, else the AL of the same source, target, GPU, layout, drafter configuration and dataset at the
     nearest batch (sources often report AL at one batch only), else (None, ASSUMED): the pricing path's default
     acceptance (such rows are reported apart, never fitted)."""
     if row.accept_length is not None:
         return row.accept_length, "row"
-    def key(r: SDRow) -> tuple:
-        return (r.source_key, r.target_catalog, r.gpu, r.tp, r.drafter_kind, r.draft_steps, r.topk, r.draft_tokens,
-                re.sub(r"\s*\(.*?\)", "", r.dataset).strip().lower())  # "HumanEval (75)" is "HumanEval"
-
-    same = [r for r in rows if r.accept_length is not None and key(r) == key(row)]
+    same = [r for r in rows if r.accept_length is not None and _config(r) == _config(row)]
     if not same:
         if row.drafter_kind == "ngram":  # no default acceptance for a lookup drafter
             raise Skip("unmapped", "no accept_length (stated by neither the row nor the same configuration of its "
@@ -173,7 +198,8 @@ def setup(row: SDRow, rows=()) -> Setup:
     return Setup(row, row.target_catalog, row.gpu, row.engine, _dtype(row.dtype, model.native_dtype),
                  DRAFTERS[row.drafter_kind], int(steps), parents, None if al is None else float(al), al_from,
                  int(round(row.batch)),
-                 int(row.isl or 0), row.osl, level, compare)
+                 int(row.isl or 0), row.osl, level, compare,
+                 al_batch_spread(rows) if al is not None and al_from != "row" else 0.0)
 
 
 @dataclass(frozen=True)
@@ -202,32 +228,39 @@ class Priced:
         p = s.point_for(t_step, t_round, step)
         return float(p.speedup_throughput if self.setup.compare == "throughput" else p.speedup_tpot)
 
-    def band(self) -> tuple[float, float] | None:
-        """(low, high) of the prediction: the pricing path's speedup band at batch C carried over as a ratio to the
-        central step-level speedup (None where the path prices no band)."""
+    def band_ratio(self) -> tuple[float, float] | None:
+        """(low, high) / central of the pricing path's parameter / acceptance band at batch C, the model-error
+        widening divided out (None where the path prices no band): what a prediction's band is before
+        :mod:`.sd_band` adds the model's error."""
         r = self.result
         lo, hi = getattr(r, "speedup_low", None), getattr(r, "speedup_high", None)
         if lo is None or hi is None:
             return None
         i = self.serving.at_concurrency
-        central, p = float(r.speedup[0, i]), self.predicted()
-        return p * float(lo[0, i]) / central, p * float(hi[0, i]) / central
+        q_lo, q_hi = getattr(r, "model_error", (0.0, 0.0))
+        central = float(r.speedup[0, i])
+        return float(lo[0, i]) / np.exp(q_lo) / central, float(hi[0, i]) / np.exp(q_hi) / central
 
 
 def measured_of(row: SDRow) -> float:
     return measured_speedup(row)
 
 
+def _acceptance(s: Setup, al: float) -> Acceptance:
+    """The acceptance whose AL at the row's draft length (or tree) is ``al`` (clipped to what it can reach)."""
+    if s.parents is None:
+        return Acceptance.from_accept_length(min(max(al, 1.0), s.gamma + 1), s.gamma)
+    return _alpha_for_tree(s.parents, max(al, 1.0))
+
+
 def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -> Priced:
     """Price one set-up row (raises :class:`Skip` ``refused`` when the layout cannot run)."""
     r = s.row
     model, hw = load_model(s.model), load_hardware(s.hardware)
-    if s.accept_length is None:
-        acc = None  # the pricing path's default acceptance
-    elif s.parents is None:
-        acc = Acceptance.from_accept_length(min(s.accept_length, s.gamma + 1), s.gamma)
-    else:
-        acc = _alpha_for_tree(s.parents, s.accept_length)
+    acc = None if s.accept_length is None else _acceptance(s, s.accept_length)  # None: the path's default
+    if acc is not None and s.al_spread > 0:  # a borrowed AL: its band (al_batch_spread) widens speedup_low/high
+        acc = replace(acc, band=tuple(_acceptance(s, s.accept_length * np.exp(x)) for x in (-s.al_spread,
+                                                                                             s.al_spread)))
     isl, osl = (0, 2 * DEFAULT_CONTEXT) if s.osl is None else (s.isl, s.osl)
     layout = Layout(dtype=s.dtype, tp=r.tp, ep=r.ep, dp=r.dp, gpus=r.gpu_count, options=(("engine", s.engine),))
     # memory is checked at the longest context a request reaches (the default context when no lengths are stated)

@@ -286,3 +286,27 @@ def test_multi_gpu_host_term_only_when_the_instance_spans_gpus(engine):
     np.testing.assert_allclose(r2 - r1, h_tp, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(d2 - d1, h_tp, rtol=1e-12, atol=1e-15)
     assert (h_tp > 0) == (engine == "sglang")
+
+
+@settings(max_examples=20, deadline=None)
+@given(engine=st.sampled_from(ENGINES), sd=ONOFF, b=st.integers(1, 256), g=st.integers(1, 6))
+def test_model_error_widens_the_band_where_sd_runs_only(engine, sd, b, g):
+    """speedup_low / speedup_high = the parameter / acceptance band × exp(q_lo / q_hi) of MODEL_ERROR (the engine's,
+    else POOLED) where γ >= 1; γ = 0 stays exactly 1; the central speedup is untouched and inside; another mechanism
+    set than the validated (refined) one carries no model-error band."""
+    from simulator.specdec import engine_round
+
+    mech = PRESETS["refined"].with_(sd_overlap=sd)
+    r = _spec(engine, [b], [0, g], mech)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine_round, "MODEL_ERROR", {k: (0.0, 0.0) for k in engine_round.MODEL_ERROR})
+        r0 = _spec(engine, [b], [0, g], mech)
+    q_lo, q_hi = engine_round.MODEL_ERROR.get(engine, engine_round.MODEL_ERROR[engine_round.POOLED])
+    assert q_lo < 0 < q_hi and r.model_error == (q_lo, q_hi)
+    np.testing.assert_allclose(r.speedup_low[1], r0.speedup_low[1] * np.exp(q_lo), rtol=1e-12)
+    np.testing.assert_allclose(r.speedup_high[1], r0.speedup_high[1] * np.exp(q_hi), rtol=1e-12)
+    assert r.speedup_low[0, 0] == r.speedup_high[0, 0] == r.speedup[0, 0] == 1.0
+    np.testing.assert_array_equal(r.speedup, r0.speedup)
+    assert np.all(r.speedup_low <= r.speedup) and np.all(r.speedup <= r.speedup_high)
+    assert engine_round.model_error(engine, mech.with_(round_kernels="off")) == (0.0, 0.0)
+    assert engine_round.model_error(engine, PRESETS["prior"]) == (0.0, 0.0)
