@@ -244,7 +244,9 @@ def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, 
         q = _stationary_q(gp, gpairs, lags, min(tol, 1e-10))
         counts = np.bincount(np.minimum(depth, lags), minlength=lags + 1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            p0 = np.exp(np.log(q) @ counts)
+            logq = np.log(q)
+        logq[:, counts == 0] = 0.0  # depths no node has add nothing (an always-active expert's q = 0 there: no 0·log 0)
+        p0 = np.exp(logq @ counts)
         if not np.all(np.isfinite(p0)):
             raise InfeasibleError(f"the stationary chain of these statistics did not converge with {lags} lags; use "
                                   "method 'latent' (--tree-method latent) or fewer lags")
