@@ -17,8 +17,13 @@ data-parallel rank prefilling ``batch_size / osl`` of them (one ``isl``-token pr
 **Batch-inferred rows.** A disagg row without ``decode_batch_size`` states only the measured concurrency
 (``silicon_concurrency=N`` in ``silicon_data_source``). It is priced under stated assumptions: the concurrency is
 spread over ``decode_num_workers`` decode workers (1 when the row leaves it empty) and their DP ranks, and no
-speculative decoding (a row stating a draft-token count is refused: TPOT of an SD round is not a decode step).
-Such rows get status ``batch-inferred`` and are reported apart; the headline figures use batch-stated rows only.
+speculative decoding. Such rows get status ``batch-inferred`` and are reported apart; the headline figures use
+batch-stated rows only.
+
+**Speculative rows.** A row stating a draft-token count (``speculative_num_draft_tokens`` /
+``decode_speculative_num_draft_tokens`` > 0; measured/silicon/README.md says which rows of the bundled file carry it
+and why) measured draft-and-verify rounds, not decode steps: it gets status ``speculative``, is not priced and is
+left out of every headline row set (counted apart, with the reason).
 
 **Units.** ``silicon_tpot_ms`` is milliseconds. A row whose value is 100x or more off its prediction is a unit
 error (the model's own errors stay within a few x): when most priced rows are, the file is refused with the unit
@@ -55,7 +60,7 @@ class RowResult:
     """One priced (or not) row. ``error`` = predicted / measured − 1 (a fraction)."""
 
     id: str
-    status: str  # ok | batch-inferred | refused | unmapped
+    status: str  # ok | batch-inferred | speculative | refused | unmapped
     reason: str
     predicted_tpot_ms: float | None
     measured_tpot_ms: float | None
@@ -167,8 +172,9 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
         raise Refused("refused", f"backend {engine!r} is not one of {list(ENGINES)}")
     for col in SPECULATIVE_COLUMNS:
         if int_col(row, col, 0):
-            raise Refused("refused", f"column {col} is {row[col]}: the row runs speculative decoding, and "
-                                     "validate tpot prices plain decode steps")
+            raise Refused("speculative", f"column {col} is {row[col]}: the row was measured with speculative "
+                                         "decoding (its TPOT is of draft-and-verify rounds), and validate tpot "
+                                         "prices plain decode steps: set apart")
     quant = (row.get("moe_quant_mode") or row.get("gemm_quant_mode") or "").strip().lower()
     dtype = row_dtype(checkpoint, quant)
     if dtype is None:
@@ -187,6 +193,8 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
         moe_tp = int_col(row, f"{pre}moe_tp_size", max(1, tp * dp // max(ep, 1)))
         if _squared_tp(row, pre, tp, ep, moe_tp):
             tp, moe_tp = ep, 1
+        elif _squared_dp(tp, dp, ep, moe_tp):
+            dp, moe_tp, batch = ep, 1, batch * ep
         if dp == 1 and model.attention.q_heads % tp and tp <= hw.domain_size:
             tp, dp, ep, moe_tp, redundant, batch = _wide_ep(model, tp, batch)
     else:
@@ -228,6 +236,20 @@ def _squared_tp(row: dict, pre: str, tp: int, ep: int, moe_tp: int) -> bool:
     moe_tp 1. Rows whose attention DP column is empty (older rows with ids saying
     ``tp4_epnone``: tp 4 = moe_tp 2 × ep 2 on 4 GPUs) keep the plain reading."""
     return ((row.get(f"{pre}attention_dp_size") or "").strip() == "1" and ep == moe_tp > 1 and tp == ep * moe_tp)
+
+
+def _squared_dp(tp: int, dp: int, ep: int, moe_tp: int) -> bool:
+    """Whether a MoE row's ``attention_dp_size`` is the product ``moe_tp_size × moe_ep_size`` of an ``m``-GPU
+    deployment with attention DP ``m`` and expert parallelism ``m`` (``tp_size`` 1, ``attention_dp_size = m²``,
+    ``moe_tp_size = moe_ep_size = m > 1``), its ``batch_size`` then the concurrency over ``m²``: the TP analogue of
+    :func:`_squared_tp`. aiconfigurator's 45 rows of this form (TRT-LLM, B200/H200, DeepSeek-R1/V3, gpt-oss) carry ids
+    saying ``tp{m}_ep{m}`` where they state one, and 23 share their measured TPOT, to the last digit, with a row of
+    columns ``tp_size 1, attention_dp_size m, moe_tp_size 1, moe_ep_size m, batch_size m·batch_size``
+    (``2026_04_06_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c256_tp8_ep8_965`` and
+    ``2026_03_25_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c256_tp8_0_ep8_0_1084``: 23.9119 ms each); InferenceX's
+    sweeps that measured them run single 8-GPU nodes (``tp: 8, ep: 8, dp-attn: true``). Read as dp ``m``, ep ``m``,
+    moe_tp 1, ``m × batch_size`` requests per rank."""
+    return tp == 1 and ep == moe_tp > 1 and dp == ep * moe_tp
 
 
 def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int]:

@@ -105,6 +105,17 @@ def test_squared_tp_columns_read_as_tp_m_ep_m(tmp_path, m):
     assert r["sq"].gpus == m and r["sq"].predicted_tpot_ms == r["tw"].predicted_tpot_ms
 
 
+@pytest.mark.parametrize("m", [4, 8])
+def test_squared_dp_columns_read_as_dp_m_ep_m(tmp_path, m):
+    """attention_dp_size m² = moe_tp m × moe_ep m with tp 1 and batch_size = concurrency / m² (aiconfigurator's rows
+    with ids saying tp{m}_ep{m}, twins of rows stating dp m, ep m, m·batch_size per rank with the same measured TPOT)
+    is priced as the m-GPU deployment with m·batch_size requests per rank."""
+    r = _rows(tmp_path, _agg("sq", "deepseek-ai/DeepSeek-R1", "b200_sxm", "trtllm", "nvfp4", 4, 1, m * m, m, m),
+              _agg("tw", "deepseek-ai/DeepSeek-R1", "b200_sxm", "trtllm", "nvfp4", 4 * m, 1, m, 1, m))
+    assert r["sq"].status == r["tw"].status == "ok", (r["sq"].reason, r["tw"].reason)
+    assert r["sq"].gpus == m and r["sq"].predicted_tpot_ms == r["tw"].predicted_tpot_ms
+
+
 def test_squared_tp_reading_needs_attention_dp_stated_as_one(tmp_path):
     """Older rows leave attention DP empty (ids saying tp4_epnone): tp 4 = moe_tp 2 × ep 2 stays 4 GPUs."""
     row = _agg("h", "Qwen/Qwen3-235B-A22B-FP8", "h100_sxm", "trtllm", "fp8_block", 16, 4, "", 2, 2)
