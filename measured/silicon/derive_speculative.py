@@ -8,8 +8,9 @@ Rule (InferenceX, github.com/SemiAnalysisAI/InferenceX): a sweep runs when a com
 of aiconfigurator's file states ``measured=`` (the triggering commit's time: 2026-02-05T19:55:05Z for commit
 5d517074c at 19:55:01Z) and ``image=``/``backend_version``. A row is matched to the sweeps of the commits at its time
 (within 2 minutes; a date-only stamp: every such commit of that UTC day), to the swept keys' entries of its GPU,
-framework, precision, image, isl/osl, concurrency and (where its id states it) tp/ep. It is marked speculative when
-every entry it matches is a single-node TRT-LLM ``*-trt-mtp`` entry (``spec-decoding: mtp``): those launch scripts
+framework, model, precision, image, isl/osl, concurrency and (where its id states it) tp/ep. It is marked
+speculative when every entry it matches is a single-node TRT-LLM ``*-trt-mtp`` entry (``spec-decoding: mtp``): those
+launch scripts
 (benchmarks/dsr1_fp{4,8}_{b,h}200_trt_mtp*.sh) set ``num_nextn_predict_layers`` MTP=3, or MTP=1 with DP attention
 (read from the row's attention_dp_size column where the search space lists both). Rows that match STP and MTP
 entries alike, disagg (Dynamo) rows and rows with no sweep commit are left unmarked.
@@ -83,6 +84,8 @@ def _entries(repo: str, rev: str, row: dict, version: str) -> list[tuple[str, di
         v = cfg.get(key) if isinstance(cfg, dict) else None
         if not isinstance(v, dict) or v.get("precision") != PRECISION.get(row["moe_quant_mode"]):
             continue
+        if not str(v.get("model", "")).split("/")[-1].lower().startswith(row["model_path"].split("/")[-1].lower()):
+            continue  # the key's checkpoint (deepseek-ai/DeepSeek-R1-0528) is of the row's model (DeepSeek-R1)
         if not str(v.get("runner", "")).startswith(GPU[row["system"]]) or f":{version}" not in str(v.get("image")):
             continue
         if not str(v.get("framework", "")).endswith({"trtllm": "trt", "sglang": "sglang", "vllm": "vllm"}
