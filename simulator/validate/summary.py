@@ -74,6 +74,11 @@ def reason_class(reason: str) -> str:
         return "weights + KV do not fit in HBM (check_memory at the row's batch and context)"
     if "each must be >= 1" in reason:
         return "a layout column is 0 (tp_size, attention_dp_size or batch_size)"
+    if "is below the HBM floor" in reason:
+        stated = "stated deployment" in reason
+        return ("measured TPOT below the HBM floor of the " + ("stated deployment" if stated else
+                "deployment at the batch inferred from silicon_concurrency") + " (decode bytes per GPU at peak "
+                "bandwidth): it did not run at that batch and layout")
     if reason.startswith("duplicate id"):
         return "duplicate id (only the first row of an id is priced)"
     if reason.startswith("line ") and "fields but the header has" in reason:
