@@ -26,10 +26,11 @@ and why) measured draft-and-verify rounds, not decode steps: it gets status ``sp
 left out of every headline row set (counted apart, with the reason).
 
 **Below the memory floor.** A row whose measured TPOT is below its decode step's HBM bytes per GPU read at peak
-bandwidth (no efficiency, no fixed cost, the prefill share left out) cannot have run at its stated batch and layout
-(e.g. vLLM gpt-oss-120b rows at concurrency 512 on H100, 4.7 ms against a 7.4 ms floor of KV and weight reads): it
-is refused with both numbers; so is a batch-inferred row whose inferred batch the same floor rules out (its
-concurrency ran on more decode workers than assumed, or with speculative decoding).
+bandwidth (no efficiency, no fixed cost, the prefill share left out; under attention DP the unsplit step's bytes)
+cannot have run at its stated batch and layout (e.g. vLLM gpt-oss-120b rows at concurrency 512 on H100, 4.7 ms
+against a 7.4 ms floor of KV and weight reads): it is refused with both numbers; so is a batch-inferred row whose
+inferred batch the same floor rules out (its concurrency ran on more decode workers than assumed, or with
+speculative decoding).
 
 **Units.** ``silicon_tpot_ms`` is milliseconds. A row whose value is 100x or more off its prediction is a unit
 error (the model's own errors stay within a few x): when most priced rows are, the file is refused with the unit
@@ -44,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cost.deployment import Deployment, validate
+from ..cost.deployment import Deployment, Mechanisms, validate
 from ..cost.step import check_memory, step_time
 from ..errors import ConfigError, SimulatorError
 from ..specs.catalog import load_hardware, load_model
@@ -60,6 +61,7 @@ REQUIRED_COLUMNS = ("id", "backend", "model_path", "system", "precision", "mode"
 MODES = ("agg", "disagg")
 SPECULATIVE_COLUMNS = ("speculative_num_draft_tokens", "decode_speculative_num_draft_tokens")  # optional columns
 LAYOUT_NAME = "aiconfigurator's silicon_sample.csv layout"
+NO_TBO = Mechanisms(two_batch_overlap="off")
 
 
 @dataclass(frozen=True)
@@ -245,9 +247,13 @@ def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[fl
         ps = [plans[i][0] for i in idx]
         batches = np.array([p.batch for p in ps], dtype=float)
         try:
-            step = step_time(model, hw, dep, batches * dep.dp, 1, context=[p.isl + p.osl // 2 for p in ps],
-                             check_fit=False)
-            decode, floor = step.time * 1e3, step.hbm_bytes / hw.hbm_bandwidth * 1e3
+            ctx = [p.isl + p.osl // 2 for p in ps]
+            step = step_time(model, hw, dep, batches * dep.dp, 1, context=ctx, check_fit=False)
+            floor_bytes = step.hbm_bytes
+            if dep.dp > 1:  # two-batch overlap reads each weight once per micro-batch: the floor is the unsplit step's
+                floor_bytes = np.minimum(floor_bytes, step_time(model, hw, dep, batches * dep.dp, 1, context=ctx,
+                                                                mech=NO_TBO, check_fit=False).hbm_bytes)
+            decode, floor = step.time * 1e3, floor_bytes / hw.hbm_bandwidth * 1e3
             agg = [j for j, p in enumerate(ps) if p.mode == "agg" and p.isl > 0]
             share = np.zeros(len(ps))
             if agg:  # each prefill: one isl-token pass per DP rank (dp requests of isl tokens), no cache
