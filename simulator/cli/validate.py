@@ -21,7 +21,8 @@ def register(sub) -> None:
                                   "alias, hub id (hf_id) or YAML path; rows naming neither are 'unmapped' (map them "
                                   "with --mapping), layouts the model cannot express are 'refused' (with the "
                                   "reason). Disagg rows without a decode batch are priced from their concurrency "
-                                  "and reported apart ('batch-inferred').",
+                                  "and reported apart ('batch-inferred'); rows stating draft tokens are set apart "
+                                  "('speculative').",
                       epilog="example: python -m simulator validate tpot measured/silicon/silicon_sample.csv")
     t.add_argument("file", metavar="FILE.csv")
     t.add_argument("--mapping", metavar="FILE.yaml",

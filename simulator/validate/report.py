@@ -25,7 +25,9 @@ def markdown(v: TpotValidation, source_note: str = "") -> str:
     out += [f"Rows: {len(v.rows)} — " + ", ".join(f"{k} {n}" for k, n in c.items()) + ".", "",
             "Headline rows state their decode batch; disagg rows whose batch is inferred from the measured "
             "concurrency (status batch-inferred: all of it on the stated decode workers, else one) are reported "
-            "apart. Errors: predicted / measured − 1.", "",
+            "apart. Rows measured with speculative decoding (status speculative: a draft-token column > 0, "
+            f"{s['speculative_apart']} rows) measure draft-and-verify rounds, not decode steps: they are in no row set "
+            "below (see their reason at the end). Errors: predicted / measured − 1.", "",
             "| row set | rows | priced | coverage | median abs error | MAPE | bias (mean signed) | median signed | "
             "within ±20% |",
             "|---|---|---|---|---|---|---|---|---|"]

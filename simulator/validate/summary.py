@@ -1,7 +1,8 @@
 """Summaries of a `validate tpot` run: status counts, error statistics per row set and per (model, GPU, engine,
 mode), and the reasons rows were not priced. Errors are fractions (0.12 = 12%); the CLI and the report print them
 as percents. Headline figures use the rows whose decode batch is stated (status ``ok``); rows whose batch is
-inferred from the measured concurrency (``batch-inferred``) are reported apart."""
+inferred from the measured concurrency (``batch-inferred``) are reported apart; rows measured with speculative decoding
+(``speculative``) are in no row set, only counted (and listed with their reason among the rows not priced)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collections import defaultdict
 
 import numpy as np
 
-STATUSES = ("ok", "batch-inferred", "refused", "unmapped")
+STATUSES = ("ok", "batch-inferred", "speculative", "refused", "unmapped")
+APART = "speculative"  # rows measured with speculative decoding: another configuration, left out of every row set
 PRICED = ("ok", "batch-inferred")
 GOAL = 0.12  # issue 18's goal for the median |error| of the batch-stated MoE rows: rows beyond it are counted
 
@@ -33,7 +35,7 @@ def summarise(rows) -> dict:
     GPU and scale; the batch-inferred rows apart; error by (model, GPU, engine, mode); the reasons rows were not
     priced."""
     rows = list(rows)
-    priceable = [r for r in rows if r.gpu]  # model and GPU in the catalog
+    priceable = [r for r in rows if r.gpu and r.status != APART]  # model and GPU in the catalog
     stated = [r for r in priceable if r.batch_from != "concurrency"]
     inferred = [r for r in priceable if r.batch_from == "concurrency"]
     groups: dict[tuple, list] = defaultdict(list)
@@ -59,6 +61,7 @@ def summarise(rows) -> dict:
         # disagg rows without decode_batch_size: the batch is the concurrency over the stated (else 1) decode
         # workers, an assumption; reported apart, never in the headline
         "moe_batch_inferred": stats([r for r in inferred if r.moe], "batch-inferred"),
+        "speculative_apart": sum(r.status == APART for r in rows),
         "groups": [{"model": k[0], "gpu": k[1], "engine": k[2], "mode": k[3], "grounding": v[0].grounding,
                     "moe": v[0].moe, **stats(v)} for k, v in sorted(groups.items())],
         "not_priced": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -71,6 +74,11 @@ def reason_class(reason: str) -> str:
         return "weights + KV do not fit in HBM (check_memory at the row's batch and context)"
     if "each must be >= 1" in reason:
         return "a layout column is 0 (tp_size, attention_dp_size or batch_size)"
+    if "is below the HBM floor" in reason:
+        stated = "stated deployment" in reason
+        return ("measured TPOT below the HBM floor of the " + ("stated deployment" if stated else
+                "deployment at the batch inferred from silicon_concurrency") + " (decode bytes per GPU at peak "
+                "bandwidth): it did not run at that batch and layout")
     if reason.startswith("duplicate id"):
         return "duplicate id (only the first row of an id is priced)"
     if reason.startswith("line ") and "fields but the header has" in reason:

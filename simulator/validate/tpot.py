@@ -17,8 +17,20 @@ data-parallel rank prefilling ``batch_size / osl`` of them (one ``isl``-token pr
 **Batch-inferred rows.** A disagg row without ``decode_batch_size`` states only the measured concurrency
 (``silicon_concurrency=N`` in ``silicon_data_source``). It is priced under stated assumptions: the concurrency is
 spread over ``decode_num_workers`` decode workers (1 when the row leaves it empty) and their DP ranks, and no
-speculative decoding (a row stating a draft-token count is refused: TPOT of an SD round is not a decode step).
-Such rows get status ``batch-inferred`` and are reported apart; the headline figures use batch-stated rows only.
+speculative decoding. Such rows get status ``batch-inferred`` and are reported apart; the headline figures use
+batch-stated rows only.
+
+**Speculative rows.** A row stating a draft-token count (``speculative_num_draft_tokens`` /
+``decode_speculative_num_draft_tokens`` > 0; measured/silicon/README.md says which rows of the bundled file carry it
+and why) measured draft-and-verify rounds, not decode steps: it gets status ``speculative``, is not priced and is
+left out of every headline row set (counted apart, with the reason).
+
+**Below the memory floor.** A row whose measured TPOT is below its decode step's HBM bytes per GPU read at peak
+bandwidth (no efficiency, no fixed cost, the prefill share left out; under attention DP the unsplit step's bytes)
+cannot have run at its stated batch and layout (e.g. vLLM gpt-oss-120b rows at concurrency 512 on H100, 4.7 ms
+against a 7.4 ms floor of KV and weight reads): it is refused with both numbers; so is a batch-inferred row whose
+inferred batch the same floor rules out (its concurrency ran on more decode workers than assumed, or with
+speculative decoding).
 
 **Units.** ``silicon_tpot_ms`` is milliseconds. A row whose value is 100x or more off its prediction is a unit
 error (the model's own errors stay within a few x): when most priced rows are, the file is refused with the unit
@@ -33,11 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cost.deployment import Deployment, validate
+from ..cost.deployment import Deployment, Mechanisms, validate
 from ..cost.step import check_memory, step_time
 from ..errors import ConfigError, SimulatorError
 from ..specs.catalog import load_hardware, load_model
 from ..specs.kernels import ENGINES
+from .layouts import squared_dp, squared_tp, wide_ep
 from .mapping import DTYPES, HELD_OUT_GPUS, NameMap, find_gpu, find_model, kv_dtype, row_dtype
 from .rows import Refused, concurrency, duplicate_ids, float_col, int_col, read_csv_rows, unit_mismatch
 from .summary import PRICED, STATUSES, summarise
@@ -48,6 +61,7 @@ REQUIRED_COLUMNS = ("id", "backend", "model_path", "system", "precision", "mode"
 MODES = ("agg", "disagg")
 SPECULATIVE_COLUMNS = ("speculative_num_draft_tokens", "decode_speculative_num_draft_tokens")  # optional columns
 LAYOUT_NAME = "aiconfigurator's silicon_sample.csv layout"
+NO_TBO = Mechanisms(two_batch_overlap="off")
 
 
 @dataclass(frozen=True)
@@ -55,7 +69,7 @@ class RowResult:
     """One priced (or not) row. ``error`` = predicted / measured − 1 (a fraction)."""
 
     id: str
-    status: str  # ok | batch-inferred | refused | unmapped
+    status: str  # ok | batch-inferred | speculative | refused | unmapped
     reason: str
     predicted_tpot_ms: float | None
     measured_tpot_ms: float | None
@@ -167,8 +181,9 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
         raise Refused("refused", f"backend {engine!r} is not one of {list(ENGINES)}")
     for col in SPECULATIVE_COLUMNS:
         if int_col(row, col, 0):
-            raise Refused("refused", f"column {col} is {row[col]}: the row runs speculative decoding, and "
-                                     "validate tpot prices plain decode steps")
+            raise Refused("speculative", f"column {col} is {row[col]}: the row was measured with speculative "
+                                         "decoding (its TPOT is of draft-and-verify rounds), and validate tpot "
+                                         "prices plain decode steps: set apart")
     quant = (row.get("moe_quant_mode") or row.get("gemm_quant_mode") or "").strip().lower()
     dtype = row_dtype(checkpoint, quant)
     if dtype is None:
@@ -185,10 +200,12 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
     if model.ffn.is_moe:
         ep = int_col(row, f"{pre}moe_ep_size", 1)
         moe_tp = int_col(row, f"{pre}moe_tp_size", max(1, tp * dp // max(ep, 1)))
-        if _squared_tp(row, pre, tp, ep, moe_tp):
+        if squared_tp(row, pre, tp, ep, moe_tp):
             tp, moe_tp = ep, 1
+        elif squared_dp(tp, dp, ep, moe_tp):
+            dp, moe_tp, batch = ep, 1, batch * ep
         if dp == 1 and model.attention.q_heads % tp and tp <= hw.domain_size:
-            tp, dp, ep, moe_tp, redundant, batch = _wide_ep(model, tp, batch)
+            tp, dp, ep, moe_tp, redundant, batch = wide_ep(model, tp, batch)
     else:
         ep, moe_tp = 1, None
     dep, hw_e = _deploy(name, gpu, model, hw, (dtype, kv_dtype(row.get("precision") or ""), tp, dp, ep, moe_tp,
@@ -217,48 +234,26 @@ def _deploy(name: str, gpu: str, model, hw, layout: tuple) -> tuple[Deployment, 
     return hit
 
 
-def _squared_tp(row: dict, pre: str, tp: int, ep: int, moe_tp: int) -> bool:
-    """Whether a MoE row's ``tp_size`` is the product ``moe_tp_size × moe_ep_size`` of an ``m``-GPU deployment with
-    attention TP ``m`` and expert parallelism ``m`` (``tp_size = m²``, ``moe_tp_size = moe_ep_size = m > 1``,
-    ``attention_dp_size`` stated as 1). aiconfigurator's silicon rows of this form carry ids saying ``tp{m}_ep{m}``
-    (the 2026-04-06 collection) or share their measured TPOT, to the last digit, with a row of columns ``tp_size m,
-    moe_tp_size 1, moe_ep_size m`` (``qwen3_5_b200_sglang_fp8_agg_8192x1024_c64_cfg615`` and
-    ``2026_03_25_qwen3_5_397b_b200_sxm_sglang_fp8_agg_8192x1024_c64_tp4_0_ep4_0_337``: 33.1706 ms each); read as
-    ``m²`` GPUs of attention TP they would put DeepSeek's attention over 8 nodes. Read as tp ``m``, ep ``m``,
-    moe_tp 1. Rows whose attention DP column is empty (older rows with ids saying
-    ``tp4_epnone``: tp 4 = moe_tp 2 × ep 2 on 4 GPUs) keep the plain reading."""
-    return ((row.get(f"{pre}attention_dp_size") or "").strip() == "1" and ep == moe_tp > 1 and tp == ep * moe_tp)
-
-
-def _wide_ep(model, gpus: int, batch: int) -> tuple[int, int, int, int, int, int]:
-    """The layout of a MoE row whose ``tp_size`` cannot be attention TP (it does not divide the heads) and whose
-    attention DP is 1: ``tp_size`` counts the GPUs of a wide-EP deployment with attention data parallelism (the
-    TRT-LLM wide-EP and SGLang DP-attention recipes for DeepSeek-R1 on GB200 NVL72 at 12–72 GPUs; their stated
-    ``moe_tp_size`` cannot divide the expert width either). Read as tp 1, dp = ep = ``tp_size``, moe_tp 1; the
-    engines' expert-parallel load balancers fill the EP ranks equally with redundant expert slots (TRT-LLM
-    ``num_slots``, SGLang ``ep_num_redundant_experts`` must make slots a multiple of ep), at least
-    ``(-experts) mod ep`` of them; the row's batch (all requests, attention DP 1) is spread over the dp ranks.
-    Only within one scale-up domain (where those recipes run): beyond it the columns are ambiguous and the row stays
-    refused (``tp_size`` 64 = moe_tp 8 × moe_ep 8 is :func:`_squared_tp`'s reading, applied first).
-    Returns (tp, dp, ep, moe_tp, redundant_experts, batch per rank)."""
-    redundant = -model.ffn.experts % gpus
-    return 1, gpus, gpus, 1, redundant, max(1, -(-batch // gpus))
-
-
-def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[float, float] | SimulatorError]:
-    """{row: (decode ms, agg prefill share ms) or the error} for every plan. One ``step_time`` call per deployment
-    prices all its rows' decode steps (each at its own batch and context), one more all its agg rows' prefills."""
+def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[float, float, float] | SimulatorError]:
+    """{row: (decode ms, agg prefill share ms, HBM floor ms) or the error} for every plan. One ``step_time`` call per
+    deployment prices all its rows' decode steps (each at its own batch and context), one more all its agg rows'
+    prefills. The floor is the decode step's HBM bytes per GPU at peak bandwidth (no efficiency, no fixed cost)."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, (p, _, _) in plans.items():
         groups[(p.model, p.gpu, p.dep)].append(i)
-    out: dict[int, tuple[float, float] | SimulatorError] = {}
+    out: dict[int, tuple[float, float, float] | SimulatorError] = {}
     for (_, _, dep), idx in groups.items():
         _, model, hw = plans[idx[0]]
         ps = [plans[i][0] for i in idx]
         batches = np.array([p.batch for p in ps], dtype=float)
         try:
-            decode = step_time(model, hw, dep, batches * dep.dp, 1, context=[p.isl + p.osl // 2 for p in ps],
-                               check_fit=False).time * 1e3
+            ctx = [p.isl + p.osl // 2 for p in ps]
+            step = step_time(model, hw, dep, batches * dep.dp, 1, context=ctx, check_fit=False)
+            floor_bytes = step.hbm_bytes
+            if dep.dp > 1:  # two-batch overlap reads each weight once per micro-batch: the floor is the unsplit step's
+                floor_bytes = np.minimum(floor_bytes, step_time(model, hw, dep, batches * dep.dp, 1, context=ctx,
+                                                                mech=NO_TBO, check_fit=False).hbm_bytes)
+            decode, floor = step.time * 1e3, floor_bytes / hw.hbm_bandwidth * 1e3
             agg = [j for j, p in enumerate(ps) if p.mode == "agg" and p.isl > 0]
             share = np.zeros(len(ps))
             if agg:  # each prefill: one isl-token pass per DP rank (dp requests of isl tokens), no cache
@@ -268,7 +263,7 @@ def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[fl
         except SimulatorError as exc:
             out.update({i: exc for i in idx})
             continue
-        out.update({i: (float(decode[j]), float(share[j])) for j, i in enumerate(idx)})
+        out.update({i: (float(decode[j]), float(share[j]), float(floor[j])) for j, i in enumerate(idx)})
     return out
 
 
@@ -315,7 +310,7 @@ def validate_tpot(path_or_rows, include_held_out: bool = False, source: str = ""
             continue
         plans[i] = (plan, model, hw)
     priced = _price(plans)
-    units = {i: unit_mismatch(plans[i][0].measured, sum(v)) for i, v in priced.items() if isinstance(v, tuple)}
+    units = {i: unit_mismatch(plans[i][0].measured, v[0] + v[1]) for i, v in priced.items() if isinstance(v, tuple)}
     wrong = {i: u for i, u in units.items() if u}
     if wrong and 2 * len(wrong) > len(units):
         unit = max(set(wrong.values()), key=list(wrong.values()).count)
@@ -328,8 +323,14 @@ def validate_tpot(path_or_rows, include_held_out: bool = False, source: str = ""
             results[i] = RowResult(_rid(rows, i), "refused", str(v), None, p.measured, **_meta(p, model, hw))
         elif i in wrong:
             results[i] = RowResult(_rid(rows, i), "refused", f"silicon_tpot_ms {p.measured:g} is 100x or more off the "
-                                   f"predicted {sum(v):.3g} ms: it looks like {wrong[i]}", None, p.measured,
+                                   f"predicted {v[0] + v[1]:.3g} ms: it looks like {wrong[i]}", None, p.measured,
                                    **_meta(p, model, hw))
+        elif p.measured < v[2]:
+            what = ("the stated deployment" if p.batch_from == "column" else "the deployment at the batch inferred "
+                    "from silicon_concurrency")
+            results[i] = RowResult(_rid(rows, i), "refused", f"silicon_tpot_ms {p.measured:.3g} is below the HBM floor "
+                                   f"{v[2]:.3g} ms of {what} (its decode step's bytes per GPU at peak bandwidth): the "
+                                   "row did not run at that batch and layout", None, p.measured, **_meta(p, model, hw))
         else:
             status = "ok" if p.batch_from == "column" else "batch-inferred"
             results[i] = RowResult(_rid(rows, i), status, "", v[0] + v[1], p.measured, **_meta(p, model, hw),

@@ -105,6 +105,17 @@ def test_squared_tp_columns_read_as_tp_m_ep_m(tmp_path, m):
     assert r["sq"].gpus == m and r["sq"].predicted_tpot_ms == r["tw"].predicted_tpot_ms
 
 
+@pytest.mark.parametrize("m", [4, 8])
+def test_squared_dp_columns_read_as_dp_m_ep_m(tmp_path, m):
+    """attention_dp_size m² = moe_tp m × moe_ep m with tp 1 and batch_size = concurrency / m² (aiconfigurator's rows
+    with ids saying tp{m}_ep{m}, twins of rows stating dp m, ep m, m·batch_size per rank with the same measured TPOT)
+    is priced as the m-GPU deployment with m·batch_size requests per rank."""
+    r = _rows(tmp_path, _agg("sq", "deepseek-ai/DeepSeek-R1", "b200_sxm", "trtllm", "nvfp4", 4, 1, m * m, m, m, 50.0),
+              _agg("tw", "deepseek-ai/DeepSeek-R1", "b200_sxm", "trtllm", "nvfp4", 4 * m, 1, m, 1, m, 50.0))
+    assert r["sq"].status == r["tw"].status == "ok", (r["sq"].reason, r["tw"].reason)
+    assert r["sq"].gpus == m and r["sq"].predicted_tpot_ms == r["tw"].predicted_tpot_ms
+
+
 def test_squared_tp_reading_needs_attention_dp_stated_as_one(tmp_path):
     """Older rows leave attention DP empty (ids saying tp4_epnone): tp 4 = moe_tp 2 × ep 2 stays 4 GPUs."""
     row = _agg("h", "Qwen/Qwen3-235B-A22B-FP8", "h100_sxm", "trtllm", "fp8_block", 16, 4, "", 2, 2)
@@ -118,3 +129,18 @@ def test_wide_ep_reading_only_within_one_scale_up_domain(tmp_path):
     (ambiguous columns); refused."""
     r = _rows(tmp_path, _agg("q", "Qwen/Qwen3.5-397B-A17B", "h200_sxm", "sglang", "fp8_block", 64, 64, 1, 64, 1))["q"]
     assert r.status == "refused" and "'tp' = 64" in r.reason
+
+
+def test_row_below_the_hbm_floor_of_its_stated_batch_is_refused(tmp_path):
+    """A measured TPOT below the decode step's HBM bytes per GPU at peak bandwidth cannot be the stated deployment
+    (vLLM gpt-oss-120b at concurrency 512 on 4 H100s: 4.7 ms measured); the same layout at a TPOT above the floor
+    is priced. The floor is the model's own bytes: recomputed here from step_time."""
+    m, hw = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="mxfp4", kv_dtype="fp8", tp=4, engine="vllm")
+    step = step_time(m, hw.for_engine("vllm"), dep, [512], 1, context=[1024 + 512], check_fit=False)
+    floor = float(step.hbm_bytes[0]) / hw.for_engine("vllm").hbm_bandwidth * 1e3
+    row = dict(_agg("lo", "openai/gpt-oss-120b", "h100_sxm", "vllm", "nvfp4", 512, 4, 1, 4, 1, tpot=0.9 * floor))
+    hi = dict(row, id="hi", silicon_tpot_ms=1.5 * floor)
+    r = _rows(tmp_path, row, hi)
+    assert r["lo"].status == "refused" and "HBM floor" in r["lo"].reason and f"{floor:.3g} ms" in r["lo"].reason
+    assert r["hi"].status == "ok"

@@ -187,7 +187,8 @@ def test_ops_reads_the_gpu_from_the_data(tmp_path, capsys):
 
 def test_batch_inferred_rows_read_workers_and_refuse_speculative_rows(tmp_path):
     """Issue 18 item 5: a disagg row without decode_batch_size is priced from silicon_concurrency over the stated
-    decode workers (1 when empty), reported as batch-inferred; a row stating draft tokens is refused."""
+    decode workers (1 when empty), reported as batch-inferred; a row stating draft tokens is set apart (status
+    speculative) and counted in no row set."""
     h, rows = _rows()
     i = [r[0] for r in rows].index("disagg_r1_h200")
     two = list(rows[i])
@@ -201,7 +202,12 @@ def test_batch_inferred_rows_read_workers_and_refuse_speculative_rows(tmp_path):
     one = r["disagg_r1_h200"]
     assert one.status == r["two_workers"].status == "batch-inferred"
     assert r["two_workers"].decode_ms < one.decode_ms  # half the concurrency per worker: a smaller batch
-    assert r["speculative"].status == "refused" and "speculative" in r["speculative"].reason
+    assert r["speculative"].status == "speculative" and "speculative" in r["speculative"].reason
+    assert r["speculative"].predicted_tpot_ms is None
+    from simulator.validate.summary import summarise
+    s = summarise(r.values())
+    assert s["speculative_apart"] == 1 and s["counts"]["speculative"] == 1
+    assert s["moe_batch_inferred"]["rows"] == 2  # the speculative twin is not in the batch-inferred set
 
 
 def test_headline_uses_batch_stated_rows_only():

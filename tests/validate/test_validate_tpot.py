@@ -35,7 +35,7 @@ def test_statuses(result):
     assert r["unmapped_model"].status == "unmapped" and "acme/Unknown-1B" in r["unmapped_model"].reason
     assert r["impossible_tp3"].status == "refused" and "tp" in r["impossible_tp3"].reason
     assert r["held_out_b300"].status == "unmapped" and "held out" in r["held_out_b300"].reason
-    assert result.counts() == {"ok": 3, "batch-inferred": 1, "refused": 1, "unmapped": 2}
+    assert result.counts() == {"ok": 3, "batch-inferred": 1, "speculative": 0, "refused": 1, "unmapped": 2}
 
 
 def test_agg_error_equals_direct_step_time(result):
@@ -64,10 +64,10 @@ def test_json_schema(capsys):
     assert set(out) >= {"rows", "summary"}
     for r in out["rows"]:
         assert {"id", "status", "reason", "predicted_tpot_ms", "measured_tpot_ms"} <= set(r)
-        assert r["status"] in ("ok", "batch-inferred", "refused", "unmapped")
+        assert r["status"] in ("ok", "batch-inferred", "speculative", "refused", "unmapped")
         assert (r["predicted_tpot_ms"] is None) == (r["status"] not in ("ok", "batch-inferred"))
     s = out["summary"]
-    assert s["counts"] == {"ok": 3, "batch-inferred": 1, "refused": 1, "unmapped": 2}
+    assert s["counts"] == {"ok": 3, "batch-inferred": 1, "speculative": 0, "refused": 1, "unmapped": 2}
     moe = s["moe_rows_of_catalog_gpus"]
     # headline: batch-stated MoE rows; the tp3 row is refused; unmapped / held-out / batch-inferred rows not counted
     assert moe["rows"] == 3 and moe["ok"] == 2
