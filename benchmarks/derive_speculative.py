@@ -15,7 +15,7 @@ launch scripts
 (read from the row's attention_dp_size column where the search space lists both). Rows that match STP and MTP
 entries alike, disagg (Dynamo) rows and rows with no sweep commit are left unmarked.
 
-Usage: python measured/silicon/derive_speculative.py AIC_SILICON_CSV INFERENCEX_GIT_DIR [--write]
+Usage: python benchmarks/derive_speculative.py AIC_SILICON_CSV INFERENCEX_GIT_DIR [--write]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ CFG, CHANGELOG = ".github/configs/nvidia-master.yaml", "perf-changelog.yaml"
 GPU = {"b200_sxm": "b200", "h200_sxm": "h200", "h100_sxm": "h100", "gb200": "gb200"}
 PRECISION = {"nvfp4": "fp4", "mxfp4": "fp4", "fp8": "fp8", "fp8_block": "fp8"}
 COLUMN = "speculative_num_draft_tokens"
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "measured" / "silicon"
 
 
 def _git(repo: str, *args: str) -> str:
