@@ -266,9 +266,15 @@ def model_error(engine: str, mech: Mechanisms) -> tuple[float, float]:
     """(q_lo, q_hi) log-speedup widening of the band for ``engine`` (:data:`MODEL_ERROR`, :data:`POOLED` for an
     engine without its own), where the mechanisms are the model the corpus validated: the ``refined`` preset up to
     the execution modes (any other mechanism set is another model, whose error was not measured: (0, 0))."""
-    if replace(mech, sd_overlap=None, decode_overlap=None) != PRESETS["refined"]:
+    if not _validated(mech):
         return 0.0, 0.0
     return MODEL_ERROR.get(engine, MODEL_ERROR[POOLED])
+
+
+@functools.lru_cache(maxsize=256)
+def _validated(mech: Mechanisms) -> bool:
+    """Whether ``mech`` is the refined preset up to the execution modes (memoised: asked once per priced round)."""
+    return replace(mech, sd_overlap=None, decode_overlap=None) == PRESETS["refined"]
 
 
 def round_params(hw: HardwareProfile, engine: str) -> RoundParams:
@@ -303,11 +309,12 @@ class RoundTerms:
 
 def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, gammas, accept_length, gpu_round,
                 t_decode, v_draft: int, v_target: int, drafter_kind: str = "eagle", tree: bool = False,
-                positions=None, params: RoundParams | None = None) -> RoundTerms:
+                positions=None, params: RoundParams | None = None, levels=LEVELS) -> RoundTerms:
     """The round kernels and exposed host time (module docstring) at every level. ``gammas`` (ng,) are the draft
     steps per round, ``positions`` the drafted positions sampled per round (default: ``gammas``; a tree's nodes
     N − 1); ``gpu_round`` is the round's GPU time without T_kern, (ng, nb); ``accept_length`` (ng,) the central AL;
-    rows with γ = 0 get 0. ``params``: other parameters than the engine's :data:`ROUND_PARAMS` (e.g. a fit's)."""
+    rows with γ = 0 get 0. ``params``: other parameters than the engine's :data:`ROUND_PARAMS` (e.g. a fit's);
+    ``levels``: the levels priced (a fit needs the central one only)."""
     engine = dep.engine
     b = np.atleast_1d(np.asarray(batch, dtype=float))[None, :]
     g = np.atleast_1d(np.asarray(gammas, dtype=float))[:, None]
@@ -321,7 +328,7 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     params = params or round_params(hw, engine)
     kern, host, host_dec, work = {}, {}, {}, {}
     gpu_round = np.asarray(gpu_round, dtype=float)
-    for level in LEVELS:
+    for level in levels:
         p = params.values(level)
         k = zero
         if mech.round_kernels == "on":
