@@ -4,7 +4,8 @@
 
 Measures, on this machine:
 1. in-process ``run_sweep()`` (the default study): the first, cold call (YAML parsing, overlap fits) and warm
-   repeats (cached), points/s, the number of step_time evaluations and the share of time inside step_time;
+   repeats (cached), points/s, the number of step evaluations (``cost.step.resolved_step``, what StepCache calls)
+   and the share of time inside them;
 2. end to end ``python -m simulator sweep`` in a fresh interpreter with ``--no-plots`` and with figures (includes
    interpreter start-up, imports and YAML loading);
 3. peak memory: Python allocations during ``run_sweep()`` (tracemalloc) and the peak resident set of the CLI run.
@@ -69,25 +70,25 @@ def main() -> int:
         walls.append(time.perf_counter() - t)
     best, med = min(walls), statistics.median(walls)
 
-    # time inside step_time, and number of evaluations
+    # time inside resolved_step, and number of evaluations
     prof = cProfile.Profile()
     calls = {"n": 0}
-    orig = rounds.step_time
+    orig = rounds.resolved_step
 
     def counted(*a, **k):
         calls["n"] += 1
         return orig(*a, **k)
 
-    rounds.step_time = counted
+    rounds.resolved_step = counted
     try:
         prof.enable()
         run_sweep()
         prof.disable()
     finally:
-        rounds.step_time = orig
+        rounds.resolved_step = orig
     st = pstats.Stats(prof)
     total = st.total_tt
-    in_step = next((v[3] for k, v in st.stats.items() if k[2] == "step_time" and "cost" in k[0]), float("nan"))
+    in_step = next((v[3] for k, v in st.stats.items() if k[2] == "resolved_step" and "cost" in k[0]), float("nan"))
     top = sorted(((v[3], f"{Path(k[0]).name}:{k[2]}") for k, v in st.stats.items() if "simulator" in k[0]
                   and "cost" in k[0]), reverse=True)[:6]
 
@@ -123,8 +124,8 @@ def main() -> int:
         f"| `run_sweep()` in process, warm (catalog and overlap fits cached), best of {args.repeat} | "
         f"{best:.3f} s ({points / best:,.0f} points/s) |",
         f"| `run_sweep()` in process, warm, median | {med:.3f} s |",
-        f"| step_time evaluations per sweep | {calls['n']} |",
-        f"| share of warm sweep time inside step_time (cProfile) | {in_step / total:.0%} |",
+        f"| step evaluations per sweep (resolved_step) | {calls['n']} |",
+        f"| share of warm sweep time inside resolved_step (cProfile) | {in_step / total:.0%} |",
         f"| `python -m simulator sweep --no-plots`, fresh interpreter, best | {cli_np:.2f} s |",
         f"| `python -m simulator sweep` with 3 figures, fresh interpreter, best | {cli_p:.2f} s |",
         f"| figures alone (difference) | {cli_p - cli_np:.2f} s |",
