@@ -45,6 +45,8 @@ HELP = {
     "host_time": "engine host work per round and per decode step, exposed where the mode does not hide it",
     "sd_overlap": "CPU scheduling overlapped with GPU work in SD rounds",
     "decode_overlap": "CPU scheduling overlapped with GPU work in plain decoding",
+    "model_error": "widen the speedup band by the refined model's held-out error on the public SD corpus (off: the "
+                   "band of the ranged terms and the acceptance alone)",
 }
 # Mechanisms whose default is the engine's (docs/MODEL.md §4.6, specdec.engine_round.ENGINE_MODES), not the mode's.
 ENGINE_DEFAULT = ("sd_overlap", "decode_overlap")

@@ -79,6 +79,10 @@ class Mechanisms:
     # the round (or step), "off" runs it in series.
     sd_overlap: str | None = param_field(Param(Options(ONOFF), None), None)
     decode_overlap: str | None = param_field(Param(Options(ONOFF), None), None)
+    # model_error (docs/MODEL.md §4.6): "on" = speedup_low/high also carry the refined model's held-out error on the
+    # public SD corpus (simulator.specdec.engine_round.MODEL_ERROR; the refined model only); "off" = the band of the
+    # ranged terms and the acceptance alone. The central speedup is the same either way.
+    model_error: str = param_field(Param(Options(ONOFF)), "on")
 
     def __post_init__(self):
         check_fields(self)

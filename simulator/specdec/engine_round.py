@@ -265,8 +265,9 @@ MODEL_ERROR: dict[str, tuple[float, float]] = {
 def model_error(engine: str, mech: Mechanisms) -> tuple[float, float]:
     """(q_lo, q_hi) log-speedup widening of the band for ``engine`` (:data:`MODEL_ERROR`, :data:`POOLED` for an
     engine without its own), where the mechanisms are the model the corpus validated: the ``refined`` preset up to
-    the execution modes (any other mechanism set is another model, whose error was not measured: (0, 0))."""
-    if not _validated(mech):
+    the execution modes (any other mechanism set is another model, whose error was not measured: (0, 0)), unless
+    ``mech.model_error`` is off."""
+    if mech.model_error != "on" or not _validated(mech):
         return 0.0, 0.0
     return MODEL_ERROR.get(engine, MODEL_ERROR[POOLED])
 
@@ -274,7 +275,7 @@ def model_error(engine: str, mech: Mechanisms) -> tuple[float, float]:
 @functools.lru_cache(maxsize=256)
 def _validated(mech: Mechanisms) -> bool:
     """Whether ``mech`` is the refined preset up to the execution modes (memoised: asked once per priced round)."""
-    return replace(mech, sd_overlap=None, decode_overlap=None) == PRESETS["refined"]
+    return replace(mech, sd_overlap=None, decode_overlap=None, model_error="on") == PRESETS["refined"]
 
 
 def round_params(hw: HardwareProfile, engine: str) -> RoundParams:

@@ -310,3 +310,7 @@ def test_model_error_widens_the_band_where_sd_runs_only(engine, sd, b, g):
     assert np.all(r.speedup_low <= r.speedup) and np.all(r.speedup <= r.speedup_high)
     assert engine_round.model_error(engine, mech.with_(round_kernels="off")) == (0.0, 0.0)
     assert engine_round.model_error(engine, PRESETS["prior"]) == (0.0, 0.0)
+    off = _spec(engine, [b], [0, g], mech.with_(model_error="off"))  # the switch: the ranged terms' band alone
+    assert off.model_error == (0.0, 0.0)
+    for f in ("speedup", "speedup_low", "speedup_high"):
+        np.testing.assert_array_equal(getattr(off, f), getattr(r0, f))

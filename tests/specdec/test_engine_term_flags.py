@@ -28,7 +28,7 @@ def test_flags_are_declared_once_and_mapped():
     from simulator.cost.deployment import Mechanisms
 
     new = {"graph_padding", "round_overheads", "draft_extend", "round_kernels", "host_time", "sd_overlap",
-           "decode_overlap"}
+           "decode_overlap", "model_error"}
     assert new <= {f.name for f in fields(Mechanisms)} and new <= set(MECHANISM_FLAGS)
     for f in new:  # each a declared Mechanisms field with its flag
         assert FLAGS.get(f, "--" + f.replace("_", "-")) == "--" + f.replace("_", "-")
@@ -55,3 +55,17 @@ def test_sweep_round_overheads_off_is_faster_for_linear_attention(tmp_path):
 def test_bad_value_is_one_line_exit_2(tmp_path):
     rc, _, err = _run(["sweep", "--graph-padding", "maybe", "--out", str(tmp_path / "x")])
     assert rc == 2 and "--graph-padding" in err and len(err.strip().splitlines()) == 1
+
+
+def test_model_error_flag_narrows_the_sweep_band_only(tmp_path):
+    rows = {}
+    for v in ("on", "off"):
+        rc, out, err = _run(["sweep", "--model", "qwen3-30b-a3b", "--batch", "1,64", "--draft-len", "3", "--mode",
+                             "refined", "--model-error", v, "--format", "json", "--no-plots", "--quiet", "--out",
+                             str(tmp_path / v)])
+        assert rc == 0, err
+        rows[v] = json.loads((tmp_path / v / "sweep.json").read_text())["rows"]
+    assert len(rows["on"]) == len(rows["off"]) == 2
+    for on, off in zip(rows["on"], rows["off"], strict=True):
+        assert on["speedup"] == off["speedup"]
+        assert on["speedup_low"] < off["speedup_low"] <= off["speedup"] <= off["speedup_high"] < on["speedup_high"]
