@@ -70,7 +70,7 @@ class RoundParams:
     sync: Band  # t_sync: one blocking GPU->CPU sync (copy + stream synchronize wake-up)
     per_request: Band  # h_req: host bookkeeping per request per round (and per decode step)
     per_token: Band  # h_tok: host bookkeeping per accepted token (output append, stop checks)
-    draft_step_host: Band  # h_step: host work per draft step after the first (Python drafter loop)
+    draft_step_host: Band  # h_step: host work per draft step after the first (its metadata before the draft replay)
     decode_host: Band  # h_dec: host work per plain decode step beside syncs and requests
     sample_pass: Band  # τ_s: sampling / top-k / rejection kernels per drafted position at a 262,144 vocabulary
     sample_reads: Band  # r_s: full-vocabulary reads per drafted position beyond the step model's sampling op
@@ -178,6 +178,15 @@ _TP_SGL = ("sglang PRs #12128 / #11398: the host time spec v2 hides per round is
 _TP_NONE = ("not modelled: no public measurement separates a multi-GPU host term for this engine (its multi-GPU "
             "executor's broadcast is in round_host's band)")
 _TREE = "assumed: build_tree_kernel_efficient + organize_draft_results, a few kernel floors to ~50 µs"
+_STEP_SGL = ("one-sided: the draft graph replay is prepared on the host step by step. In code (sglang "
+             "flashinfer_backend.FlashInferMultiStepDraftBackend.init_forward_metadata_replay_cuda_graph -> "
+             "common_template): one blocking kv_indptr[:, :bs + 1].cpu() copy, then 'for i in "
+             "range(self.speculative_num_steps - 1)' one FlashInfer plan (indices_updater_decode.update -> "
+             "begin_forward) per draft step after the first; FlashInfer is SGLang's attention backend on Hopper "
+             "whenever topk > 1 (server_args: fa3 only if is_no_spec_infer_or_topk_one), the FA3 multi-step backend "
+             "(topk = 1) updates its metadata per step from the host too. No public per-step measurement: low 0, "
+             "central 20 µs (assumed), ceiling the whole v1 round, 12.12 ms (PR #11398), which (γ - 1) h_step runs "
+             "in series inside")
 
 ROUND_PARAMS: dict[str, RoundParams] = {
     "sglang": RoundParams(
@@ -186,8 +195,7 @@ ROUND_PARAMS: dict[str, RoundParams] = {
         per_request=Band(5 * US, 10 * US, V1_ROUND, _REQ + "; lower bound only (several µs); ceiling: the whole "
                          "v1 round at bs 1, 12.12 ms (sglang PR #11398)"),
         per_token=Band(1 * US, 2 * US, 5 * US, _REQ),
-        draft_step_host=Band(0.0, 20 * US, 50 * US, "assumed: SGLang replays the γ - 1 draft steps in one CUDA "
-                             "graph (eagle_worker.draft / EAGLEDraftCudaGraphRunner): little host work per step"),
+        draft_step_host=Band(0.0, 20 * US, V1_ROUND, _STEP_SGL),
         decode_host=Band(0.2 * MS, 0.4 * MS, 0.8 * MS, _DEC),
         sample_pass=Band(0.0, 10 * US, 50 * US, _SAMPLE_GRAPH),
         sample_reads=Band(0.0, 1.0, 4.0, _READS),
@@ -233,19 +241,24 @@ ROUND_PARAMS: dict[str, RoundParams] = {
 # output of FIT_COMMAND (its report's "Fitted round parameters" table); tests/validate/test_sd_fitted.py re-runs the
 # fit and fails when this table no longer matches it. A parameter no row moves keeps its public band.
 FIT_COMMAND = "python -m simulator validate sd --report docs/SD_VALIDATION.md"
-_FIT = ("fit on the SD corpus (sglang: 26 rows, 5 sources; held-out mean |error| 22.2% over the 31 priced rows); "
+_FIT = ("fit on the SD corpus (sglang: 26 rows, 5 sources; held-out mean |error| 20.4% over the 39 priced rows); "
         "band = held-out spread; regenerate: " + FIT_COMMAND)
 FITTED: dict[str, dict[str, Band]] = {
     "sglang": {
-        "round_host": Band(1.57446 * MS, 1.87122 * MS, 2.16798 * MS, _FIT + "; pinned (one-σ 0.30 ms)"),
-        "per_request": Band(5 * US, 5 * US, 0.0467822 * MS, _FIT + "; NOT pinned: at its public low bound (one-σ "
-                            "0.042 ms): the rows want at most several µs per request"),
-        "tp_host": Band(3.07113 * MS, 3.52768 * MS, 4.40327 * MS, _FIT + "; pinned (one-σ 0.29 ms): the rows on "
+        "round_host": Band(1.0 * MS, 1.0 * MS, 1.52692 * MS, _FIT + "; NOT pinned: at its public low bound (one-σ "
+                           "0.53 ms), the v1 -> v2 A/B's 1.0 ms"),
+        "per_request": Band(5 * US, 6.4905 * US, 0.105816 * MS, _FIT + "; NOT pinned (one-σ 0.036 ms, above its "
+                            "value): the rows want several µs per request"),
+        "draft_step_host": Band(0.230672 * MS, 0.418212 * MS, 0.567888 * MS, _FIT + "; pinned (one-σ 0.15 ms): the "
+                                "SGLang rows' 2-8 draft steps per round (chains and trees up to 64 nodes), "
+                                "within a source"),
+        "decode_host": Band(0.214496 * MS, 0.782316 * MS, 0.8 * MS, _FIT + "; NOT pinned (one-σ 0.57 ms, over a "
+                            "quarter of its range): only the two no-overlap baselines move it"),
+        "tp_host": Band(2.35334 * MS, 2.98161 * MS, 3.60989 * MS, _FIT + "; pinned (one-σ 0.63 ms): the rows on "
                         "2-16 GPUs (tp 2 / 4 / 8, DeepSeek-V3 on 16, its plain decoding with and without the overlap "
                         "scheduler) against the one-GPU rows"),
     },
 }
-# draft_step_host, decode_host: the rows move them but cannot place them (one-σ beyond the range): public bands.
 
 # The model's demonstrated error on the public SD corpus (docs/MODEL.md §4.6, §7.2; simulator/validate/sd_band.py):
 # per engine, (q_lo, q_hi) = the split-conformal 80% quantiles of the held-out log residual beyond the parameter /
@@ -257,8 +270,8 @@ FITTED: dict[str, dict[str, Band]] = {
 # of FIT_COMMAND; tests/validate/test_sd_fitted.py re-runs it and fails when this table no longer matches.
 POOLED = "pooled"
 MODEL_ERROR: dict[str, tuple[float, float]] = {
-    "sglang": (-0.151559, 0.106418),  # 31 rows, 5 sources: speedup × 0.86 … × 1.11 beyond the parameter band
-    POOLED: (-0.135465, 0.106418),  # 39 rows, 7 sources (trtllm: 2 sources; vllm: no validated row)
+    "sglang": (0.0, 0.0649274),  # 31 rows, 5 sources: speedup × 1.00 … × 1.07 beyond the parameter band
+    POOLED: (-0.0318043, 0.0883058),  # 39 rows, 7 sources (trtllm: 2 sources; vllm: no validated row)
 }
 
 

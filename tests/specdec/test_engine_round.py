@@ -302,7 +302,7 @@ def test_model_error_widens_the_band_where_sd_runs_only(engine, sd, b, g):
         mp.setattr(engine_round, "MODEL_ERROR", {k: (0.0, 0.0) for k in engine_round.MODEL_ERROR})
         r0 = _spec(engine, [b], [0, g], mech)
     q_lo, q_hi = engine_round.MODEL_ERROR.get(engine, engine_round.MODEL_ERROR[engine_round.POOLED])
-    assert q_lo < 0 < q_hi and r.model_error == (q_lo, q_hi)
+    assert q_lo <= 0 < q_hi and r.model_error == (q_lo, q_hi)
     np.testing.assert_allclose(r.speedup_low[1], r0.speedup_low[1] * np.exp(q_lo), rtol=1e-12)
     np.testing.assert_allclose(r.speedup_high[1], r0.speedup_high[1] * np.exp(q_hi), rtol=1e-12)
     assert r.speedup_low[0, 0] == r.speedup_high[0, 0] == r.speedup[0, 0] == 1.0
