@@ -227,3 +227,19 @@ def test_two_batch_overlap_step_is_the_stage_formula():
     want += sum(float(op_time(op, hw, mech).time[0]) for op in head_ops(m, dep, wl))
     want += step_fixed(hw, mech, "host_overhead")
     assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_per_layer_qk_norm_all_reduces_under_tp():
+    """MiniMax-M2's QK norm is one RMSNorm over all heads (config qk_norm_type per_layer): under TP each rank holds
+    some heads, so the q and k sums of squares are all-reduced (vLLM MiniMaxText01RMSNormTP.forward_qk: one
+    all-reduce of [q_var, k_var], fp32, per layer); per-head norms (Qwen3) and tp 1 need none."""
+    wl = Workload(np.array([8.0]), np.array([1.0]), 1024)
+
+    def names(model, tp):
+        m = load_model(model)
+        return {op.name: op for op in attention_ops(m, Deployment(dtype="fp8_block", tp=tp, ep=tp), wl, "full")}
+
+    ar = names("minimax-m2.5", 4)["qk_norm_all_reduce"]
+    assert ar.collective == "all_reduce" and ar.group == 4 and float(np.ravel(ar.wire_bytes)[0]) == 8 * 2 * 4
+    assert "qk_norm_all_reduce" not in names("minimax-m2.5", 1)
+    assert "qk_norm_all_reduce" not in names("qwen3-235b-a22b", 4)
