@@ -8,12 +8,14 @@ Rule (InferenceX, github.com/SemiAnalysisAI/InferenceX): a sweep runs when a com
 of aiconfigurator's file states ``measured=`` (the triggering commit's time: 2026-02-05T19:55:05Z for commit
 5d517074c at 19:55:01Z) and ``image=``/``backend_version``. A row is matched to the sweeps of the commits at its time
 (within 2 minutes; a date-only stamp: every such commit of that UTC day), to the swept keys' entries of its GPU,
-framework, model, precision, image, isl/osl, concurrency and (where its id states it) tp/ep. It is marked
-speculative when every entry it matches is a single-node TRT-LLM ``*-trt-mtp`` entry (``spec-decoding: mtp``): those
-launch scripts
-(benchmarks/dsr1_fp{4,8}_{b,h}200_trt_mtp*.sh) set ``num_nextn_predict_layers`` MTP=3, or MTP=1 with DP attention
-(read from the row's attention_dp_size column where the search space lists both). Rows that match STP and MTP
-entries alike, disagg (Dynamo) rows and rows with no sweep commit are left unmarked.
+framework, model, precision, image (the row's ``image=`` exactly where it states one), isl/osl, concurrency and
+(where its id states it) tp/ep. It is marked speculative when every entry it matches is a single-node ``*-mtp`` entry
+(``spec-decoding: mtp``). Depth: TRT-LLM ``*-trt-mtp`` launch scripts (benchmarks/dsr1_fp{4,8}_{b,h}200_trt_mtp*.sh)
+set ``num_nextn_predict_layers`` MTP=3, or MTP=1 with DP attention (read from the row's attention_dp_size column where
+the search space lists both); SGLang ``*-mtp`` scripts set ``SPECULATIVE_NUM_STEPS`` (read from the script at that
+commit). Rows without a stamp that repeat a marked row (same deployment columns, same TPOT to 0.01 ms) are copies of
+it (:func:`copies`). Rows that match STP and MTP entries alike, disagg (Dynamo) rows and rows with no sweep commit are
+left unmarked.
 
 Usage: python benchmarks/derive_speculative.py AIC_SILICON_CSV INFERENCEX_GIT_DIR [--write]
 """
@@ -73,6 +75,16 @@ def _field(row: dict, key: str) -> str:
     return m.group(1).strip() if m else ""
 
 
+def _same_image(key_image, row: dict, version: str) -> bool:
+    """The key ran the row's container: the row's ``image=`` where it states one (registry spelling ``nvcr.io#`` and
+    ``nvcr.io/`` alike; ``lmsysorg/sglang:v0.5.9-cu130`` and ``...-cu130-amd64`` are different keys' images), else its
+    version in the key's image tag (``:1.2.0rc6.post3``, ``:v0.5.9``)."""
+    image, stated = str(key_image or "").replace("#", "/"), _field(row, "image").replace("#", "/")
+    if stated:
+        return image == stated
+    return f":{version}" in image or f":v{version}" in image
+
+
 def _entries(repo: str, rev: str, row: dict, version: str) -> list[tuple[str, dict]]:
     """(key, search-space entry) of the swept keys that match the row."""
     cfg = _yaml(repo, rev, CFG)
@@ -86,7 +98,7 @@ def _entries(repo: str, rev: str, row: dict, version: str) -> list[tuple[str, di
             continue
         if not str(v.get("model", "")).split("/")[-1].lower().startswith(row["model_path"].split("/")[-1].lower()):
             continue  # the key's checkpoint (deepseek-ai/DeepSeek-R1-0528) is of the row's model (DeepSeek-R1)
-        if not str(v.get("runner", "")).startswith(GPU[row["system"]]) or f":{version}" not in str(v.get("image")):
+        if not str(v.get("runner", "")).startswith(GPU[row["system"]]) or not _same_image(v.get("image"), row, version):
             continue
         if not str(v.get("framework", "")).endswith({"trtllm": "trt", "sglang": "sglang", "vllm": "vllm"}
                                                     .get(row["backend"], "?")):
@@ -114,12 +126,54 @@ def draft_tokens(row: dict, repo: str, commits: list[tuple[dt.datetime, str]]) -
     dated = "T" not in stamp or "T00:00:00" in stamp
     revs = [h for ct, h in commits if (ct.date() == t.date() if dated else abs((ct - t).total_seconds()) <= 120)]
     hits = [(rev, k, e) for rev in revs for k, e in _entries(repo, rev, row, version)]
-    if not hits or not all(k.endswith("-trt-mtp") and e.get("spec-decoding") == "mtp" for _, k, e in hits):
+    if not hits or not all(k.endswith("-mtp") and e.get("spec-decoding") == "mtp" for _, k, e in hits):
         return 0, ""
-    dp = {bool(e.get("dp-attn")) for _, _, e in hits}
-    if len(dp) > 1:
-        dp = {int(float(row.get("attention_dp_size") or 1)) > 1}
-    return (1 if dp.pop() else 3), ",".join(sorted({f"{k}@{rev[:9]}" for rev, k, _ in hits}))
+    source = ",".join(sorted({f"{k}@{rev[:9]}" for rev, k, _ in hits}))
+    if all(k.endswith("-trt-mtp") for _, k, _ in hits):
+        dp = {bool(e.get("dp-attn")) for _, _, e in hits}
+        if len(dp) > 1:
+            dp = {int(float(row.get("attention_dp_size") or 1)) > 1}
+        return (1 if dp.pop() else 3), source
+    steps = {_script_steps(repo, rev, k) for rev, k, _ in hits}
+    return (steps.pop(), source) if len(steps) == 1 and None not in steps else (0, "")
+
+
+def _script_steps(repo: str, rev: str, key: str) -> int | None:
+    """Draft depth of a single-node SGLang/vLLM ``*-mtp`` key: its launch script (runners/launch_b200-nb.sh runs
+    benchmarks/single_node/{model-prefix}_{precision}_{runner}{framework suffix}_mtp.sh) sets
+    ``SPECULATIVE_NUM_STEPS`` (SGLang's --speculative-num-steps) or vLLM's ``num_speculative_tokens``."""
+    v = _yaml(repo, rev, CFG).get(key) or {}
+    name = f"{v.get('model-prefix')}_{v.get('precision')}_{str(v.get('runner', '')).split('-')[0]}"
+    suffix = {"sglang": "", "vllm": "_vllm"}.get(str(v.get("framework")), "?")
+    for path in (f"benchmarks/single_node/{name}{suffix}_mtp.sh", f"benchmarks/{name}{suffix}_mtp.sh"):
+        text = _git(repo, "show", f"{rev}:{path}")
+        m = re.search(r"SPECULATIVE_NUM_STEPS=(\d+)|num_speculative_tokens\W+(\d+)", text)
+        if m:
+            return int(m.group(1) or m.group(2))
+    return None
+
+
+DEPLOYMENT = ("model_path", "system", "backend", "backend_version", "precision", "mode", "isl", "osl", "batch_size",
+              "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+
+
+def copies(source: list[dict], found: dict[str, int]) -> list[tuple[dict, int, str]]:
+    """Rows with no ``measured=`` stamp (aiconfigurator's gap-analysis files) that repeat a marked row: same deployment
+    columns and the same TPOT to the 0.01 ms they state (6.33 against 6.329993). The same measurement copied into
+    another file; stamped STP rows repeat each other the same way (one tp 8 Qwen3.5 point sits in four files)."""
+    marked = {}
+    for row in source:
+        if row["id"] in found:
+            marked.setdefault(tuple(row[c] for c in DEPLOYMENT), []).append(row)
+    out = []
+    for row in source:
+        if row["id"] in found or _field(row, "measured"):
+            continue
+        for twin in marked.get(tuple(row[c] for c in DEPLOYMENT), []):
+            if abs(float(row["silicon_tpot_ms"]) - float(twin["silicon_tpot_ms"])) <= 0.006:
+                out.append((row, found[twin["id"]], twin["id"]))
+                break
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -133,6 +187,9 @@ def main(argv: list[str]) -> int:
         if n:
             found[row["id"]] = n
             print(f"{row['id']},{n},{src}")
+    for row, n, twin in copies(source, found):
+        found[row["id"]] = n
+        print(f"{row['id']},{n},copy of {twin}")
     print(f"{len(found)} speculative rows", file=sys.stderr)
     if "--write" in argv:
         target = HERE / "silicon_sample.csv"

@@ -158,6 +158,8 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
     kvh = -(-a.kv_heads // tp)  # KV heads are replicated when tp exceeds their number
     hd = a.head_dim
     ops.append(gemm("qkv_proj", T, (qh * (2 if a.output_gate else 1) + 2 * kvh) * hd, H, wd, cd))
+    if a.qk_norm and a.qk_norm_type == "per_layer" and tp > 1:  # the norm over all heads: q and k sums of squares
+        ops.append(collective_op("qk_norm_all_reduce", "all_reduce", T * 2 * 4.0, tp))  # (fp32) summed over TP
     kv = B * L * 2 * kvh * hd * kvb
     ops.append(Op("attention", "attention", "bf16", dep.kv_dtype, other_bytes=kv + 2 * T * qh * hd * A,
                   flops=4.0 * T * qh * hd * L, rows=T, parallel=B * kvh, tokens=T))

@@ -17,9 +17,10 @@ ROLES = ("target", "drafter")
 ATTENTION_KINDS = ("mha", "gqa", "mla")
 LAYER_KINDS = ("full", "sliding", "chunked", "linear")
 ROUTERS = ("softmax", "sigmoid")
+QK_NORM_TYPES = ("per_head", "per_layer")
 TOP_KEYS = ("schema", "name", "display_name", "aliases", "hf_id", "role", "description", "sources", "official",
             "architecture", "attention", "ffn", "routing_overlap")
-ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qkv_bias", "output_gate",
+ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk_norm_type", "qkv_bias", "output_gate",
              "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
              "layer_pattern", "window", "chunk", "linear", "indexer_heads", "indexer_head_dim", "indexer_topk")
 INDEXER_KEYS = ("indexer_heads", "indexer_head_dim", "indexer_topk")  # DeepSeek Sparse Attention (MLA only)
@@ -49,6 +50,9 @@ class Attention:
     kv_heads: int  # = q_heads for mha; 1 latent "head" for mla (MQA form)
     head_dim: int  # gqa/mha; for mla the q/k head dim nope+rope
     qk_norm: bool = False
+    # per_head: one RMSNorm over head_dim (Qwen3); per_layer: one over all heads of the layer (MiniMax-M2 config
+    # qk_norm_type), whose sum of squares spans the TP ranks' heads (engines all-reduce it: docs/MODEL.md §3.2)
+    qk_norm_type: str = "per_head"
     qkv_bias: bool = False
     output_gate: bool = False  # gated attention output (q projection twice as wide)
     q_lora_rank: int = 0
@@ -191,7 +195,11 @@ def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
         linear = LinearAttention(*(r.integer(lo, k, lp, low=1) for k in LINEAR_KEYS))
     elif "linear" in a:
         raise r.fail(f"{p}.linear", "is given but layer_pattern has no linear layers", "add 'linear' to the pattern")
-    common = dict(qk_norm=r.boolean(a, "qk_norm", p, default=False), qkv_bias=r.boolean(a, "qkv_bias", p,
+    qk_norm = r.boolean(a, "qk_norm", p, default=False)
+    norm_type = r.string(a, "qk_norm_type", p, QK_NORM_TYPES, default="per_head")
+    if norm_type != "per_head" and not qk_norm:
+        raise r.fail(f"{p}.qk_norm_type", f"is {norm_type!r} but qk_norm is false", "set qk_norm: true or remove it")
+    common = dict(qk_norm=qk_norm, qk_norm_type=norm_type, qkv_bias=r.boolean(a, "qkv_bias", p,
                   default=False), output_gate=r.boolean(a, "output_gate", p, default=False),
                   layer_pattern=pattern, window=window, chunk=chunk, linear=linear)
     if kind == "mla":

@@ -172,6 +172,31 @@ def test_trtllm_min_latency_moe_is_selected_where_faster():
     assert 15e-6 < both < 35e-6
 
 
+def test_trtllm_fp8_block_moe_runs_trtllm_gen_where_faster():
+    """B200 TensorRT-LLM fp8_block: DeepGEMM (the TRT-LLM table's kernel, 135 us for DeepSeek at moe_tp 8, 4 tokens)
+    or the TRT-LLM-gen kernel (InferenceX's moe_config.backend TRTLLM; its values are the SGLang
+    sglang_flashinfer_trtllm_moe fit, hardware/b200.yaml source trtllm-gen-sglang): the faster of the two, which at
+    moe_tp 8 is TRT-LLM-gen priced exactly as SGLang prices the same kernel."""
+    from dataclasses import replace as _replace
+
+    from simulator.cost.opviews import moe_op
+    hw = load_hardware("b200")
+    assert "fp8_block" in hw.kernels.classes["moe_min_latency"]
+    gen, sgl = hw.kernels.get("moe_min_latency", "fp8_block"), hw.for_engine("sglang").kernels.get("moe", "fp8_block")
+
+    def values(kc):  # the copy must follow the SGLang fit (refresh it when fit-sglang is refitted)
+        return kc.fixed, kc.memory.xs, kc.memory.ys, kc.compute.xs, kc.compute.ys, dict(kc.params)
+    assert values(gen) == values(sgl)
+    op = moe_op(7168, 2048, 256, 8, 4, "fp8_block", tp=8, ep=1)
+    both = float(op_time(op, hw, Mechanisms()).time)
+    k = hw.kernels
+    alone = hw.with_changes(kernels=_replace(k, classes={**k.classes, "moe_min_latency": {
+        v: c for v, c in k.classes["moe_min_latency"].items() if v != "fp8_block"}}))
+    deepgemm = float(op_time(op, alone, Mechanisms()).time)
+    assert both == pytest.approx(float(op_time(op, hw.for_engine("sglang"), Mechanisms()).time))
+    assert both < 0.5 * deepgemm
+
+
 def test_two_batch_overlap_step_is_the_stage_formula():
     """T = Σ_layers [max(A+S, C) + max(A, D) + max(X, D) + max(S+X, C)] at B/2 (2 × path for layers without
     dispatch), plus the once-per-step ops at the whole batch and the host overhead."""
@@ -202,3 +227,19 @@ def test_two_batch_overlap_step_is_the_stage_formula():
     want += sum(float(op_time(op, hw, mech).time[0]) for op in head_ops(m, dep, wl))
     want += step_fixed(hw, mech, "host_overhead")
     assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_per_layer_qk_norm_all_reduces_under_tp():
+    """MiniMax-M2's QK norm is one RMSNorm over all heads (config qk_norm_type per_layer): under TP each rank holds
+    some heads, so the q and k sums of squares are all-reduced (vLLM MiniMaxText01RMSNormTP.forward_qk: one
+    all-reduce of [q_var, k_var], fp32, per layer); per-head norms (Qwen3) and tp 1 need none."""
+    wl = Workload(np.array([8.0]), np.array([1.0]), 1024)
+
+    def names(model, tp):
+        m = load_model(model)
+        return {op.name: op for op in attention_ops(m, Deployment(dtype="fp8_block", tp=tp, ep=tp), wl, "full")}
+
+    ar = names("minimax-m2.5", 4)["qk_norm_all_reduce"]
+    assert ar.collective == "all_reduce" and ar.group == 4 and float(np.ravel(ar.wire_bytes)[0]) == 8 * 2 * 4
+    assert "qk_norm_all_reduce" not in names("minimax-m2.5", 1)
+    assert "qk_norm_all_reduce" not in names("qwen3-235b-a22b", 4)

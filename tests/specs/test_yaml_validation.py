@@ -257,3 +257,8 @@ def _mutated_reads_cleanly(doc, mutations, read):
         read(obj, "mutated.yaml")
     except SimulatorError as exc:
         assert "\n" not in str(exc)
+
+
+def test_qk_norm_type_is_checked():
+    assert "qk_norm_type" in _model_error(lambda o: o["attention"].update(qk_norm_type="per_token"))
+    assert "qk_norm is false" in _model_error(lambda o: o["attention"].update(qk_norm=False, qk_norm_type="per_layer"))

@@ -110,3 +110,23 @@ def test_shipped_measurements_have_the_layout():
     path = Path(__file__).resolve().parents[2] / "measured/silicon/silicon_sample.csv"
     rows = read_rows(path)
     assert len(rows) > 5000 and set(REQUIRED_COLUMNS) <= set(rows[0])
+
+
+def test_shipped_mtp_rows_are_marked():
+    """The bundled file's MTP rows (measured/silicon/README.md, 'Speculative rows') carry their draft depth: the
+    Qwen3.5 fp8 B200 SGLang tp 4 ep 1 rows (InferenceX key qwen3.5-fp8-b200-sglang-mtp, EAGLE num-steps 3, and their
+    gap-analysis copies) and DeepSeek-R1 SGLang tp 8 rows beyond the STP key's concurrencies (num-steps 2); the STP
+    rows of the same model and GPU (tp 8, tp 4 ep 4) carry none."""
+    import re
+
+    from simulator.validate import read_rows
+
+    rows = read_rows(Path(__file__).resolve().parents[2] / "measured/silicon/silicon_sample.csv")
+    depth = {r["id"]: r.get("speculative_num_draft_tokens", "") for r in rows}
+    qwen = [i for i in depth if re.search(r"qwen3_5_397b.*b200_sxm_sglang_fp8_agg_.*_tp4(_0)?_ep1", i)]
+    assert len(qwen) == 63 and {depth[i] for i in qwen} == {"3"}
+    stp = [i for i in depth if re.search(r"qwen3_5.*b200.*sglang_.*(_tp8(_0)?_ep1|_tp4(_0)?_ep4|cfg61[58])", i)]
+    assert stp and {depth[i] for i in stp} == {""}
+    dsr1 = [i for i, d in depth.items() if d == "2"]
+    assert len(dsr1) == 26 and all("deepseek_r1_b200_sxm_sglang_fp8" in i and "_tp8" in i for i in dsr1)
+    assert sum(1 for d in depth.values() if d) == 251
