@@ -249,7 +249,7 @@ def check_memory(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch_m
     kv = kv_bytes_per_gpu(model, dep, batch_max, tokens, context)  # window-limited, replicated KV (cost.memory)
     need, have = w + kv, hw.hbm_capacity * MEMORY_HEADROOM
     if need > have:
-        drafter = f", drafter {extra_weights / 1e9:.1f} GB of them" if extra_weights else ""
+        drafter = f", drafter {extra_weights / 1e9:.2g} GB of them" if extra_weights else ""
         raise InfeasibleError(
             f"deployment of {model.name} on {dep.gpus}x {hw.name} needs {need / 1e9:.1f} GB per GPU "
             f"(weights {w / 1e9:.1f} GB{drafter} + KV {kv / 1e9:.1f} GB at batch {batch_max:g}, context {context}) "
