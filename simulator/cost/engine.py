@@ -202,8 +202,8 @@ class _Stack:
         self.calls = np.array([float(op.calls) for op in ops])[(slice(None),) + (None,) * len(shape)]
 
 
-def op_times(ops, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray = True,
-             shape: tuple = ()) -> list[OpCost]:
+def op_times(ops, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray,
+             shape: tuple) -> list[OpCost]:
     """:func:`op_time` of every op (the same values), with the ops that share a kernel (class, variant, compute
     type) priced in one call on their stacked arrays (a row per op; ``shape``: the grid's): a step's norms, its
     GEMMs of one format, ... (the per-call cost of numpy on small arrays is what a sweep spends its time on).
