@@ -10,7 +10,7 @@ lives in :mod:`simulator.cost.engine`. Layers with the same attention kind and F
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -97,6 +97,21 @@ def gemm(name: str, rows, n, k, dtype: str, compute: str, after=()) -> Op:
               flops=2.0 * rows * n * k, rows=rows, parallel=n / GEMM_TILE_N, tokens=rows, after=after)
 
 
+# Engines that run a four-matrix GDN input projection (LinearAttention.in_projections = 4, Qwen3.5) as four GEMMs:
+# SGLang v0.5.9 models/qwen3_5.py (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, each its own linear layer; the
+# 2026-03-23 PR #21019 later merged them into in_proj_qkvz + in_proj_ba plus a Triton split kernel: three launches,
+# not four). vLLM merges them into in_proj_qkvz and in_proj_ba (create_qkvz_proj, create_ba_proj): one op here, as
+# for TensorRT-LLM (not checked).
+SPLIT_IN_PROJ_ENGINES = ("sglang",)
+
+
+def _narrow(op: Op) -> Op:
+    """A GEMM narrower than one column tile is tiled over its rows (a prefill chunk's thousands of tokens): its
+    parallelism is the larger of its column and row tiles, so a 8-column projection of 8192 tokens is not priced at
+    the efficiency of 0.06 tiles (the column count alone is what `parallel` means for the other GEMMs)."""
+    return replace(op, parallel=np.maximum(op.parallel, np.asarray(op.rows, dtype=float) / GEMM_TILE_N))
+
+
 def _kv_len(model: ModelSpec, kind: str, wl: Workload) -> np.ndarray:
     """Cached tokens one query attends to, after this pass (upper bound for chunked layers)."""
     n = wl.context + np.asarray(wl.tokens, dtype=float)
@@ -121,7 +136,12 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
         la = a.linear
         qk, v = la.key_heads * la.key_head_dim // tp, la.value_heads * la.value_head_dim // tp
         vh = la.value_heads // tp
-        ops.append(gemm("attn_in_proj", T, 2 * qk + 2 * v + 2 * vh, H, wd, cd))
+        if la.in_projections == 4 and dep.engine in SPLIT_IN_PROJ_ENGINES:  # four GEMMs (qkv, z in the layer's
+            # format; b, a of vh columns unquantised: a 128-wide FP8 block cannot be split into 64/tp columns)
+            ops += [gemm("attn_in_proj_qkv", T, 2 * qk + v, H, wd, cd), gemm("attn_in_proj_z", T, v, H, wd, cd),
+                    *(_narrow(gemm(f"attn_in_proj_{x}", T, vh, H, "bf16", "bf16")) for x in "ba")]
+        else:  # merged: in_proj_qkvz and in_proj_ba as one op (their floors paid once)
+            ops.append(gemm("attn_in_proj", T, 2 * qk + 2 * v + 2 * vh, H, wd, cd))
         state = B * vh * la.key_head_dim * la.value_head_dim * 4.0  # fp32 recurrent state per request
         ops.append(Op("linear_attention", "attention", "bf16", "bf16",
                       other_bytes=2.0 * state + T * (2 * qk + 3 * v) * A,

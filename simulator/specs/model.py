@@ -26,6 +26,10 @@ ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk
 INDEXER_KEYS = ("indexer_heads", "indexer_head_dim", "indexer_topk")  # DeepSeek Sparse Attention (MLA only)
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 LINEAR_KEYS = ("key_heads", "value_heads", "key_head_dim", "value_head_dim", "conv_kernel")
+# How the checkpoint stores a Gated-DeltaNet layer's input projection: 2 matrices (Qwen3-Next: in_proj_qkvz,
+# in_proj_ba) or 4 (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a); engines that run them as they are
+# launch that many GEMMs (cost.ops.attention_ops).
+IN_PROJECTIONS = (2, 4)
 FFN_KEYS = ("source", "gated", "dense_intermediate", "first_dense", "moe_every", "experts", "top_k",
             "expert_intermediate", "shared_experts", "shared_intermediate", "router", "n_group", "topk_group")
 # Group-limited routing (DeepSeek): fixed-placement pricing enumerates the 2^n_group activity patterns of the groups.
@@ -41,6 +45,7 @@ class LinearAttention:
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    in_projections: int = 2  # input-projection matrices of the checkpoint (IN_PROJECTIONS)
 
 
 @dataclass(frozen=True)
@@ -191,8 +196,12 @@ def _read_attention(r: Reader, obj: object, hidden: int) -> Attention:
     linear = None
     if "linear" in pattern:
         lp = f"{p}.linear"
-        lo = r.mapping(a.get("linear"), lp, LINEAR_KEYS, LINEAR_KEYS)
-        linear = LinearAttention(*(r.integer(lo, k, lp, low=1) for k in LINEAR_KEYS))
+        lo = r.mapping(a.get("linear"), lp, (*LINEAR_KEYS, "in_projections"), LINEAR_KEYS)
+        n_in = r.integer(lo, "in_projections", lp, low=2, high=4, default=2)
+        if n_in not in IN_PROJECTIONS:
+            raise r.fail(f"{lp}.in_projections", f"must be one of {IN_PROJECTIONS}, got {n_in}",
+                         "write 2 (in_proj_qkvz, in_proj_ba) or 4 (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a)")
+        linear = LinearAttention(*(r.integer(lo, k, lp, low=1) for k in LINEAR_KEYS), in_projections=n_in)
     elif "linear" in a:
         raise r.fail(f"{p}.linear", "is given but layer_pattern has no linear layers", "add 'linear' to the pattern")
     qk_norm = r.boolean(a, "qk_norm", p, default=False)

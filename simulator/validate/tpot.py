@@ -7,12 +7,14 @@ the ``decode_*`` columns (only the decode side has a TPOT). ``batch_size`` is pe
 attention_dp_size = the measured concurrency in the agg rows). The predicted TPOT is
 
     decode:  T_step(B, s=1, context = isl + osl/2)                    B = batch_size · attention_dp_size
-    agg:     + (batch_size / osl) · T_step(attention_dp_size, s=isl, context=0)
+    agg:     + (batch_size / osl) · P
 
-the step time of the whole decode batch at the mean context of a generation, plus, for agg, the prefills that
-in-flight batching mixes into the decode steps: at steady state ``B / osl`` requests start per decode step, each
-data-parallel rank prefilling ``batch_size / osl`` of them (one ``isl``-token prefill per rank costs
-``T_step(dp, isl)``). Nothing here is fitted to the rows.
+the step time of the whole decode batch at the mean context of a generation, plus, for agg, the prefills of the
+decode steps: at steady state ``B / osl`` requests start per decode step, each data-parallel rank prefilling
+``batch_size / osl`` of them. One ``isl``-token prefill per rank costs ``P = T_step(dp, isl)`` on SGLang (a prefill
+batch is a forward of its own) and, on TensorRT-LLM and vLLM (the prompt rides in a decode step, the weights read
+once), the step's extra cost: ``T_step(B + isl·dp, 1, 0) − T_step(B, 1, 0)`` plus the prompt's own attention
+(:func:`_mixed_prefill_ms`). Nothing here is fitted to the rows.
 
 **Batch-inferred rows.** A disagg row without ``decode_batch_size`` states only the measured concurrency
 (``silicon_concurrency=N`` in ``silicon_data_source``). It is priced under stated assumptions: the concurrency is
@@ -256,7 +258,10 @@ def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[fl
             decode, floor = step.time * 1e3, floor_bytes / hw.hbm_bandwidth * 1e3
             agg = [j for j, p in enumerate(ps) if p.mode == "agg" and p.isl > 0]
             share = np.zeros(len(ps))
-            if agg:  # each prefill: one isl-token pass per DP rank (dp requests of isl tokens), no cache
+            if agg and dep.engine in MIXED_STEP_ENGINES:  # each prefill rides in one decode step (per DP rank)
+                share[agg] = batches[agg] / np.array([ps[j].osl for j in agg], dtype=float) * \
+                    _mixed_prefill_ms(model, hw, dep, batches[agg], [ps[j].isl for j in agg])
+            elif agg:  # each prefill: one isl-token pass per DP rank (dp requests of isl tokens), no cache
                 t_pf = step_time(model, hw, dep, [dep.dp] * len(agg), [ps[j].isl for j in agg], context=0,
                                  check_fit=False).time * 1e3
                 share[agg] = batches[agg] / np.array([ps[j].osl for j in agg], dtype=float) * t_pf
@@ -265,6 +270,23 @@ def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[fl
             continue
         out.update({i: (float(decode[j]), float(share[j]), float(floor[j])) for j, i in enumerate(idx)})
     return out
+
+
+# Engines that run a prompt inside a decode step (TensorRT-LLM in-flight batching, vLLM V1 chunked prefill); SGLang
+# runs a prefill batch as a forward of its own (--enable-mixed-chunk is off by default). docs/MODEL.md §7.
+MIXED_STEP_ENGINES = ("trtllm", "vllm")
+
+
+def _mixed_prefill_ms(model, hw, dep, batch, isl) -> np.ndarray:
+    """The extra time of a decode step that carries one isl-token prefill per DP rank: its projections, experts and
+    norms as ``batch + isl`` tokens instead of ``batch`` (the weights read once for both; both priced without cache so
+    the decode attention cancels), plus the prompt's own attention (that of an isl-token prefill pass)."""
+    isl = np.asarray(isl, dtype=float)
+    b = np.asarray(batch, dtype=float) * dep.dp
+    both = step_time(model, hw, dep, np.concatenate([b + isl * dep.dp, b]), 1, context=0, check_fit=False).time
+    prompt = step_time(model, hw, dep, [dep.dp] * len(isl), isl, context=0, check_fit=False)
+    n = len(isl)
+    return (both[:n] - both[n:] + prompt.breakdown["attention"]) * 1e3
 
 
 @dataclass(frozen=True)

@@ -59,8 +59,24 @@ def test_gpt_oss_nvfp4_row_on_hopper_prices_as_mxfp4(tmp_path):
     m, hw = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
     dep = Deployment(dtype="mxfp4", kv_dtype="fp8", tp=8, ep=1, moe_tp=8, engine="vllm")
     dec = step_time(m, hw, dep, [8], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
+    assert r["oss"].decode_ms == pytest.approx(dec, rel=1e-9)
+
+
+def test_prefill_share_is_a_separate_pass_on_sglang_and_rides_in_a_decode_step_elsewhere(tmp_path):
+    """SGLang runs a prefill batch as its own forward (mixed chunks off by default): (batch/osl)·T(dp, isl). vLLM
+    and TensorRT-LLM put the prompt into a decode step: the weights are read once, so the share is smaller."""
+    r = _rows(tmp_path, *(_agg(e, "Qwen/Qwen3-235B-A22B-FP8", "h100_sxm", e, "fp8_block", 32, 8, 1, 1, 8)
+                          for e in ("sglang", "vllm", "trtllm")))
+    m, hw = load_model("qwen3-235b-a22b"), load_hardware("h100-sxm")
+    dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine="sglang")
     pf = step_time(m, hw, dep, [1], 1024, context=0, check_fit=False).time[0] * 1e3
-    assert r["oss"].predicted_tpot_ms == pytest.approx(dec + 8 / 1024 * pf, rel=1e-9)
+    assert r["sglang"].status == "ok", r["sglang"].reason
+    assert r["sglang"].prefill_ms == pytest.approx(32 / 1024 * pf, rel=1e-9)
+    for e in ("vllm", "trtllm"):
+        assert r[e].status == "ok", r[e].reason
+        full = step_time(m, hw, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine=e),
+                         [1], 1024, context=0, check_fit=False).time[0] * 1e3
+        assert 0 < r[e].prefill_ms < 0.8 * 32 / 1024 * full
 
 
 @pytest.mark.parametrize("gpus, redundant", [(36, 32), (20, 4), (72, 32), (28, 24)])

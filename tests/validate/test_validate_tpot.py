@@ -39,13 +39,17 @@ def test_statuses(result):
 
 
 def test_agg_error_equals_direct_step_time(result):
-    """Agg TPOT = T(B, 1, isl + osl/2) + (batch/osl)·T(dp, isl): recomputed here from step_time directly."""
+    """Agg TPOT on TensorRT-LLM (in-flight batching: a prompt rides in a decode step) = T(B, 1, isl + osl/2) +
+    (batch/osl)·[T(B + isl, 1, 0) − T(B, 1, 0) + the isl-token prefill's attention]: recomputed from step_time."""
     m, hw = load_model("qwen3-235b-a22b"), load_hardware("h100-sxm")
     dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine="trtllm")
     dec = step_time(m, hw, dep, [16], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
-    pf = step_time(m, hw, dep, [1], 1024, context=0, check_fit=False).time[0] * 1e3
+    both = step_time(m, hw, dep, [16 + 1024, 16], 1, context=0, check_fit=False).time * 1e3
+    prompt = step_time(m, hw, dep, [1], 1024, context=0, check_fit=False)
+    mixed = both[0] - both[1] + prompt.breakdown["attention"][0] * 1e3
     row = _by_id(result)["agg_qwen_h100"]
-    assert row.predicted_tpot_ms == pytest.approx(dec + 16 / 1024 * pf, rel=1e-9)
+    assert row.predicted_tpot_ms == pytest.approx(dec + 16 / 1024 * mixed, rel=1e-9)
+    assert 0 < mixed < prompt.time[0] * 1e3  # the weights are read once for the decode tokens and the prompt
     assert row.error == pytest.approx(row.predicted_tpot_ms / 20.0 - 1, rel=1e-12)
 
 
