@@ -29,6 +29,8 @@ HELP = {
                  "EPLB-style packing by usage, contiguous = index blocks; docs/MODEL.md §3.2)",
     "redundant_experts": "EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)",
     "engine": "serving engine whose measured kernel parameters price the ops (default trtllm)",
+    "engine_version": "the engine version whose execution-mode defaults apply (default: the newest documented; "
+                      "vllm 0.13: no async scheduling under SD; docs/MODEL.md §4.6)",
     "all_to_all": "MoE dispatch/combine kernels under attention DP (default auto: DeepEP low-latency across "
                   "scale-up domains or beyond 8 GPUs where the profile has it, else nccl; docs/MODEL.md §3.9)",
     "dispatch_dtype": "precision of dispatched tokens (default auto: the all-to-all mode's; combine is bf16)",

@@ -129,6 +129,10 @@ def preset(mode: str) -> Mechanisms:
 
 
 WAYS = Param(Interval(int, 1, 1024), unit="GPUs")  # ways of one kind of parallelism (tp, dp, ep, moe_tp)
+# The engine versions whose execution modes are documented (simulator.specdec.engine_round.ENGINE_MODES, one per
+# key, oldest first; a version names the first release of its mode): vLLM turned async scheduling on under
+# EAGLE/MTP SD in 0.14; before it ("0.13") SD ran without it.
+ENGINE_VERSIONS = {"trtllm": ("1.0",), "sglang": ("0.4",), "vllm": ("0.13", "0.14")}
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,9 @@ class Deployment:
     redundant_experts: int = param_field(Param(Interval(int, 0, 65536), unit="experts"), 0)
     # serving engine whose measured kernel parameters price the ops (HardwareProfile.for_engine)
     engine: str = param_field(Param(Options(ENGINES)), DEFAULT_ENGINE)
+    # the engine's version whose execution-mode defaults apply (ENGINE_VERSIONS; None = the newest documented)
+    engine_version: str | None = param_field(
+        Param(Options(dict.fromkeys(v for vs in ENGINE_VERSIONS.values() for v in vs)), None), None)
     # MoE dispatch/combine kernels under attention DP (docs/MODEL.md §3.9): the engine's all-to-all (nccl), or
     # DeepEP's normal (high-throughput) or low-latency mode (the profile's deepep_* collectives)
     # "auto" (default): the engine's all-to-all inside one scale-up domain, DeepEP low-latency across domains
@@ -180,8 +187,8 @@ class Deployment:
             parts.append(f"placement {self.placement}")
         if self.redundant_experts:
             parts.append(f"+{self.redundant_experts} redundant experts")
-        if self.engine != DEFAULT_ENGINE:
-            parts.append(self.engine)
+        if self.engine != DEFAULT_ENGINE or self.engine_version is not None:
+            parts.append(self.engine + (f" {self.engine_version}" if self.engine_version is not None else ""))
         if self.all_to_all not in ("nccl", A2A_AUTO):
             parts.append(self.all_to_all)
         if self.dispatch_dtype != A2A_AUTO:
@@ -247,6 +254,9 @@ def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> 
     if not moe and dep.redundant_experts:
         raise _bad("redundant_experts", dep.redundant_experts, f"{model.name} is dense (no routed experts) to "
                    "replicate", "leave --redundant-experts out")
+    if dep.engine_version is not None and dep.engine_version not in ENGINE_VERSIONS[dep.engine]:
+        raise _bad("engine_version", dep.engine_version, f"is not a documented version of {dep.engine}",
+                   f"use one of {list(ENGINE_VERSIONS[dep.engine])} or leave --engine-version out (the newest)")
     if hw.vendor not in ENGINE_VENDORS[dep.engine] and not hw.what_if:
         ok = [e for e in ENGINES if hw.vendor in ENGINE_VENDORS[e]]
         raise _bad("engine", dep.engine, f"does not run on {hw.vendor} GPUs ({hw.name})", f"use one of {ok}")

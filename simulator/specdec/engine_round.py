@@ -34,6 +34,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from ..cost.deployment import PRESETS, Deployment, Mechanisms
+from ..errors import ParameterError
 from ..specs.hardware import HardwareProfile
 
 __all__ = ["ENGINE_MODES", "FITTED", "FIT_COMMAND", "LEVELS", "MODEL_ERROR", "ROUND_PARAMS", "Band", "EngineMode",
@@ -95,6 +96,7 @@ class EngineMode:
     """An engine's execution mode at one version: overlap defaults, blocking syncs per round and per decode step,
     KV slot kernels per round, and whether chains also run the tree-building kernels."""
 
+    version: str  # its key in cost.deployment.ENGINE_VERSIONS (the first release of this mode)
     since: str
     decode_overlap: str
     sd_overlap: str
@@ -109,7 +111,8 @@ class EngineMode:
 # Defaults per engine and version, oldest first; the last entry is the default (docs/MODEL.md §4.6).
 ENGINE_MODES: dict[str, tuple[EngineMode, ...]] = {
     "sglang": (
-        EngineMode("0.4 (overlap scheduler on by default, sglang PR #2067; spec v1)", "on", "off", 4, 1, 1, 3, True,
+        EngineMode("0.4", "0.4 (overlap scheduler on by default, sglang PR #2067; spec v1)", "on", "off", 4, 1, 1, 3,
+                   True,
                    "sglang server_args.py _handle_speculative_decoding: 'if not envs.SGLANG_ENABLE_SPEC_V2.get(): "
                    "self.disable_overlap_schedule = True' (EAGLE, EAGLE3, STANDALONE); syncs in eagle_worker.py / "
                    "eagle_info.py verify: accept_length.tolist(), accept_length.cpu(), seq_lens.sum().item(), "
@@ -118,14 +121,15 @@ ENGINE_MODES: dict[str, tuple[EngineMode, ...]] = {
                    "#11398) turns overlap on: --sd-overlap on; one sync (verify_done, sglang issue #11762)"),
     ),
     "vllm": (
-        EngineMode("< 0.14 (async scheduling opt-in)", "off", "off", 1, 1, 1, 1, False,
+        EngineMode("0.13", "< 0.14 (async scheduling opt-in)", "off", "off", 1, 1, 1, 1, False,
                    "vllm PR #24799 (async scheduling with SD, opt-in); sync-free padded drafting PR #24539"),
-        EngineMode("0.14 (async scheduling on by default, also with EAGLE/MTP SD)", "on", "on", 1, 1, 1, 1, False,
+        EngineMode("0.14", "0.14 (async scheduling on by default, also with EAGLE/MTP SD)", "on", "on", 1, 1, 1, 1,
+                   False,
                    "vllm PR #31998 (default-on with EAGLE/MTP; off for other SD methods), released in v0.14 "
                    "(deepjavalibrary/djl issue #3833); draft models since PR #48341"),
     ),
     "trtllm": (
-        EngineMode("1.0 (PyTorch backend, one-model MTP / EAGLE-3)", "on", "on", 1, 1, 1, 1, False,
+        EngineMode("1.0", "1.0 (PyTorch backend, one-model MTP / EAGLE-3)", "on", "on", 1, 1, 1, 1, False,
                    "TensorRT-LLM tech blog 2 (DeepSeek-R1 MTP: draft and verify in one CUDA graph, overlap scheduler "
                    "kept, 1.03x); sync counts assumed: one output copy per iteration"),
     ),
@@ -133,17 +137,24 @@ ENGINE_MODES: dict[str, tuple[EngineMode, ...]] = {
 
 
 def engine_mode(engine: str, version: str | None = None) -> EngineMode:
-    """The mode of ``engine`` at ``version`` (an entry's ``since`` prefix; None: the newest)."""
+    """The mode of ``engine`` at ``version`` (a key of ``cost.deployment.ENGINE_VERSIONS``; None: the newest)."""
     modes = ENGINE_MODES[engine]
     if version is None:
         return modes[-1]
-    return next((m for m in modes if m.since.startswith(version)), modes[-1])
+    mode = next((m for m in modes if m.version == version), None)
+    if mode is None:  # Deployment's validation refuses it first; a direct caller gets the same one line
+        raise ParameterError(f"the 'engine_version' parameter of engine_mode must be one of "
+                             f"{[m.version for m in modes]} for {engine}. Got {version!r} instead.",
+                             owner="engine_mode", param="engine_version")
+    return mode
 
 
-def overlap_modes(mech: Mechanisms, engine: str, drafter_kind: str = "eagle") -> tuple[str, str]:
-    """(sd_overlap, decode_overlap) resolved: the mechanism's setting, else the engine's default. vLLM keeps async
-    scheduling off for SD methods other than EAGLE/MTP/draft models (n-gram: vllm PR #31998)."""
-    m = engine_mode(engine)
+def overlap_modes(mech: Mechanisms, engine: str, drafter_kind: str = "eagle",
+                  version: str | None = None) -> tuple[str, str]:
+    """(sd_overlap, decode_overlap) resolved: the mechanism's setting, else the default of the engine at
+    ``version`` (None: the newest). vLLM keeps async scheduling off for SD methods other than EAGLE/MTP/draft
+    models (n-gram: vllm PR #31998)."""
+    m = engine_mode(engine, version)
     sd = mech.sd_overlap or ("off" if engine == "vllm" and drafter_kind == "ngram" else m.sd_overlap)
     return sd, mech.decode_overlap or m.decode_overlap
 
@@ -336,8 +347,8 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     al = np.atleast_1d(np.asarray(accept_length, dtype=float))[:, None]
     spec = g > 0
     rows = b / dep.dp  # requests per attention-DP rank: each rank's scheduler handles its own
-    sd, dec = overlap_modes(mech, engine, drafter_kind)
-    mode = engine_mode(engine)
+    sd, dec = overlap_modes(mech, engine, drafter_kind, dep.engine_version)
+    mode = engine_mode(engine, dep.engine_version)
     zero = np.zeros(np.broadcast_shapes(g.shape, b.shape))
     params = params or round_params(hw, engine)
     kern, host, host_dec, work = {}, {}, {}, {}

@@ -47,7 +47,7 @@ def test_engine_defaults_are_the_documented_modes():
     assert overlap_modes(refined, "trtllm") == ("on", "on")
     assert overlap_modes(refined.with_(sd_overlap="on", decode_overlap="off"), "sglang") == ("on", "off")
     assert ENGINE_MODES["vllm"][0].sd_overlap == "off"  # before v0.14
-    assert engine_mode("vllm", "< 0.14").decode_overlap == "off" and engine_mode("vllm").sd_overlap == "on"
+    assert engine_mode("vllm", "0.13").decode_overlap == "off" and engine_mode("vllm").sd_overlap == "on"
     for engine in ENGINES:  # every engine has a mode and sourced bands
         assert engine in ENGINE_MODES and engine in ROUND_PARAMS
         for name, band in vars(ROUND_PARAMS[engine]).items():
@@ -314,3 +314,27 @@ def test_model_error_widens_the_band_where_sd_runs_only(engine, sd, b, g):
     assert off.model_error == (0.0, 0.0)
     for f in ("speedup", "speedup_low", "speedup_high"):
         np.testing.assert_array_equal(getattr(off, f), getattr(r0, f))
+
+
+def test_engine_version_selects_its_documented_mode():
+    """--engine-version: the version keys are declared once (cost.deployment.ENGINE_VERSIONS) and each is one
+    documented mode; vLLM 0.13 (before async scheduling under SD) runs rounds and steps without overlap, so its
+    exposed host time is larger and its speedup differs from 0.14's; a version of another engine is one line."""
+    from simulator.cli import invoke
+    from simulator.cost.deployment import ENGINE_VERSIONS, validate_options
+    from simulator.errors import InfeasibleError
+
+    assert {e: tuple(m.version for m in ms) for e, ms in ENGINE_MODES.items()} == ENGINE_VERSIONS
+    old = Deployment(dtype="fp8_block", tp=2, ep=2, engine="vllm", engine_version="0.13")
+    assert overlap_modes(PRESETS["refined"], "vllm", "eagle", "0.13") == ("off", "off")
+    r13 = speculative(MODEL, HW.for_engine("vllm"), old, [1, 32], [0, 3], ACC, "eagle", 1024, PRESETS["refined"],
+                      cache=CACHE)
+    r14 = _spec("vllm", [1, 32], [0, 3])
+    assert r13.sd_overlap == "off" and r14.sd_overlap == "on"
+    assert np.all(r13.t_host[1] > r14.t_host[1]) and not np.array_equal(r13.speedup, r14.speedup)
+    assert "vllm 0.13" in old.label
+    with pytest.raises(InfeasibleError, match="engine_version"):
+        validate_options(MODEL, HW, Deployment(engine="sglang", engine_version="0.14"))
+    bad = invoke("sweep", "--model", "qwen3-30b-a3b", "--engine", "sglang", "--engine-version", "0.14",
+                 "--no-plots", "--quiet")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "engine_version" in bad.stderr
