@@ -46,17 +46,17 @@ def register(sub) -> None:
 
 def cmd_serve(args) -> int:
     from ..errors import InfeasibleError, ParameterError
+    from ..params import Interval, Param
     from ..pricing import fitting_batches, resolve
     from ..specdec import StepCache
-    from ..specdec.serving import CONCURRENCY, LENGTHS, PREFILL
+    from ..specdec.serving import CONCURRENCY, PREFILL
     from ..sweep.serving import decode_context, price_serving
 
     conc = list(args.concurrency or DEFAULT_CONCURRENCY)
     CONCURRENCY.check(conc, "concurrency", "serve")
-    LENGTHS.check([args.isl], "isl", "serve")
-    if args.osl < 1:
-        raise ParameterError(f"the 'osl' parameter of serve must be an int >= 1 (a request decodes at least once). "
-                             f"Got {args.osl} instead.", owner="serve", param="osl")
+    Param(Interval(int, 0, None), unit="prompt tokens per request").check(args.isl, "isl", "serve")
+    Param(Interval(int, 1, None), unit="output tokens per request: a request decodes at least once").check(
+        args.osl, "osl", "serve")
     if args.prefill is not None:
         PREFILL.check(args.prefill, "prefill", "serve")
     trees = trees_from(args)
