@@ -102,6 +102,7 @@ def cmd_serve(args) -> int:
              f"decode context {ctx}, prefill {first.prefill}")
     notes = [*notes, "step speedup: the decode step at batch C (what the sweep reports); serving: output tokens/s "
              "and TPOT of the served workload, whose decode batches (B) are what requests finishing, arriving and "
-             "prefilling leave, with the engine's running-request cap under SD"]
+             "prefilling leave, with the engine's running-request cap under SD; central values (the band of the "
+             "ranged terms and the model's error is the sweep's, per step)"]
     print(render(cols, rows, title=title, notes=notes, wide=wide(args)))
     return 0
