@@ -139,8 +139,10 @@ def why(res: Residuals, mape_fit: float, mape_loso: float) -> str:
                      f"({share['size']:.0%} of the error)")
     elif share["shape"] >= 0.2:
         worst = sorted(((abs(r[groups == g].mean()), g) for g in np.unique(groups)), reverse=True)[:2]
+        means = [r[groups == g].mean() for g in np.unique(groups)]
         parts.append("shapes sit apart: " + ", ".join(f"{g} {r[groups == g].mean():+.0%}" for _, g in worst)
-                     + f" ({share['shape']:.0%} of the error)")
+                     + f" (per-shape mean error {min(means):+.0%} to {max(means):+.0%} over {len(means)} shapes; "
+                     f"{share['shape']:.0%} of the error)")
     else:
         a = np.sort(np.abs(r))[::-1]
         top = a[:max(1, len(a) // 10)].sum() / max(a.sum(), 1e-300)

@@ -32,7 +32,7 @@ def test_one_shape_apart_is_named():
     groups = np.repeat(["a", "b", "c", "d"], 6)
     signed = np.where(groups == "c", -0.4, 0.02) + np.tile([0.01, -0.01], 12)
     got = why(_res(signed, groups, np.tile(np.arange(6), 4)), 0.12, 0.13)
-    assert got.startswith("shapes sit apart: c -40%")
+    assert got.startswith("shapes sit apart: c -40%") and "over 4 shapes" in got
 
 
 def test_a_bend_in_one_shape_is_named():
