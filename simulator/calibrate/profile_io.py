@@ -91,6 +91,8 @@ def fitted_values(cal: Calibration) -> dict[str, str]:
             if c.large_latency is not None:
                 out[f"{p}.large_latency"] = q(c.large_latency * 1e6, "us")
                 out[f"{p}.large_efficiency"] = q(c.large_efficiency, "fraction")
+            if c.fabric_efficiency is not None:
+                out[f"{p}.fabric_efficiency"] = q(c.fabric_efficiency, "fraction", "the bulk (large) efficiency")
             continue
         k: KernelClass = f.kernel
         p = f"kernels.classes.{f.cls}.{f.variant}"

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from ..specs.kernels import DEFAULT_ENGINE, TIME_PARAMS, Collective
-from .fit import Calibration
+from .diagnose import GOAL_FIT, GOAL_LOSO, why
+from .fit import Calibration, Fit
 from .measured import engine_display
 from .profile_io import SOURCE, fitted_params, profile_order, source_key
 
@@ -13,6 +14,18 @@ def _param_text(name: str, value: float) -> str:
     if name in TIME_PARAMS:
         return f"{name} {value * 1e9:.1f} ns"
     return f"{name} {value:.4g}"
+
+
+def fit_why(f: Fit) -> str:
+    """Why ``f`` misses the goal, from its residuals (:func:`~simulator.calibrate.diagnose.why`; '' when it meets it
+    or has none)."""
+    res = f.notes.get("residuals")
+    return why(res, f.mape_fit, f.mape_loso) if res is not None else ""
+
+
+def _goal_text() -> str:
+    return (f"in-sample MAPE <= {GOAL_FIT:.0%}, leave-one-shape-out <= {GOAL_LOSO:.0%} (issue 18); reasons computed "
+            "from the fit's residuals (docs/MODEL.md §3.7, \"Residual analysis\")")
 
 
 def report_markdown(cal: Calibration) -> str:
@@ -36,6 +49,10 @@ def report_markdown(cal: Calibration) -> str:
     for f in cal.fits:
         lines.append(f"| {f.cls} | {f.variant} | {f.rows} | {f.filter} | {f.mape_fit:.1%} | {f.mape_loso:.1%} | "
                      f"{f.shape_key} | {f.mape_all:.1%} |")
+    over = [(f, fit_why(f)) for f in cal.fits if fit_why(f)]
+    if over:
+        lines += ["", f"Over the goal ({_goal_text()}):", ""]
+        lines += [f"- {f.cls} {f.variant} ({f.mape_fit:.1%} / {f.mape_loso:.1%}): {w}" for f, w in over]
     if cal.missing:
         lines += ["", f"No rows (left to the fallback rules of docs/MODEL.md §3.7): {', '.join(cal.missing)}."]
     if cal.refused:
@@ -79,17 +96,28 @@ def index_markdown(cals: list[Calibration]) -> str:
              "Each cell: MAPE on the fitted rows / leave-one-shape-out; — = no rows (fallback of docs/MODEL.md "
              "§3.7); refused = left out by the guards (reason in the GPU × engine report); * = a parameter at a "
              "bound of its fit (flagged). The H100 SXM TRT-LLM fit (bundled CSVs, the same rows) is in "
-             "../CALIBRATION.md.", ""]
+             "../CALIBRATION.md. [n] = over the goal; its reason below the table.", ""]
     refused = {tuple(r.split(":")[0].split(" ", 1)) for c in cals for r in c.refused}
     cols = sorted({(f.cls, f.variant) for c in cals for f in c.fits} | refused, key=lambda cv: profile_order(
         f"kernels.classes.{cv[0]}.{cv[1]}") if cv[0] != "collective" else (2, 0, cv[1]))
     lines.append("| GPU | engine | data | " + " | ".join(f"{c} {v}" for c, v in cols) + " |")
     lines.append("|---|---|---|" + "---|" * len(cols))
+    notes: list[str] = []
+
+    def cell(c: Calibration, f: Fit) -> str:
+        text = f"{f.mape_fit:.1%} / {f.mape_loso:.1%}" + ("*" if f.notes.get("at_bounds") else "")
+        w = fit_why(f)
+        if not w:
+            return text
+        notes.append(f"{len(notes) + 1}. {c.gpu} {c.engine} {f.cls} {f.variant}: {w}")
+        return f"{text} [{len(notes)}]"
+
     for c in cals:
         by = {(f.cls, f.variant): f for f in c.fits}
         no = {tuple(r.split(":")[0].split(" ", 1)) for r in c.refused}
-        cells = [f"{by[k].mape_fit:.1%} / {by[k].mape_loso:.1%}" + ("*" if by[k].notes.get("at_bounds") else "")
-                 if k in by else ("refused" if k in no else "—") for k in cols]
+        cells = [cell(c, by[k]) if k in by else ("refused" if k in no else "—") for k in cols]
         lines.append(f"| [{c.gpu}]({c.gpu}-{c.engine}.md) | {c.engine} | {c.reference.framework} "
                      f"{c.reference.version} | " + " | ".join(cells) + " |")
+    if notes:
+        lines += ["", f"Over the goal ({_goal_text()}):", "", *notes]
     return "\n".join(lines) + "\n"
