@@ -42,9 +42,16 @@ def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
 def _calibrate(weight: np.ndarray, target: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     z = rng.standard_normal((_CALIBRATION_SAMPLES, weight.shape[0])) @ weight
     bias = np.zeros(weight.shape[1])
+    e = weight.shape[1]
     for _ in range(_CALIBRATION_STEPS):  # only which experts are picked counts here, not their order
-        picked = np.argpartition(-(z + bias), k - 1, axis=-1)[..., :k]
-        freq = np.bincount(picked.ravel(), minlength=weight.shape[1]) / _CALIBRATION_SAMPLES
+        x = z + bias
+        kth = np.partition(x, e - k, axis=-1)[:, e - k:e - k + 1]  # each row's k-th largest logit
+        top = x >= kth
+        if np.all(np.count_nonzero(top, axis=1) == k):  # no tie at the boundary: argpartition's sets exactly
+            counts = np.count_nonzero(top, axis=0)
+        else:
+            counts = np.bincount(np.argpartition(-x, k - 1, axis=-1)[..., :k].ravel(), minlength=e)
+        freq = counts / _CALIBRATION_SAMPLES
         bias += 0.3 * (np.log(target) - np.log(np.maximum(freq, 0.5 / _CALIBRATION_SAMPLES)))
         bias -= bias.mean()
     return bias
