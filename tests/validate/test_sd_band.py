@@ -15,16 +15,19 @@ from simulator.specdec import StepCache
 from simulator.specdec.engine_round import MODEL_ERROR, POOLED
 from simulator.validate.sd_band import COVERAGE, conformal, error_bands, matches, score
 from simulator.validate.sd_corpus import read_corpus
-from simulator.validate.sd_fit import fitted_params, validate_sd
+from simulator.validate.sd_fit import fitted_params
 from simulator.validate.sd_report import summary
 from simulator.validate.sd_speedup import al_batch_spread, price_row, setup
 
 ROWS = read_corpus()
 
 
+pytestmark = pytest.mark.xdist_group("bundled_sd_fit")  # with the other reader of the fit (tests/validate/conftest.py)
+
+
 @pytest.fixture(scope="module")
-def validation():
-    return validate_sd(ROWS, "bundled", StepCache())
+def validation(bundled_sd_validation):
+    return bundled_sd_validation
 
 
 def test_rerunning_the_fit_reproduces_model_error(validation):

@@ -9,16 +9,19 @@ import pytest
 from simulator.specdec import StepCache
 from simulator.specdec.engine_round import FITTED, ROUND_PARAMS, Band, round_params
 from simulator.validate.sd_corpus import read_corpus
-from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fitted_bands, validate_sd
+from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fitted_bands
 from simulator.validate.sd_report import fitted_matches, summary
 from simulator.validate.sd_speedup import price_row, setup
 
 ROWS = read_corpus()
 
 
+pytestmark = pytest.mark.xdist_group("bundled_sd_fit")  # with the other reader of the fit (tests/validate/conftest.py)
+
+
 @pytest.fixture(scope="module")
-def validation():
-    return validate_sd(ROWS, "bundled", StepCache())
+def validation(bundled_sd_validation):
+    return bundled_sd_validation
 
 
 def test_rerunning_the_fit_reproduces_the_fitted_table(validation):
