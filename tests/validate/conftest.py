@@ -12,6 +12,6 @@ from simulator.validate.sd_fit import validate_sd
 
 
 @pytest.fixture(scope="session")
-def bundled_sd_validation():
+def validation():
     """validate_sd over the bundled corpus, as `python -m simulator validate sd` runs it (read-only: don't mutate)."""
     return validate_sd(read_corpus(), "bundled", StepCache())

@@ -19,11 +19,6 @@ ROWS = read_corpus()
 pytestmark = pytest.mark.xdist_group("bundled_sd_fit")  # with the other reader of the fit (tests/validate/conftest.py)
 
 
-@pytest.fixture(scope="module")
-def validation(bundled_sd_validation):
-    return bundled_sd_validation
-
-
 def test_rerunning_the_fit_reproduces_the_fitted_table(validation):
     wanted = fitted_bands(validation)
     assert fitted_matches(wanted)
