@@ -68,13 +68,10 @@ def capture_requests(graphs: GraphCapture, tokens: int) -> tuple[int, ...]:
 def graph_batch(graphs: GraphCapture, batch, tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """(padded batch, eager) per batch point for a pass of ``tokens`` tokens per request under the capture list
     ``graphs`` (the engine's ``kernels.graphs``): the batch of the captured graph the engine replays (≥ the batch),
-    or the batch itself with eager = True above the cap."""
+    or the batch itself with eager = True above the cap. (:func:`padded_step` prices whole grids through
+    :func:`_padded_batches`, the one implementation.)"""
     b = np.atleast_1d(np.asarray(batch, dtype=float))
-    reqs = np.asarray(capture_requests(graphs, tokens), dtype=float)
-    idx = np.searchsorted(reqs, b, side="left")
-    eager = idx >= reqs.size
-    padded = np.where(eager, b, reqs[np.minimum(idx, reqs.size - 1)] if reqs.size else b)
-    return padded.astype(float), eager
+    return _padded_batches(graphs, b, np.full(b.shape, float(tokens)), np.zeros(b.shape, dtype=bool))
 
 
 def _padded_batches(graphs: GraphCapture, per_rank: np.ndarray, tokens: np.ndarray, speculative: np.ndarray):
