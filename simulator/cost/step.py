@@ -19,6 +19,7 @@ from ..specs.derived import param_counts, weight_bytes
 from ..specs.dtypes import ACTIVATION_BYTES, FORMATS
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import A2A_MODES
+from ..specs.memo import IdentityMemo
 from ..specs.model import ModelSpec
 from .deployment import (
     MEMORY_HEADROOM,
@@ -117,7 +118,7 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     return out, head_ops(model, dep, wl), info
 
 
-_PLANS: dict = {}  # (id(model), overlap) -> (model, plan): layer_plan's memo (the model kept to check identity)
+_PLANS = IdentityMemo()  # layer_plan's memo per model object and override
 
 
 def layer_plan(model: ModelSpec, overlap: OverlapInput | None = None) -> tuple:
@@ -125,9 +126,10 @@ def layer_plan(model: ModelSpec, overlap: OverlapInput | None = None) -> tuple:
     first appearance as (key, count, attention kind, moe, statistics index)): layers with the same attention kind,
     FFN kind and statistics share one op group (:func:`describe`). Memoised per model object and override (a
     step walks ~100 layers, each compared by its statistics)."""
-    hit = _PLANS.get((id(model), overlap))
-    if hit is not None and hit[0] is model:
-        return hit[1]
+    return _PLANS.get(model, overlap, lambda: _layer_plan(model, overlap))
+
+
+def _layer_plan(model: ModelSpec, overlap: OverlapInput | None) -> tuple:
     layer_stats = layer_overlaps(model, overlap) if model.ffn.is_moe else ()
     distinct = list(dict.fromkeys(layer_stats))
     segment = tuple(distinct.index(st) for st in layer_stats)  # which distinct statistics each MoE layer has
@@ -140,11 +142,7 @@ def layer_plan(model: ModelSpec, overlap: OverlapInput | None = None) -> tuple:
             groups[key][1] += 1
         else:
             groups[key] = [key, 1, kind, moe, j]
-    plan = (tuple(distinct), segment, tuple(tuple(g) for g in groups.values()))
-    if len(_PLANS) >= 1024:
-        _PLANS.clear()
-    _PLANS[(id(model), overlap)] = (model, plan)
-    return plan
+    return tuple(distinct), segment, tuple(tuple(g) for g in groups.values())
 
 
 def head_ops(model: ModelSpec, dep: Deployment, wl: Workload) -> list[Op]:

@@ -39,6 +39,7 @@ from ..cost.deployment import Deployment, validate
 from ..errors import InfeasibleError, ParameterError
 from ..params import parameter_error
 from ..specs.catalog import load_model
+from ..specs.memo import IdentityMemo
 from ..specs.model import FFN, ModelSpec
 
 __all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
@@ -132,21 +133,13 @@ def mtp_spec(target: ModelSpec) -> ModelSpec:
     return _single_layer(target, "mtp", ffn)
 
 
-_SPECS: dict = {}  # (drafter, id(target)) -> (target, spec): drafter_spec's memo (the target kept to check identity)
+_SPECS = IdentityMemo()  # drafter_spec's memo per target object
 
 
 def drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
     """The spec the engine costs for ``drafter`` (None for a fixed ratio or an n-gram lookup); the same object
     for the same drafter and target object (memoised: a sweep asks for it several times per case)."""
-    key = (drafter, id(target))
-    hit = _SPECS.get(key)
-    if hit is not None and hit[0] is target:
-        return hit[1]
-    spec = _drafter_spec(drafter, target)
-    if len(_SPECS) >= 1024:  # bounded: what-if specs are new objects each time
-        _SPECS.clear()
-    _SPECS[key] = (target, spec)
-    return spec
+    return _SPECS.get(target, drafter, lambda: _drafter_spec(drafter, target))
 
 
 def _drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .dtypes import FORMATS, KV_BYTES
+from .memo import IdentityMemo
 from .model import Attention, ModelSpec
 
 
@@ -71,19 +72,12 @@ class ParamCounts:
         return asdict(self)
 
 
-_COUNTED: dict[int, tuple[ModelSpec, ParamCounts]] = {}  # id(model) -> (model, counts): specs are immutable
+_COUNTED = IdentityMemo()  # specs are immutable
 
 
 def param_counts(model: ModelSpec) -> ParamCounts:
     """Parameter counts of ``model`` (memoised per spec object: the sweep's memory checks ask thousands of times)."""
-    hit = _COUNTED.get(id(model))
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    if len(_COUNTED) >= 1024:
-        _COUNTED.clear()
-    counts = _param_counts(model)
-    _COUNTED[id(model)] = (model, counts)
-    return counts
+    return _COUNTED.get(model, None, lambda: _param_counts(model))
 
 
 def _param_counts(model: ModelSpec) -> ParamCounts:
