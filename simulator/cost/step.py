@@ -214,14 +214,6 @@ def _overlapped(ops, costs: list[OpCost]) -> tuple[np.ndarray, list[np.ndarray]]
     return T, weights
 
 
-def _rows(values: list, shape: tuple) -> np.ndarray:
-    """``values`` (arrays of the grid's shape, or scalars) stacked a row per value, (len, *shape)."""
-    out = np.empty((len(values), *shape))
-    for i, v in enumerate(values):
-        out[i] = v
-    return out
-
-
 def _sinks(ops: list[Op]) -> list[str]:
     return list(structure(ops).sinks)
 
@@ -310,30 +302,31 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
 
     def account(costs: list[OpCost], weights, count: int, runs=None) -> None:
         """Add each op's path-weighted time, fixed and compute-bound parts (count × weight × part) and its traffic
-        (every op, on the path or not: runs × part; ``runs`` defaults to ``count``), op by op in list order. A
-        weight of None is 1 and a count of 1 is left out: x · 1 is exactly x. The products are formed on the parts
-        stacked a row per op, then added row by row (the same numbers, in the same order, as op by op)."""
+        (every op, on the path or not: runs × part; ``runs`` defaults to ``count``), op by op. A weight of None is 1
+        and a count of 1 is left out: x · 1 is exactly x, so the sums are the same numbers with fewer array
+        operations."""
         nonlocal hbm, l2, flops, comp_bound, fixed_sum
-        one = isinstance(count, int) and count == 1 and runs is None
-        t, f, c, m, th, tl, tf = (_rows([getattr(x, a) for x in costs], shape)
-                                  for a in ("time", "fixed", "compute", "memory", "hbm_bytes", "l2_bytes", "flops"))
-        bound = np.where(c > m, t - f, 0.0)
-        if one and all(w is None for w in weights):
-            wt, wf, wb = t, f, bound
-        else:
-            w = _rows([1.0 if x is None else x for x in weights], shape)
-            w = w if one else count * w
-            wt, wf, wb = w * t, w * f, w * bound
-        if not one:
-            n = count if runs is None else runs
-            th, tl, tf = n * th, n * tl, n * tf
-        for i, x in enumerate(costs):
-            breakdown[x.cls] += wt[i]
-            fixed_sum += wf[i]
-            comp_bound += wb[i]
-            hbm += th[i]
-            l2 += tl[i]
-            flops += tf[i]
+        for c, weight in zip(costs, weights, strict=True):
+            one = isinstance(count, int) and count == 1 and runs is None
+            w = weight if one else count * weight
+            bound = np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
+            if w is None:
+                breakdown[c.cls] += c.time
+                fixed_sum += c.fixed
+                comp_bound += bound
+            else:
+                breakdown[c.cls] += w * c.time
+                fixed_sum += w * c.fixed
+                comp_bound += w * bound
+            if one:
+                hbm += c.hbm_bytes
+                l2 += c.l2_bytes
+                flops += c.flops
+            else:
+                n = count if runs is None else runs
+                hbm += n * c.hbm_bytes
+                l2 += n * c.l2_bytes
+                flops += n * c.flops
 
     # every op of the step priced in one op_times call (ops of one kernel stacked), then split back per list
     lists = [g.ops for g in groups] + [h.ops for h in halves if h is not None] + [head]
