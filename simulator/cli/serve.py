@@ -39,8 +39,8 @@ def register(sub) -> None:
     add_tree_flags(p)
     add_json_flag(p)
     add_wide_flag(p)
-    eng = next(a for a in p._actions if a.dest == "context")
-    eng.help = "ignored: the decode context is ISL + OSL / 2"
+    context = next(a for a in p._actions if a.dest == "context")
+    context.help = "ignored: the decode context is ISL + OSL / 2"
     p.set_defaults(func=cmd_serve)
 
 
@@ -49,6 +49,7 @@ def cmd_serve(args) -> int:
     from ..params import Interval, Param
     from ..pricing import fitting_batches, resolve
     from ..specdec import StepCache
+    from ..specdec.rounds import DRAFT_LENS
     from ..specdec.serving import CONCURRENCY, PREFILL
     from ..sweep.serving import decode_context, price_serving
 
@@ -62,9 +63,8 @@ def cmd_serve(args) -> int:
     trees = trees_from(args)
     if len(trees) > 1:
         raise ParameterError(f"serve takes one draft tree; got {len(trees)} (--tree/--tree-parents): give one")
-    if not trees and args.draft_len < 0:
-        raise ParameterError(f"the 'draft_len' parameter of serve must be an int >= 0. Got {args.draft_len} instead.",
-                             owner="serve", param="draft_len")
+    if not trees:  # one draft length: the grid's declaration, as a scalar
+        Param(*DRAFT_LENS.constraints, unit=DRAFT_LENS.unit).check(args.draft_len, "draft_len", "serve")
     ctx = decode_context(args.isl, args.osl)
     sc = resolve(args.model, args.hardware, request_from(args, trees[0] if trees else None), mode=args.mode)
     sc = sc.edit(context=ctx)
