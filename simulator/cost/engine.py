@@ -202,24 +202,50 @@ class _Stack:
         self.calls = np.array([float(op.calls) for op in ops])[(slice(None),) + (None,) * len(shape)]
 
 
-def op_times(ops, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray,
-             shape: tuple) -> list[OpCost]:
-    """:func:`op_time` of every op (the same values), with the ops that share a kernel (class, variant, compute
-    type) priced in one call on their stacked arrays (a row per op; ``shape``: the grid's): a step's norms, its
-    GEMMs of one format, ... (the per-call cost of numpy on small arrays is what a sweep spends its time on).
-    Collectives and classes with an alternative kernel are priced op by op."""
-    out: list = [None] * len(ops)
+@dataclass(frozen=True)
+class OpPlan:
+    """How :func:`op_times` prices a list of ops, fixed before any GPU is known (the grouping reads only the ops):
+    ``single`` the indices priced op by op (collectives, classes with an alternative kernel, a kernel's only op),
+    ``stacks`` one (class, variant, indices, stacked op) per kernel (class, variant, compute type) with ≥ 2 ops."""
+
+    ops: tuple
+    single: tuple
+    stacks: tuple
+
+
+def plan_ops(ops, shape: tuple) -> OpPlan:
+    """The :class:`OpPlan` of ``ops`` on a grid of ``shape`` (ops of one kernel stacked, a row per op)."""
+    ops = tuple(ops)
+    single: list = []
     groups: dict = {}
     for i, op in enumerate(ops):
         if op.cls == "collective" or op.cls in ALTERNATIVE_KERNELS:
-            out[i] = op_time(op, hw, mech, cuda_graphs)
+            single.append(i)
         else:
             groups.setdefault((op.cls, op.variant, op.compute), []).append(i)
+    stacks = []
     for (cls, variant, _), idx in groups.items():
         if len(idx) == 1:
-            out[idx[0]] = op_time(ops[idx[0]], hw, mech, cuda_graphs)
-            continue
-        c = kernel_time(_Stack([ops[i] for i in idx], shape), hw.kernels.get(cls, variant), hw, mech, cuda_graphs)
+            single.append(idx[0])
+        else:
+            stacks.append((cls, variant, tuple(idx), _Stack([ops[i] for i in idx], shape)))
+    return OpPlan(ops, tuple(single), tuple(stacks))
+
+
+def op_times(ops, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray,
+             shape: tuple, plan: OpPlan | None = None) -> list[OpCost]:
+    """:func:`op_time` of every op (the same values), with the ops that share a kernel (class, variant, compute
+    type) priced in one call on their stacked arrays (a row per op; ``shape``: the grid's): a step's norms, its
+    GEMMs of one format, ... (the per-call cost of numpy on small arrays is what a sweep spends its time on).
+    Collectives and classes with an alternative kernel are priced op by op. ``plan``: :func:`plan_ops` of ``ops``
+    made earlier (a caller pricing the same ops on several GPUs makes it once)."""
+    plan = plan or plan_ops(ops, shape)
+    ops = plan.ops
+    out: list = [None] * len(ops)
+    for i in plan.single:
+        out[i] = op_time(ops[i], hw, mech, cuda_graphs)
+    for cls, variant, idx, stack in plan.stacks:
+        c = kernel_time(stack, hw.kernels.get(cls, variant), hw, mech, cuda_graphs)
         for r, i in enumerate(idx):
             out[i] = OpCost(ops[i].name, cls, c.time[r], c.fixed[r], c.compute[r], c.memory[r], c.hbm_bytes[r],
                             c.l2_bytes[r], c.flops[r])

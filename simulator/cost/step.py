@@ -29,7 +29,7 @@ from .deployment import (
     two_batch_overlap_on,
     validate,
 )
-from .engine import OpCost, op_times, step_fixed
+from .engine import OpCost, OpPlan, op_times, plan_ops, step_fixed
 from .graph import critical_path, structure
 from .imbalance import with_busiest_pairs
 from .memory import kv_bytes_per_gpu
@@ -275,11 +275,14 @@ def resolved(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> tuple[Ha
 
 
 def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tokens, context,
-                  mech: Mechanisms, overlap: OverlapInput | None = None, eager=None) -> StepResult:
+                  mech: Mechanisms, overlap: OverlapInput | None = None, eager=None,
+                  described: dict | None = None) -> StepResult:
     """:func:`step_time` on inputs already checked, with ``hw, dep`` from :func:`resolved` (no memory check).
     ``eager``: None, or a bool array aligned with the grid whose True points run without CUDA graphs (every
     kernel pays its launch, ``kernels.step.launch_eager``) whatever ``dep.cuda_graphs`` says: a graph-captured
-    pass and its eager twin priced in one call."""
+    pass and its eager twin priced in one call. ``described``: a memo of :func:`describe`'s results that the
+    caller keeps (and keeps ``model`` alive for: it keys on the model's identity), shared by every GPU a sweep
+    prices the same model, deployment and workload on (the ops describe work, not the GPU)."""
     ctx = np.asarray(context)
     batch, tokens = np.broadcast_arrays(np.atleast_1d(np.asarray(batch, dtype=float)),
                                         np.atleast_1d(np.asarray(tokens, dtype=float)))
@@ -289,11 +292,11 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
     graphs = dep.cuda_graphs if eager is None or not dep.cuda_graphs else \
         ~np.broadcast_to(np.asarray(eager, dtype=bool), batch.shape)
     wl = Workload(batch, tokens, ctx.copy() if ctx.ndim else int(context))
-    groups, head, info = describe(model, dep, wl, mech, overlap)
+    groups, head, info = _describe(described, model, dep, wl, mech, overlap)
     # Two-batch overlap: each layer runs as two micro-batches of B/2 where every attention rank has two requests
     # to split (elsewhere unsplit); the once-per-step ops keep the whole batch.
     split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, dep) else np.zeros(batch.shape, dtype=bool)
-    halves = describe(model, dep, Workload(batch / 2.0, tokens, wl.context), mech, overlap)[0] \
+    halves = _describe(described, model, dep, Workload(batch / 2.0, tokens, wl.context), mech, overlap)[0] \
         if split.any() else [None] * len(groups)
     shape = batch.shape
     total = np.zeros(shape)
@@ -330,7 +333,8 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
 
     # every op of the step priced in one op_times call (ops of one kernel stacked), then split back per list
     lists = [g.ops for g in groups] + [h.ops for h in halves if h is not None] + [head]
-    priced = iter(op_times([op for ops in lists for op in ops], hw, mech, graphs, shape))
+    plan = _plan(described, (id(groups), id(halves) if split.any() else None, id(head), shape), lists, shape)
+    priced = iter(op_times(plan.ops, hw, mech, graphs, shape, plan))
     costs_of = {id(ops): [next(priced) for _ in ops] for ops in lists}
     for g, half in zip(groups, halves, strict=True):
         costs = costs_of[id(g.ops)]
@@ -357,6 +361,31 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
     fixed_sum += host
     load = info.get("load")
     z = np.zeros(shape)
-    return StepResult(batch, tokens, total, breakdown, hbm, l2, flops, comp_bound,
-                      load.unique if load is not None else z, load.unique_total if load is not None else z,
-                      fixed_sum)
+    return StepResult(batch, tokens, total, breakdown, hbm, l2, flops, comp_bound,  # (copies: a memo keeps load)
+                      load.unique.copy() if load is not None else z,
+                      load.unique_total.copy() if load is not None else z, fixed_sum)
+
+
+def _plan(memo: dict | None, key: tuple, lists: list, shape: tuple) -> OpPlan:
+    """:func:`~.engine.plan_ops` of the step's ops, through ``memo`` when one is given; ``key``: the identities of
+    the memoised describe results the ops come from (alive in the memo, so never recycled) and the grid's shape."""
+    hit = memo.get(("plan", *key)) if memo is not None else None
+    if hit is None:
+        hit = plan_ops([op for ops in lists for op in ops], shape)
+        if memo is not None:
+            memo[("plan", *key)] = hit
+    return hit
+
+
+def _describe(memo: dict | None, model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
+              overlap: OverlapInput | None) -> tuple:
+    """:func:`describe`, through ``memo`` when one is given (keyed on every input describe reads)."""
+    if memo is None:
+        return describe(model, dep, wl, mech, overlap)
+    ctx = wl.context
+    key = (id(model), dep, step_key(mech), overlap, wl.batch.shape, wl.batch.tobytes(), wl.tokens.tobytes(),
+           ctx.tobytes() if isinstance(ctx, np.ndarray) else ctx)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = describe(model, dep, wl, mech, overlap)
+    return hit

@@ -54,6 +54,7 @@ class StepCache:
         self._results: dict = {}
         self._alive: dict = {}
         self._resolved: dict = {}
+        self._described: dict = {}  # describe()'s memo: the ops of a (model, deployment, workload) on any GPU
         self.hits = 0
         self.misses = 0
 
@@ -76,7 +77,7 @@ class StepCache:
         ready = self._resolved.get(where)
         if ready is None:
             ready = self._resolved[where] = resolved(model, hw, dep)
-        res = resolved_step(model, *ready, batch, tokens, int(context), mech, overlap, eager)
+        res = resolved_step(model, *ready, batch, tokens, int(context), mech, overlap, eager, self._described)
         self._results[key] = res
         return res
 
@@ -226,7 +227,7 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     t_draft_step, t_ext, ddep = draft_passes(drafter, target, hw, dep, b, g, context, mech, overlap, cache, dec.time,
                                              t_verify)
     t_rej = np.where(g > 0, rejection_time(hw, mech), 0.0)
-    t_over = np.stack([gdn_checkpoint_time(target, hw, dep, b, int(x), mech) for x in g])  # (ng, nb)
+    t_over = gdn_checkpoint_time(target, hw, dep, b, g, mech)  # (ng, nb)
     t_fuse = fusion_time(drafter, target, hw, ddep, b, g, mech)  # (ng, nb)
     gpu = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over + t_fuse + t_ext)
     al = acceptance.accept_length(g)
