@@ -124,6 +124,9 @@ class Param:
         object.__setattr__(self, "constraints", tuple(constraints))
         object.__setattr__(self, "unit", unit)
         object.__setattr__(self, "many", many)
+        # read on every check (a sweep checks ~20k values): derived once from the constraints above
+        object.__setattr__(self, "_real", tuple(c for c in self.constraints if c is not None))
+        object.__setattr__(self, "_kind", next((c.kind for c in self.constraints if isinstance(c, Interval)), None))
 
     @property
     def allows_none(self) -> bool:
@@ -132,15 +135,15 @@ class Param:
     @property
     def kind(self) -> type | None:
         """``int`` or ``float`` for a numeric parameter (its first interval), else None."""
-        return next((c.kind for c in self.constraints if isinstance(c, Interval)), None)
+        return self._kind
 
     def _one(self, value: Any) -> bool:
         if value is None:
             return self.allows_none
-        if self.many and self.kind is int and isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        if self.many and self._kind is int and isinstance(value, numbers.Real) and not isinstance(value, bool) \
                 and math.isfinite(float(value)) and float(value).is_integer():
             value = int(value)
-        return any(c.contains(value) for c in self.constraints if c is not None)
+        return any(c.contains(value) for c in self._real)
 
     def contains(self, value: Any) -> bool:
         if not self.many:
@@ -153,7 +156,7 @@ class Param:
 
     def _contains_array(self, value: Any) -> bool | None:
         """Vectorised check of a numeric 1-D numpy array against one interval (None: use the general path)."""
-        real = [c for c in self.constraints if c is not None]
+        real = self._real
         if type(value).__name__ != "ndarray" or len(real) != 1 or not isinstance(real[0], Interval) \
                 or value.dtype.kind not in "iuf" or value.ndim != 1:
             return None

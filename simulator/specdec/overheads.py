@@ -120,14 +120,18 @@ def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, b
 
 def gdn_checkpoint_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, drafted,
                         mech: Mechanisms) -> np.ndarray:
-    """T_gdn (module docstring) over ``batch``; 0 without linear-attention layers or with round_overheads off."""
+    """T_gdn (module docstring) over ``batch`` for ``drafted`` tokens (a count, or an array of counts: the result
+    then has a row per count); 0 without linear-attention layers, with round_overheads off and where drafted ≤ 0."""
     b = np.atleast_1d(np.asarray(batch, dtype=float))
+    d = np.asarray(drafted, dtype=float)
+    out = np.zeros(d.shape + b.shape)
     la = model.attention.linear
-    if mech.round_overheads != "on" or la is None or drafted <= 0:  # (before counting layers: once per γ per case)
-        return np.zeros_like(b)
+    if mech.round_overheads != "on" or la is None or not (d > 0).any():  # (before counting layers)
+        return out
     n_lin = sum(1 for kind, _ in model.layer_layout if kind == "linear")
     if n_lin == 0:
-        return np.zeros_like(b)
+        return out
     state = (b / dep.dp) * (la.value_heads // dep.tp) * la.key_head_dim * la.value_head_dim * 4.0
     eta = hw.for_engine(dep.engine).kernels.global_efficiency
-    return drafted * n_lin * state / (hw.hbm_bandwidth * eta)
+    d = np.maximum(d, 0.0)[..., None] if d.ndim else max(float(d), 0.0)
+    return d * n_lin * state / (hw.hbm_bandwidth * eta)

@@ -176,3 +176,17 @@ def test_draft_host_overhead_is_a_profile_parameter():
     off = speculative(target, cheap, dep, [1, 8], [3], ACC, "eagle", 1024, Mechanisms(fixed_costs="off"))
     ref = speculative(target, HW, dep, [1, 8], [3], ACC, "eagle", 1024, Mechanisms(fixed_costs="off"))
     np.testing.assert_allclose(off.t_round, ref.t_round)  # a fixed cost: gone with fixed costs off
+
+
+def test_gdn_checkpoints_over_draft_lengths_at_once():
+    """T_gdn for an array of drafted counts is a row per count, each the scalar call's, linear in γ and 0 at γ = 0
+    (docs/MODEL.md: T_gdn(B, γ) = γ · n_linear · ...)."""
+    from simulator.specdec.overheads import gdn_checkpoint_time
+    dep = Deployment(dtype="fp8_block", tp=4, ep=4, engine="vllm")
+    b = np.array([1.0, 8.0, 64.0])
+    rows = gdn_checkpoint_time(SPECS["qwen3-next-80b-a3b"], HW, dep, b, np.array([0, 1, 3]), Mechanisms())
+    assert rows.shape == (3, 3) and not rows[0].any() and (rows[1] > 0).all()
+    for g, row in zip((0, 1, 3), rows, strict=True):
+        np.testing.assert_array_equal(row, gdn_checkpoint_time(SPECS["qwen3-next-80b-a3b"], HW, dep, b, g,
+                                                               Mechanisms()))
+    np.testing.assert_allclose(rows[2], 3 * rows[1], rtol=1e-12)
