@@ -106,6 +106,13 @@ def alpha_from_accept_length(al, gamma: int) -> np.ndarray | float:
     return float(out) if np.ndim(al) == 0 else out
 
 
+@lru_cache(maxsize=1024)
+def _accept_length_positions(per_position: tuple[float, ...], gamma: bytes, shape: tuple) -> np.ndarray:
+    """:func:`accept_length_positions` of an acceptance's per-position tuple, cached (a sweep asks for the same
+    acceptance at the same draft lengths once per case and band end); callers get a copy."""
+    return accept_length_positions(per_position, np.frombuffer(gamma, dtype=int).reshape(shape))
+
+
 @lru_cache(maxsize=4096)
 def _effective_alpha_positions(per_position: tuple[float, ...], gamma: int) -> float:
     """α of one per-position acceptance at one draft length γ ≥ 1, cached: it depends on nothing else, and a sweep
@@ -182,7 +189,7 @@ class Acceptance:
         g = np.atleast_1d(np.asarray(gamma, dtype=int))
         if self.alpha is not None:
             return accept_length(self.alpha, g)
-        return accept_length_positions(self.per_position, g)
+        return _accept_length_positions(self.per_position, g.tobytes(), g.shape).copy()
 
     def effective_alpha(self, gamma) -> np.ndarray:
         """The per-token α that gives the same AL(γ) (= α for a per-token acceptance; NaN at γ = 0)."""

@@ -157,12 +157,21 @@ def _drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
     return None
 
 
+_LAYOUTS = IdentityMemo()  # drafter_deployment's memo per (drafter spec, GPU profile) object
+
+
 def drafter_deployment(drafter: Drafter, spec: ModelSpec, target_dep: Deployment, hw) -> Deployment:
     """Layout of the drafter on the target's GPUs (docs/MODEL.md §4, "Drafter deployment").
 
     MTP modules use the target's deployment unchanged. EAGLE heads and draft models use the target's GPU count with
     the largest tensor parallelism ≤ the target's that the drafter's shapes allow (the rest as data-parallel
-    replicas) and no expert parallelism; dtype bf16 for EAGLE, the checkpoint's native dtype for a draft model."""
+    replicas) and no expert parallelism; dtype bf16 for EAGLE, the checkpoint's native dtype for a draft model.
+    Memoised per spec and profile object (a sweep asks once per case and pass)."""
+    return _LAYOUTS.get_for((spec, hw), (drafter, target_dep),
+                            lambda: _drafter_deployment(drafter, spec, target_dep, hw))
+
+
+def _drafter_deployment(drafter: Drafter, spec: ModelSpec, target_dep: Deployment, hw) -> Deployment:
     if drafter.kind == "mtp":
         validate(spec, hw, target_dep)
         return target_dep

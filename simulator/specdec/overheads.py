@@ -76,7 +76,23 @@ def graph_batch(graphs: GraphCapture, batch, tokens: int) -> tuple[np.ndarray, n
 
 def _padded_batches(graphs: GraphCapture, per_rank: np.ndarray, tokens: np.ndarray, speculative: np.ndarray):
     """:func:`graph_batch` at every point at once, each with its own pass length and capture list (plain decoding
-    or an SD round's): the lists of the distinct (tokens, speculative) pairs side by side, padded with inf."""
+    or an SD round's): the lists of the distinct (tokens, speculative) pairs side by side, padded with inf.
+    Memoised (a sweep pads the same grid on every GPU of an engine); the arrays returned are read-only."""
+    per_rank, tokens = np.asarray(per_rank, dtype=float), np.asarray(tokens, dtype=float)
+    speculative = np.asarray(speculative, dtype=bool)
+    return _padded_cached(graphs, per_rank.tobytes(), tokens.tobytes(), speculative.tobytes())
+
+
+@functools.lru_cache(maxsize=1024)
+def _padded_cached(graphs: GraphCapture, per_rank: bytes, tokens: bytes, speculative: bytes):
+    per_rank, tokens = np.frombuffer(per_rank), np.frombuffer(tokens)
+    padded, eager = _pad(graphs, per_rank, tokens, np.frombuffer(speculative, dtype=bool))
+    padded.setflags(write=False)
+    eager.setflags(write=False)
+    return padded, eager
+
+
+def _pad(graphs: GraphCapture, per_rank: np.ndarray, tokens: np.ndarray, speculative: np.ndarray):
     keys, inverse = np.unique(tokens * 2.0 + speculative, return_inverse=True)
     lists = [capture_requests(graphs.for_round(bool(k % 2)), int(k // 2)) for k in keys]
     table = np.full((len(lists), max(map(len, lists)) + 1), np.inf)

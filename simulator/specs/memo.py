@@ -11,7 +11,8 @@ __all__ = ["IdentityMemo"]
 
 
 class IdentityMemo:
-    """``memo.get(obj, key, make)``: ``make()`` once per (obj, key) while ``obj`` is the same object."""
+    """``memo.get(obj, key, make)``: ``make()`` once per (obj, key) while ``obj`` is the same object;
+    ``memo.get_for((a, b, ...), key, make)`` the same for several objects (each must be the same object)."""
 
     def __init__(self, size: int = 1024):
         self._values: dict = {}
@@ -26,4 +27,15 @@ class IdentityMemo:
         if len(self._values) >= self._size:
             self._values.clear()
         self._values[slot] = (obj, value)
+        return value
+
+    def get_for(self, objs: tuple, key: Hashable, make: Callable[[], Any]) -> Any:
+        slot = (tuple(map(id, objs)), key)
+        hit = self._values.get(slot)
+        if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+            return hit[1]
+        value = make()
+        if len(self._values) >= self._size:
+            self._values.clear()
+        self._values[slot] = (objs, value)
         return value

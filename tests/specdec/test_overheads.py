@@ -190,3 +190,18 @@ def test_gdn_checkpoints_over_draft_lengths_at_once():
         np.testing.assert_array_equal(row, gdn_checkpoint_time(SPECS["qwen3-next-80b-a3b"], HW, dep, b, g,
                                                                Mechanisms()))
     np.testing.assert_allclose(rows[2], 3 * rows[1], rtol=1e-12)
+
+
+def test_padded_batches_memo_is_read_only_and_per_grid():
+    """The memoised padding gives each grid its own answer (the scalar graph_batch's) and cannot be altered."""
+    import pytest
+
+    from simulator.specdec.overheads import _padded_batches
+    g = _graphs("sglang")
+    for batch in ([3.0, 9.0, 300.0], [5.0, 9.0, 300.0]):
+        b = np.array(batch)
+        padded, eager = _padded_batches(g, b, np.full(3, 4.0), np.zeros(3, dtype=bool))
+        want = [graph_batch(g, [x], 4)[0][0] for x in batch]
+        assert padded.tolist() == want
+        with pytest.raises(ValueError):
+            padded[0] = 1.0
