@@ -66,55 +66,82 @@ class SweepResult:
 
 
 def tidy_columns(cases: list[Case]) -> dict[str, np.ndarray]:
-    """The columns of :data:`COLUMNS` for ``cases``, rows ordered case, then batch, then draft length."""
-    blocks = [_block(c) for c in cases]
-    return {c: np.concatenate([b[c] for b in blocks]).astype(str if dt.startswith("U") else dt)
-            for c, dt in COLUMNS}
-
-
-def _block(case: Case) -> dict[str, np.ndarray]:
-    r, d = case.result, case.deployment
-    ng, nb = len(r.gammas), len(r.batch)
+    """The columns of :data:`COLUMNS` for ``cases``, rows ordered case, then batch, then draft length. Each column
+    is gathered at once: the cases' values concatenated, then read through one index per layout (a value per case,
+    per batch, per draft length or per (draft length, batch) point; :func:`_fields`)."""
+    ng = np.array([len(c.result.gammas) for c in cases])
+    nb = np.array([len(c.result.batch) for c in cases])
     n = ng * nb
+    patterns: dict = {}  # (ng, nb) -> the within-case indices of each layout (most cases share one grid)
 
-    def per_gb(a):  # (ng, nb) -> rows ordered (batch, γ)
-        return np.asarray(a).T.reshape(n)
+    def pattern(g: int, b: int) -> tuple:
+        hit = patterns.get((g, b))
+        if hit is None:
+            gi, bi = np.arange(g), np.arange(b)
+            hit = patterns[(g, b)] = (np.repeat(bi, g), np.tile(gi, b), (gi[None, :] * b + bi[:, None]).ravel())
+        return hit
 
-    def per_b(a):
-        return np.repeat(np.asarray(a), ng)
+    pats = [pattern(int(g), int(b)) for g, b in zip(ng, nb, strict=True)]
+    index = {"case": np.repeat(np.arange(len(cases)), n)}
+    for j, (kind, size) in enumerate((("b", nb), ("g", ng), ("gb", n))):
+        offsets = np.concatenate([[0], np.cumsum(size)[:-1]])
+        index[kind] = np.repeat(offsets, n) + np.concatenate([p[j] for p in pats])
+    out = {}
+    for name, dt in COLUMNS:
+        kind, get, scale = _FIELDS[name]
+        values = [get(c) for c in cases]
+        col = np.array(values)[index["case"]] if kind == "case" else \
+            np.concatenate([np.asarray(v).ravel() for v in values])[index[kind]]
+        if scale is not None:
+            col = col * scale
+        out[name] = col.astype(str if dt.startswith("U") else dt)
+    return out
 
-    def per_g(a):
-        return np.tile(np.asarray(a), nb)
 
-    def const(v, dt=None):  # strings as fixed-width unicode (no per-row Python objects)
-        return np.full(n, v, dtype=dt)
+_US = 1e6  # seconds -> microseconds
 
-    us = 1e6
-    zeros = np.zeros((ng, nb))
-    return {
-        "model": const(case.model.name), "hardware": const(case.hardware.name), "dtype": const(d.dtype),
-        "kv_dtype": const(d.kv_dtype), "tp": const(d.tp, int), "dp": const(d.dp, int), "ep": const(d.ep, int),
-        "moe_tp": const(d.moe_tp, int), "context": const(case.context, int), "drafter": const(case.drafter.label),
-        "variant": const(case.variant), "mode": const(case.mode), "batch": per_b(r.batch).astype(int),
-        "draft_len": per_g(r.gammas), "acceptance": per_g(r.alpha), "accept_length": per_g(r.accept_length),
-        "t_decode_us": per_b(r.t_decode) * us, "t_verify_us": per_gb(r.t_verify) * us,
-        "t_draft_step_us": per_b(r.t_draft_step) * us, "t_draft_us": per_gb(r.t_draft) * us,
-        "t_reject_us": per_g(r.t_reject) * us, "t_round_us": per_gb(r.t_round) * us,
-        "verify_decode_ratio": per_gb(r.verify_decode_ratio),
-        "unique_experts_decode": per_b(r.unique_decode), "unique_experts_verify": per_gb(r.unique_verify),
-        "unique_experts_decode_rank": per_b(r.unique_decode_rank),
-        "unique_experts_verify_rank": per_gb(r.unique_verify_rank),
-        "bound_decode": per_b(r.bound_decode), "bound_verify": per_gb(r.bound_verify),
-        "speedup": per_gb(r.speedup), "tokens_per_s_request": per_gb(r.tokens_per_s_request),
-        "tokens_per_s_total": per_gb(r.tokens_per_s_total),
-        "sd_overlap": const(r.sd_overlap), "decode_overlap": const(r.decode_overlap),
-        "t_extend_us": per_gb(_or(r.t_extend, zeros)) * us, "t_kernels_us": per_gb(_or(r.t_kernels, zeros)) * us,
-        "t_host_us": per_gb(_or(r.t_host, zeros)) * us,
-        "t_host_decode_us": per_b(_or(r.t_host_decode, 0.0 * r.batch)) * us,
-        "t_round_low_us": per_gb(_or(r.t_round_low, r.t_round)) * us,
-        "t_round_high_us": per_gb(_or(r.t_round_high, r.t_round)) * us,
-        "speedup_low": per_gb(_or(r.speedup_low, r.speedup)), "speedup_high": per_gb(_or(r.speedup_high, r.speedup)),
-    }
+
+def _zeros(r):
+    return np.zeros((len(r.gammas), len(r.batch)))
+
+
+# How each column is read from a case: (layout, getter, scale or None). Layouts: "case" (one value per case), "b"
+# (per batch), "g" (per draft length), "gb" (an (ng, nb) array: per draft length and batch).
+_FIELDS = {
+    "model": ("case", lambda c: c.model.name, None), "hardware": ("case", lambda c: c.hardware.name, None),
+    "dtype": ("case", lambda c: c.deployment.dtype, None), "kv_dtype": ("case", lambda c: c.deployment.kv_dtype, None),
+    "tp": ("case", lambda c: c.deployment.tp, None), "dp": ("case", lambda c: c.deployment.dp, None),
+    "ep": ("case", lambda c: c.deployment.ep, None), "moe_tp": ("case", lambda c: c.deployment.moe_tp, None),
+    "context": ("case", lambda c: c.context, None), "drafter": ("case", lambda c: c.drafter.label, None),
+    "variant": ("case", lambda c: c.variant, None), "mode": ("case", lambda c: c.mode, None),
+    "batch": ("b", lambda c: np.asarray(c.result.batch).astype(int), None),
+    "draft_len": ("g", lambda c: c.result.gammas, None), "acceptance": ("g", lambda c: c.result.alpha, None),
+    "accept_length": ("g", lambda c: c.result.accept_length, None),
+    "t_decode_us": ("b", lambda c: c.result.t_decode, _US), "t_verify_us": ("gb", lambda c: c.result.t_verify, _US),
+    "t_draft_step_us": ("b", lambda c: c.result.t_draft_step, _US),
+    "t_draft_us": ("gb", lambda c: c.result.t_draft, _US), "t_reject_us": ("g", lambda c: c.result.t_reject, _US),
+    "t_round_us": ("gb", lambda c: c.result.t_round, _US),
+    "verify_decode_ratio": ("gb", lambda c: c.result.verify_decode_ratio, None),
+    "unique_experts_decode": ("b", lambda c: c.result.unique_decode, None),
+    "unique_experts_verify": ("gb", lambda c: c.result.unique_verify, None),
+    "unique_experts_decode_rank": ("b", lambda c: c.result.unique_decode_rank, None),
+    "unique_experts_verify_rank": ("gb", lambda c: c.result.unique_verify_rank, None),
+    "bound_decode": ("b", lambda c: c.result.bound_decode, None),
+    "bound_verify": ("gb", lambda c: c.result.bound_verify, None),
+    "speedup": ("gb", lambda c: c.result.speedup, None),
+    "tokens_per_s_request": ("gb", lambda c: c.result.tokens_per_s_request, None),
+    "tokens_per_s_total": ("gb", lambda c: c.result.tokens_per_s_total, None),
+    "sd_overlap": ("case", lambda c: c.result.sd_overlap, None),
+    "decode_overlap": ("case", lambda c: c.result.decode_overlap, None),
+    "t_extend_us": ("gb", lambda c: _or(c.result.t_extend, _zeros(c.result)), _US),
+    "t_kernels_us": ("gb", lambda c: _or(c.result.t_kernels, _zeros(c.result)), _US),
+    "t_host_us": ("gb", lambda c: _or(c.result.t_host, _zeros(c.result)), _US),
+    "t_host_decode_us": ("b", lambda c: _or(c.result.t_host_decode, 0.0 * c.result.batch), _US),
+    "t_round_low_us": ("gb", lambda c: _or(c.result.t_round_low, c.result.t_round), _US),
+    "t_round_high_us": ("gb", lambda c: _or(c.result.t_round_high, c.result.t_round), _US),
+    "speedup_low": ("gb", lambda c: _or(c.result.speedup_low, c.result.speedup), None),
+    "speedup_high": ("gb", lambda c: _or(c.result.speedup_high, c.result.speedup), None),
+}
 
 
 def _or(a, default):
