@@ -1,8 +1,9 @@
 """Figures of a sweep (PNG): speedup vs batch, best draft length vs batch, verify/decode cost ratio vs batch.
 
-The sweep's three figures are panel-grid scenes (:mod:`.panels`) rasterised by Pillow (:mod:`.raster`): no Matplotlib
-import. Study figures (:func:`line_figure`, :func:`grid_figure`) import Matplotlib inside the plotting functions and
-use only its object-oriented API (``matplotlib.figure.Figure`` + the Agg canvas): no pyplot state, no GUI backend.
+The sweep's three figures, and study panels over a log2 batch axis (:func:`batch_panels`), are panel-grid scenes
+(:mod:`.panels`) rasterised by Pillow (:mod:`.raster`): no Matplotlib import. The other study figures
+(:func:`line_figure`, :func:`grid_figure`) import Matplotlib inside the plotting functions and use only its
+object-oriented API (``matplotlib.figure.Figure`` + the Agg canvas): no pyplot state, no GUI backend.
 """
 
 from __future__ import annotations
@@ -97,6 +98,21 @@ def _draw(result, path, title: str, ylabel: str, series_of, refs=(), integer: bo
     return files
 
 
+def batch_panels(path, panels: dict, title: str, ylabel: str, refs=()) -> str:
+    """A study's panels over a log2 batch axis (``panels``: {panel title: [(label, batch, y, style)]}) as one
+    panel-grid scene, the sweep figures' renderer (:func:`~.panels.draw_grid`: Pillow, no Matplotlib), wrapped
+    into at most :data:`~.panels.WRAP_COLS` columns; ``refs``: horizontal reference lines [(label, y, style)]."""
+    built = [Panel(name, list(series)) for name, series in panels.items()]
+    batch = sorted({float(b) for p in built for _, x, _, _ in p.series for b in x})
+    values = [float(v) for p in built for _, _, y, _ in p.series for v in np.asarray(y, float)]
+    fig = draw_grid(panel_grid([(p.title, "") for p in built]), built, title=title, xlabel=BATCH_LABEL,
+                    ylabel=ylabel, batch=batch, yr=y_range(values, [r[1] for r in refs]), refs=refs)
+    return save(fig, path, dpi=100, compress=1)
+
+
+NO_SPEEDUP = ("no speedup", 1.0, {"color": "0.4", "linestyle": ":", "linewidth": 0.9})  # the speedup = 1 line
+
+
 def plot_speedup(result, path) -> list[str]:
     """Speedup at the best draft length per batch vs batch, prior and refined on one panel per model × GPU."""
     def series(c, i):
@@ -104,8 +120,7 @@ def plot_speedup(result, path) -> list[str]:
         return [(c.mode, c.result.batch, spd, _style(c.mode, i))]
 
     return _draw(result, path, "Speculative-decoding speedup vs batch (best draft length per batch)\n"
-                 + _context_line(result), "speedup over plain decoding (x)", series,
-                 refs=(("no speedup", 1.0, {"color": "0.4", "linestyle": ":", "linewidth": 0.9}),))
+                 + _context_line(result), "speedup over plain decoding (x)", series, refs=(NO_SPEEDUP,))
 
 
 def plot_best_gamma(result, path) -> list[str]:

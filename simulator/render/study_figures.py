@@ -16,10 +16,9 @@ def curve_shapes(rows, exp, path, transfer: str) -> str:
                                                  for v, r in x.results.items()
                                                  if v != transfer or x.model.overlap is None] for x in rows}
     sp = exp.speculation
-    return plots.line_figure(path, panels, f"Speedup vs batch (best draft length per batch); drafter {sp.drafter}, "
-                             f"{sp.acceptance.label}, context {exp.grid.context}", ncols=4, panel=(3.6, 2.7),
-                             log2=True, legend="top", decorate=lambda ax, _: ax.axhline(1.0, color="0.5",
-                                                                                         linewidth=0.7, linestyle=":"))
+    return plots.batch_panels(path, panels, f"Speedup vs batch (best draft length per batch); drafter {sp.drafter}, "
+                              f"{sp.acceptance.label}, context {exp.grid.context}", "speedup over plain decoding (x)",
+                              refs=(plots.NO_SPEEDUP,))
 
 
 def headline_ratio(res, s, bi: int, path) -> str:

@@ -183,3 +183,16 @@ def test_long_figure_titles_wrap_to_the_width_never_clip():
     assert len(lines) >= 3 and " ".join(lines).split() == ("Speedup vs batch\n" + words * 2).split()
     assert max(text_inches(x, TITLE_PT) for x in lines) <= long.width
     assert long.height > short.height and long.width == short.width
+
+
+def test_study_batch_panels_wrap_into_four_columns(tmp_path):
+    """A study's log2-batch panels (the paper-curves figure) go through the sweep's panel renderer: five panels
+    wrap into 4 columns and 2 rows on one canvas."""
+    b = np.array([1.0, 4.0, 16.0])
+    series = [("refined", b, np.array([2.0, 1.8, 1.2]), figures.style("refined"))]
+    path = figures.batch_panels(tmp_path / "c.png", {f"model {i}": series for i in range(5)}, "title",
+                                "speedup (x)", refs=(figures.NO_SPEEDUP,))
+    w, h = _png_size(path)
+    p = panels
+    assert w == round(100 * (p.LEFT + p.RIGHT + 4 * p.PANEL_W + 3 * p.GAP_W))
+    assert any(h == round(100 * (p.HEAD + k * p.TITLE_LINE + p.BOTTOM + 2 * p.PANEL_H + p.GAP_H)) for k in range(3))
