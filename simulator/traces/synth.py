@@ -31,6 +31,7 @@ __all__ = ["TraceSpec", "measured_trace", "synth_to_file", "synth_trace"]
 _CALIBRATION_SAMPLES = 8192
 MAX_SYNTH_VALUES = 1 << 25  # values of the largest float64 array (hidden states or logits): 256 MiB
 _CALIBRATION_STEPS = 50
+_SINGLE_THREAD_PRODUCT = 1 << 18  # OpenBLAS runs a product of M·N·K <= 4 · 65536 on one thread (interface/gemm.c)
 
 
 def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
@@ -39,20 +40,118 @@ def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=-1)
 
 
+def _route(z: np.ndarray, weight: np.ndarray, bias: np.ndarray, k: int) -> np.ndarray:
+    """``_top_k(z @ weight + bias, k)`` for z shaped (..., T, h): the same ids, faster.
+
+    numpy multiplies a stacked z as one BLAS call per (T, h) slice, and BLAS runs each on all its threads, which
+    wait for one another (slow under load); here the rows go through products small enough for one thread. A BLAS
+    kernel's summation order depends on a row's place in its product, so a logit may differ from the sliced one by
+    rounding: at most δ = 2·γ_{h+2}·(2·‖z_row‖·max_e ‖w_e‖ + max|b|) (γ_n = n·u/(1 − n·u), u = 2⁻⁵³: any order of
+    an n-term sum; Cauchy–Schwarz for Σ|z·w|; the rounding of the bias sum included), taken four times over. A row
+    whose k + 1 largest logits lie more than 2δ apart from one another has the same top k in the same order either
+    way; a slice with a closer row (a tie, or nearly) is routed from its sliced product itself, as before."""
+    h, e = weight.shape
+    if not np.all(np.isfinite(bias)):  # no bound holds: the sliced product
+        return _top_k(z @ weight + bias, k)
+    rows = z.reshape(-1, h)
+    x = np.empty((rows.shape[0], e))
+    step = max(1, _SINGLE_THREAD_PRODUCT // (h * e))  # rows per product that BLAS runs on one thread
+    whole = rows.shape[0] // step * step
+    np.matmul(rows[:whole].reshape(-1, step, h), weight, out=x[:whole].reshape(-1, step, e))
+    np.matmul(rows[whole:], weight, out=x[whole:])
+    x += bias
+    kk = min(k + 1, e)
+    part = np.argpartition(-x, kk - 1, axis=-1)[:, :kk]
+    vals = np.take_along_axis(x, part, axis=-1)
+    order = np.argsort(-vals, axis=-1)
+    vals = np.take_along_axis(vals, order, axis=-1)
+    out = np.take_along_axis(part, order[:, :k], axis=-1)
+    gamma = (h + 2) * 2.0 ** -53 / (1 - (h + 2) * 2.0 ** -53)
+    norm = np.sqrt(np.einsum("rh,rh->r", rows, rows)) * float(np.sqrt((weight ** 2).sum(axis=0)).max())
+    delta = 4 * 2 * gamma * (2 * norm + float(np.abs(bias).max()))
+    close = np.any(vals[:, :-1] - vals[:, 1:] <= 2 * delta[:, None], axis=-1)
+    out = out.reshape(*z.shape[:-1], k)
+    if np.any(close):
+        slices = z.reshape(-1, *z.shape[-2:])
+        routed = out.reshape(-1, *out.shape[-2:])
+        for s in np.unique(np.nonzero(close)[0] // z.shape[-2]):
+            routed[s] = _top_k(slices[s] @ weight + bias, k)
+    return out
+
+
+def _top_counts(x: np.ndarray, k: int) -> np.ndarray:
+    """How often each expert is in a row's top k of x (rows, E): the rows' k-th largest logit as the threshold,
+    argpartition's sets when a row has a tie at the boundary."""
+    e = x.shape[1]
+    kth = np.partition(x, e - k, axis=-1)[:, e - k:e - k + 1]  # each row's k-th largest logit
+    top = x >= kth
+    if np.all(np.count_nonzero(top, axis=1) == k):  # no tie at the boundary: argpartition's sets exactly
+        return np.count_nonzero(top, axis=0)
+    return np.bincount(np.argpartition(-x, k - 1, axis=-1)[..., :k].ravel(), minlength=e)
+
+
+class _Shortlist:
+    """Each calibration row's m largest logits at a base bias b0 (indices ``cand``, their z in ``zc``) and the
+    (m+1)-th largest ``rest`` (every other logit of the row is at most it). At a later bias b, a logit off the list
+    is at most rest + max(b − b0), up to rounding (``slack``, a million times the rounding of these sums), so when
+    that is below the k-th largest of the list (k < m) the row's top k lies in the list and is found there exactly:
+    the list's logits are the full row's (the same sums z + b). Rows where it is not below are counted in full."""
+
+    def __init__(self, z: np.ndarray, bias: np.ndarray, m: int, z_max: float):
+        rows, e = z.shape
+        x = z + bias
+        idx = np.argpartition(x, e - m - 1, axis=1)
+        first = np.arange(rows)[:, None] * e  # flat index of each row's first logit
+        self.cand = np.ascontiguousarray(idx[:, e - m:])
+        self.zc = np.take(z, self.cand + first)
+        self.rest = np.take(x, idx[:, e - m - 1:e - m] + first)[:, 0]
+        self.base = bias.copy()
+        self.scale = 1.0 + z_max + float(np.abs(bias).max())  # bounds |z + b0|
+
+    def counts(self, z: np.ndarray, bias: np.ndarray, k: int):
+        """The top-k counts at ``bias``, equal to ``_top_counts(z + bias, k)``; None when more than 1/16 of the rows
+        may leave the list (the caller then builds a new one)."""
+        e, m = z.shape[1], self.zc.shape[1]
+        xc = self.zc + np.take(bias, self.cand)
+        kth = np.partition(xc, m - k, axis=1)[:, m - k]
+        diff = bias - self.base
+        slack = 1e-9 * (self.scale + float(np.abs(diff).max()))
+        out = ~(self.rest + (float(diff.max()) + slack) < kth)  # rows whose top k may leave the list
+        n_out = int(np.count_nonzero(out))
+        if n_out * 16 > z.shape[0]:
+            return None
+        top = (xc >= kth[:, None]) & ~out[:, None]
+        if np.any(np.count_nonzero(top, axis=1)[~out] != k):  # a tie at the boundary: argpartition's sets
+            return _top_counts(z + bias, k)
+        counts = np.bincount(self.cand[top], minlength=e)
+        if n_out:
+            x = z[out] + bias
+            top_out = x >= np.partition(x, e - k, axis=-1)[:, e - k:e - k + 1]
+            if np.any(np.count_nonzero(top_out, axis=1) != k):
+                return _top_counts(z + bias, k)
+            counts += np.count_nonzero(top_out, axis=0)
+        return counts
+
+
 def _calibrate(weight: np.ndarray, target: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     z = rng.standard_normal((_CALIBRATION_SAMPLES, weight.shape[0])) @ weight
     bias = np.zeros(weight.shape[1])
     e = weight.shape[1]
+    log_target = np.log(target)
+    shortlist, use_list = None, e >= 32 and e >= 4 * k  # a short list pays off when it is much shorter than E
+    z_max = float(np.abs(z).max())
     for _ in range(_CALIBRATION_STEPS):  # only which experts are picked counts here, not their order
-        x = z + bias
-        kth = np.partition(x, e - k, axis=-1)[:, e - k:e - k + 1]  # each row's k-th largest logit
-        top = x >= kth
-        if np.all(np.count_nonzero(top, axis=1) == k):  # no tie at the boundary: argpartition's sets exactly
-            counts = np.count_nonzero(top, axis=0)
-        else:
-            counts = np.bincount(np.argpartition(-x, k - 1, axis=-1)[..., :k].ravel(), minlength=e)
+        counts = None
+        if use_list and np.all(np.isfinite(bias)):
+            counts = None if shortlist is None else shortlist.counts(z, bias, k)
+            if counts is None:
+                shortlist = _Shortlist(z, bias, 2 * k + 8, z_max)
+                counts = shortlist.counts(z, bias, k)
+                use_list = counts is not None  # a fresh list that does not hold (ties): the full rule from now on
+        if counts is None:
+            counts = _top_counts(z + bias, k)
         freq = counts / _CALIBRATION_SAMPLES
-        bias += 0.3 * (np.log(target) - np.log(np.maximum(freq, 0.5 / _CALIBRATION_SAMPLES)))
+        bias += 0.3 * (log_target - np.log(np.maximum(freq, 0.5 / _CALIBRATION_SAMPLES)))
         bias -= bias.mean()
     return bias
 
@@ -86,16 +185,19 @@ def synth_trace(experts: int, top_k: int, sequences: int, tokens: int, *, layers
         weights.append(w)
         biases.append(_calibrate(w, target[rng.permutation(experts)], top_k, rng))
     rho = float(persistence)
-    state = rng.standard_normal((sequences, hidden))
+    walk = np.empty((tokens, sequences, hidden))  # a_t of every sequence, token-major as drawn
+    walk[0] = rng.standard_normal((sequences, hidden))
     ctx = rng.standard_normal((sequences, hidden))
-    z = np.empty((sequences, tokens, hidden))
-    for t in range(tokens):
-        if t:
-            state = rho * state + np.sqrt(1 - rho * rho) * rng.standard_normal((sequences, hidden))
-        z[:, t] = np.sqrt(context) * ctx + np.sqrt(1 - context) * state
+    rng.standard_normal(out=walk[1:])  # ε_1 .. ε_{T−1}: the draws of a token-by-token loop, in its order
+    walk[1:] *= np.sqrt(1 - rho * rho)
+    for t in range(1, tokens):
+        walk[t] += rho * walk[t - 1]
+    z = np.empty((sequences, tokens, hidden))  # row-major by sequence: one matrix product for the logits
+    np.multiply(np.sqrt(1 - context), walk, out=z.transpose(1, 0, 2))
+    z += np.sqrt(context) * ctx[:, None, :]
     out = np.empty((sequences, tokens, layers, top_k), dtype=np.int64)
     for layer, (w, b) in enumerate(zip(weights, biases, strict=True)):
-        out[:, :, layer] = _top_k(z @ w + b, top_k)
+        out[:, :, layer] = _route(z, w, b, top_k)
     return validate_routing(out, experts, f"synthetic(persistence={rho:g}, skew={skew}, seed={seed})")
 
 
