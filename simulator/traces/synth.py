@@ -31,52 +31,12 @@ __all__ = ["TraceSpec", "measured_trace", "synth_to_file", "synth_trace"]
 _CALIBRATION_SAMPLES = 8192
 MAX_SYNTH_VALUES = 1 << 25  # values of the largest float64 array (hidden states or logits): 256 MiB
 _CALIBRATION_STEPS = 50
-_SINGLE_THREAD_PRODUCT = 1 << 18  # OpenBLAS runs a product of M·N·K <= 4 · 65536 on one thread (interface/gemm.c)
 
 
 def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
     part = np.argpartition(-logits, k - 1, axis=-1)[..., :k]
     order = np.argsort(-np.take_along_axis(logits, part, axis=-1), axis=-1)
     return np.take_along_axis(part, order, axis=-1)
-
-
-def _route(z: np.ndarray, weight: np.ndarray, bias: np.ndarray, k: int) -> np.ndarray:
-    """``_top_k(z @ weight + bias, k)`` for z shaped (..., T, h): the same ids, faster.
-
-    numpy multiplies a stacked z as one BLAS call per (T, h) slice, and BLAS runs each on all its threads, which
-    wait for one another (slow under load); here the rows go through products small enough for one thread. A BLAS
-    kernel's summation order depends on a row's place in its product, so a logit may differ from the sliced one by
-    rounding: at most δ = 2·γ_{h+2}·(2·‖z_row‖·max_e ‖w_e‖ + max|b|) (γ_n = n·u/(1 − n·u), u = 2⁻⁵³: any order of
-    an n-term sum; Cauchy–Schwarz for Σ|z·w|; the rounding of the bias sum included), taken four times over. A row
-    whose k + 1 largest logits lie more than 2δ apart from one another has the same top k in the same order either
-    way; a slice with a closer row (a tie, or nearly) is routed from its sliced product itself, as before."""
-    h, e = weight.shape
-    if not np.all(np.isfinite(bias)):  # no bound holds: the sliced product
-        return _top_k(z @ weight + bias, k)
-    rows = z.reshape(-1, h)
-    x = np.empty((rows.shape[0], e))
-    step = max(1, _SINGLE_THREAD_PRODUCT // (h * e))  # rows per product that BLAS runs on one thread
-    whole = rows.shape[0] // step * step
-    np.matmul(rows[:whole].reshape(-1, step, h), weight, out=x[:whole].reshape(-1, step, e))
-    np.matmul(rows[whole:], weight, out=x[whole:])
-    x += bias
-    kk = min(k + 1, e)
-    part = np.argpartition(-x, kk - 1, axis=-1)[:, :kk]
-    vals = np.take_along_axis(x, part, axis=-1)
-    order = np.argsort(-vals, axis=-1)
-    vals = np.take_along_axis(vals, order, axis=-1)
-    out = np.take_along_axis(part, order[:, :k], axis=-1)
-    gamma = (h + 2) * 2.0 ** -53 / (1 - (h + 2) * 2.0 ** -53)
-    norm = np.sqrt(np.einsum("rh,rh->r", rows, rows)) * float(np.sqrt((weight ** 2).sum(axis=0)).max())
-    delta = 4 * 2 * gamma * (2 * norm + float(np.abs(bias).max()))
-    close = np.any(vals[:, :-1] - vals[:, 1:] <= 2 * delta[:, None], axis=-1)
-    out = out.reshape(*z.shape[:-1], k)
-    if np.any(close):
-        slices = z.reshape(-1, *z.shape[-2:])
-        routed = out.reshape(-1, *out.shape[-2:])
-        for s in np.unique(np.nonzero(close)[0] // z.shape[-2]):
-            routed[s] = _top_k(slices[s] @ weight + bias, k)
-    return out
 
 
 def _top_counts(x: np.ndarray, k: int) -> np.ndarray:
@@ -192,12 +152,12 @@ def synth_trace(experts: int, top_k: int, sequences: int, tokens: int, *, layers
     walk[1:] *= np.sqrt(1 - rho * rho)
     for t in range(1, tokens):
         walk[t] += rho * walk[t - 1]
-    z = np.empty((sequences, tokens, hidden))  # row-major by sequence: one matrix product for the logits
+    z = np.empty((sequences, tokens, hidden))
     np.multiply(np.sqrt(1 - context), walk, out=z.transpose(1, 0, 2))
     z += np.sqrt(context) * ctx[:, None, :]
     out = np.empty((sequences, tokens, layers, top_k), dtype=np.int64)
     for layer, (w, b) in enumerate(zip(weights, biases, strict=True)):
-        out[:, :, layer] = _route(z, w, b, top_k)
+        out[:, :, layer] = _top_k(z @ w + b, top_k)
     return validate_routing(out, experts, f"synthetic(persistence={rho:g}, skew={skew}, seed={seed})")
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ..overlap.maxent.tree_ipf import preorder
 from ..overlap.popularity import skew_popularity
 from ..params import Interval, check_params
-from .synth import _calibrate, _route, _top_k
+from .synth import _calibrate, _top_k
 from .trace import Trace, validate_routing
 
 __all__ = ["SetRouter", "TreeRouter", "route_tree", "router_trace", "set_router", "tree_router",
@@ -119,7 +119,7 @@ def route_tree(router, parents, samples: int, *, seed: int = 0) -> np.ndarray:
         state[:, v] = noise if p < 0 else rho * state[:, p] + np.sqrt(1 - rho * rho) * noise
     u = rng.standard_normal((samples, 1, h))
     z = np.sqrt(c) * u + np.sqrt(1 - c) * state
-    return _route(z, router.weight, router.bias, router.top_k)
+    return _top_k(z @ router.weight + router.bias, router.top_k)
 
 
 def router_trace(router, sequences: int, tokens: int, *, seed: int = 0) -> Trace:
