@@ -9,6 +9,7 @@ combine. Dense FFN layers and shared experts follow the attention layout.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, replace
 
 from ..errors import InfeasibleError
@@ -133,6 +134,19 @@ WAYS = Param(Interval(int, 1, 1024), unit="GPUs")  # ways of one kind of paralle
 # key, oldest first; a version names the first release of its mode): vLLM turned async scheduling on under
 # EAGLE/MTP SD in 0.14; before it ("0.13") SD ran without it.
 ENGINE_VERSIONS = {"trtllm": ("1.0",), "sglang": ("0.4",), "vllm": ("0.13", "0.14")}
+
+
+def version_key(engine: str, stated: str) -> str | None:
+    """The :data:`ENGINE_VERSIONS` key whose mode a release ``stated`` as text runs (e.g. "0.13.0", "v0.5.6.post2",
+    "1.2.0rc5"): the newest documented key at or below it (the oldest key for an older release); None when the
+    text starts with no version number (a fork's commit, "main")."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(stated))
+    if m is None or engine not in ENGINE_VERSIONS:
+        return None
+    ver = tuple(int(x) for x in m.group(1).split("."))
+    keys = ENGINE_VERSIONS[engine]
+    older = [k for k in keys if tuple(int(x) for x in k.split(".")) <= ver]
+    return older[-1] if older else keys[0]
 
 
 @dataclass(frozen=True)

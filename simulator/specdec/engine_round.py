@@ -36,7 +36,6 @@ import numpy as np
 from ..cost.deployment import PRESETS, Deployment, Mechanisms
 from ..errors import ParameterError
 from ..specs.hardware import HardwareProfile
-from ..specs.memo import IdentityMemo
 
 __all__ = ["ENGINE_MODES", "FITTED", "FIT_COMMAND", "LEVELS", "MODEL_ERROR", "ROUND_PARAMS", "Band", "EngineMode",
            "RoundParams", "RoundTerms", "engine_mode", "exposed", "model_error", "overlap_modes", "round_params",
@@ -303,17 +302,10 @@ def _validated(mech: Mechanisms) -> bool:
     return replace(mech, sd_overlap=None, decode_overlap=None, model_error="on") == PRESETS["refined"]
 
 
-_PARAMS = IdentityMemo()  # round_params' memo per profile object
-
-
 def round_params(hw: HardwareProfile, engine: str) -> RoundParams:
     """The engine's round parameters as the pricing path uses them: :data:`ROUND_PARAMS` with the corpus fit's
     :data:`FITTED` bands, then the bands the profile states for that engine (``kernels.round`` of
-    ``hw.for_engine(engine)``) replacing those. Memoised per profile object (asked once per priced round)."""
-    return _PARAMS.get(hw, engine, lambda: _round_params(hw, engine))
-
-
-def _round_params(hw: HardwareProfile, engine: str) -> RoundParams:
+    ``hw.for_engine(engine)``) replacing those (read on every call: a changed table is priced at once)."""
     base = ROUND_PARAMS[engine].with_(**FITTED.get(engine, {}))
     stated = hw.for_engine(engine).kernels.round
     if not stated:

@@ -8,7 +8,7 @@ one prefill of ISL tokens (in n_p = ⌈ISL / chunk⌉ chunks of
 c = ⌈ISL / n_p⌉ tokens, one chunk per iteration) followed by R = OSL / AL decode iterations (AL = 1 without SD, AL(γ)
 with it). A request holds its slot for n_p + R iterations, so of the C slots
 
-    B = N · R / (R + n_p)           decode rows per iteration (the effective decode batch)
+    B = N · R / (R + n_p)           decode rows per iteration (the effective decode batch; as N / (1 + n_p / R))
     f = N · n_p / (R + n_p)         prefill chunks per iteration (B + f = N);  f · c ≈ N · ISL / (R + n_p) tokens
 
 and one iteration costs
@@ -111,7 +111,8 @@ def occupancy(concurrency, isl, osl, accept_length, chunk: int = DEFAULT_CHUNK, 
     n_p = np.ceil(i / chunk)
     c_tok = np.where(n_p > 0, np.ceil(i / np.maximum(n_p, 1)), 0.0)
     r = o / al
-    return Occupancy(c, n, r, n_p, c_tok, n * r / (r + n_p), n * n_p / (r + n_p))
+    share = n_p / r  # prefill chunks per decode round of a request: B = n / (1 + share) (exactly n without prompt)
+    return Occupancy(c, n, r, n_p, c_tok, n / (1.0 + share), n * share / (1.0 + share))
 
 
 @declare(prefill=PREFILL)

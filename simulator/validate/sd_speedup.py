@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..cost.deployment import version_key
 from ..cost.ops import DEFAULT_CONTEXT
 from ..errors import SimulatorError
 from ..pricing import Layout, Request
@@ -262,7 +263,9 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
         acc = replace(acc, band=tuple(_acceptance(s, s.accept_length * np.exp(x)) for x in (-s.al_spread,
                                                                                              s.al_spread)))
     isl, osl = (0, 2 * DEFAULT_CONTEXT) if s.osl is None else (s.isl, s.osl)
-    layout = Layout(dtype=s.dtype, tp=r.tp, ep=r.ep, dp=r.dp, gpus=r.gpu_count, options=(("engine", s.engine),))
+    version = version_key(s.engine, r.engine_version)  # the documented mode of the release the row ran
+    layout = Layout(dtype=s.dtype, tp=r.tp, ep=r.ep, dp=r.dp, gpus=r.gpu_count,
+                    options=(("engine", s.engine),) + ((("engine_version", version),) if version else ()))
     # memory is checked at the longest context a request reaches (the default context when no lengths are stated)
     req = Request(layout=layout, drafter=s.drafter, acceptance=acc,
                   context=DEFAULT_CONTEXT if s.osl is None else isl + osl)

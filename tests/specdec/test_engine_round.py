@@ -338,3 +338,25 @@ def test_engine_version_selects_its_documented_mode():
     bad = invoke("sweep", "--model", "qwen3-30b-a3b", "--engine", "sglang", "--engine-version", "0.14",
                  "--no-plots", "--quiet")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "engine_version" in bad.stderr
+
+
+def test_a_stated_release_runs_its_documented_mode():
+    """cost.deployment.version_key: the newest documented key at or below a release as sources write it (the
+    oldest key for an older release; None for text without a leading version number)."""
+    from simulator.cost.deployment import version_key
+    assert version_key("vllm", "0.13.0") == "0.13" and version_key("vllm", "v0.14.1") == "0.14"
+    assert version_key("vllm", "0.17.1") == "0.14" and version_key("vllm", "0.6.x (Oct 2024)") == "0.13"
+    assert version_key("sglang", "0.5.6.post2") == "0.4" and version_key("trtllm", "1.2.0rc5") == "1.0"
+    for text in ("V1 (April 2025)", "main (March 2025)", "fork tails-mpt/sglang 63291f7f51", ">= 0.5.2", ""):
+        assert version_key("vllm", text) is None
+
+
+def test_sd_corpus_rows_price_the_mode_of_their_release():
+    """A vLLM 0.13.0 corpus row runs SD without async scheduling (its release's mode), not the newest default."""
+    from simulator.validate.sd_corpus import read_corpus
+    from simulator.validate.sd_speedup import predict_row
+    rows = read_corpus()
+    row = next(r for r in rows if r.id == "gpustack-v32-8xh200-vllm-c1000-thr")
+    assert row.engine_version == "0.13.0" and row.overlap_scheduler == "unknown"
+    res = predict_row(row, rows).result
+    assert (res.sd_overlap, res.decode_overlap) == ("off", "off")
