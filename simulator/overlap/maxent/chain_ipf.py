@@ -51,6 +51,7 @@ MAX_CHAIN_WIDTH = 20
 _MAX_BYTES = 2 << 30
 _ONEHOT_MAX_WIDTH = 10  # marginals by one-hot matrix products up to cliques of 2^10 cells, by reshape-sums above
 _LP_MAX_CELLS = 1 << 14  # facial reduction by linear programs when K·2^w is at most this
+_TINY = np.finfo(float).tiny  # floor of a current marginal in target/current (0/0 := 0)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,18 @@ def _plan(n: int, positions: tuple) -> tuple:
     return w, k, tuple(cliques)
 
 
+def _onto_first(x: np.ndarray) -> np.ndarray:
+    """Σ over the last token of windows x (..., 2^w): a function of their first w−1 tokens (state j >> 1). Each
+    state sums exactly two windows, so the result does not depend on the order of summation."""
+    return x[..., 0::2] + x[..., 1::2]
+
+
+def _onto_last(x: np.ndarray) -> np.ndarray:
+    """Σ over the first token of windows x (..., 2^w): a function of their last w−1 tokens (state j mod 2^(w−1))."""
+    half = x.shape[-1] >> 1
+    return x[..., :half] + x[..., half:]
+
+
 def clear_plans() -> None:
     """Forget the cached clique plans (for timing, or to release memory)."""
     _plan.cache_clear()
@@ -166,8 +179,8 @@ class _CliqueChain:
             self.classes[key][3].append(t)
             self.stacked.append(self.classes[key][1])
             self.steps.append(self.classes[key][4])
-        states = window_states(self.w)  # hi: F[j >> 1], lo: R[j mod 2^(w−1)] as matrix products; _t: back
-        self.hi, self.lo, self.hi_t, self.lo_t = states.to_first, states.to_last, states.from_first, states.from_last
+        states = window_states(self.w)  # F[j >> 1] and R[j mod 2^(w−1)] spread onto windows j by index (exact)
+        self.first, self.last = states.first, states.last
         self.passes = inner if self.w <= _ONEHOT_MAX_WIDTH else 1  # wide: checks between passes cost a pass each
         self.psi = np.ones((self.k, self.g, cells)) if init is None else np.array(init, dtype=float)
         self.fwd = np.empty((self.k, self.g, self.half))
@@ -181,7 +194,7 @@ class _CliqueChain:
         """Backward messages from the current potentials (after a warm start or facial reduction)."""
         self.bwd[-1] = 1.0 / self.half
         for t in range(self.k - 1, 0, -1):
-            nxt = (self.psi[t] * (self.bwd[t] @ self.lo)) @ self.hi_t
+            nxt = _onto_first(self.psi[t] * self.bwd[t].take(self.last, axis=1))
             self.bwd[t - 1] = nxt / nxt.sum(axis=1, keepdims=True)
 
     def _worst(self, t: int, gap: np.ndarray) -> tuple:
@@ -195,7 +208,7 @@ class _CliqueChain:
         tol/10 already, pass the message on; returns the largest constraint error on entry."""
         members, layout = self.cliques[t]
         ps = self.psi[t]
-        left, right = self.fwd[t] @ self.hi, self.bwd[t] @ self.lo
+        left, right = self.fwd[t].take(self.first, axis=1), self.bwd[t].take(self.last, axis=1)
         mu = ps * left
         mu *= right
         total = mu.sum(axis=1, keepdims=True)
@@ -215,23 +228,22 @@ class _CliqueChain:
                     f"the statistics are jointly infeasible: tokens {self.positions[ci]} need a pattern that the "
                     f"other constraints exclude (distinct expert group {grp}); check the overlaps and popularity")
             before = mu.copy()
-            tiny = np.finfo(float).tiny
             for p in range(passes):
                 for target, entry in self.steps[t]:
                     if entry[3] is None:  # one-hot maps: the common, small-clique case
                         m = mu @ entry[1]
-                        np.maximum(m, tiny, out=m)
-                        mu *= np.divide(target, m, out=m) @ entry[2]
+                        np.maximum(m, _TINY, out=m)
+                        mu *= np.divide(target, m, out=m).take(entry[0], axis=1)  # factor[pattern]: exact
                     else:
-                        _rescale(mu, entry, target / np.maximum(_marginal(mu, entry), tiny))
+                        _rescale(mu, entry, target / np.maximum(_marginal(mu, entry), _TINY))
                 if p + 1 < passes and float(np.abs(layout.marginals(mu) - self.stacked[t]).max()) < 0.1 * self.tol:
                     break
             ps *= np.divide(mu, before, out=np.zeros_like(mu), where=before > 0)
         if forward and t + 1 < self.k:
-            nxt = (ps * left) @ self.lo_t
+            nxt = _onto_last(ps * left)
             self.fwd[t + 1] = nxt / nxt.sum(axis=1, keepdims=True)
         elif not forward and t > 0:
-            nxt = (ps * right) @ self.hi_t
+            nxt = _onto_first(ps * right)
             self.bwd[t - 1] = nxt / nxt.sum(axis=1, keepdims=True)
         return big
 
@@ -250,14 +262,14 @@ class _CliqueChain:
         with np.errstate(invalid="ignore", divide="ignore"):
             if forward:
                 for t in range(self.k - 1):
-                    nxt = (psi[t] * (fwd[t] @ self.hi)) @ self.lo_t
+                    nxt = _onto_last(psi[t] * fwd[t].take(self.first, axis=1))
                     fwd[t + 1] = nxt / nxt.sum(axis=1, keepdims=True)
             else:
                 for t in range(self.k - 1, 0, -1):
-                    nxt = (psi[t] * (bwd[t] @ self.lo)) @ self.hi_t
+                    nxt = _onto_first(psi[t] * bwd[t].take(self.last, axis=1))
                     bwd[t - 1] = nxt / nxt.sum(axis=1, keepdims=True)
-            mu = np.multiply(psi, fwd @ self.hi, out=self.mu)
-            mu *= bwd @ self.lo
+            mu = np.multiply(psi, fwd.take(self.first, axis=2), out=self.mu)
+            mu *= bwd.take(self.last, axis=2)
             total = mu.sum(axis=2, keepdims=True)
             if not np.all(total > 0):
                 raise InfeasibleError("the statistics are jointly infeasible: the constraints exclude every "
