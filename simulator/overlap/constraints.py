@@ -18,13 +18,14 @@ positive semidefiniteness of the (L+1)x(L+1) Toeplitz autocovariance matrix γ(|
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import InfeasibleError
 from .stats import OverlapStats, window_marginal
 
-__all__ = ["Constraints", "check_feasible", "lag_problems", "pair_table", "window_constraints"]
+__all__ = ["Constraints", "check_feasible", "clear_checks", "lag_problems", "pair_table", "window_constraints"]
 
 _FEAS_TOL = 1e-9
 
@@ -134,10 +135,20 @@ def lag_problems(pi: np.ndarray, pairs: np.ndarray) -> list[str]:
 
 def check_feasible(stats: OverlapStats, n_tokens: int) -> None:
     """Raise InfeasibleError when the lags used by an n-token fit violate a necessary condition."""
-    used = min(stats.max_lag, max(int(n_tokens) - 1, 0))
-    problems = lag_problems(stats.popularity, stats.pair_probs[:, :used])
+    problems = _used_lag_problems(stats, min(stats.max_lag, max(int(n_tokens) - 1, 0)))
     if problems:
         raise InfeasibleError(
             f"no distribution of {n_tokens} tokens has these lag statistics: {problems[0]}; "
             f"check the overlaps (o(d) must not fall faster than the triangle inequality allows)"
         )
+
+
+@lru_cache(maxsize=256)
+def _used_lag_problems(stats: OverlapStats, used: int) -> tuple:
+    """``lag_problems`` of the first ``used`` lags, once per statistics (windows of n >= used + 1 tokens share it)."""
+    return tuple(lag_problems(stats.popularity, stats.pair_probs[:, :used]))
+
+
+def clear_checks() -> None:
+    """Forget the cached feasibility checks (for timing, or to release memory)."""
+    _used_lag_problems.cache_clear()

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..params import Interval, Options, check_params
-from .constraints import check_feasible, window_constraints
+from .constraints import check_feasible, clear_checks, window_constraints
 from .latent import fit_latent
 from .latent_tree import latent_tree_p_zero
 from .maxent import (
@@ -71,8 +71,16 @@ def resolve_method(stats: OverlapStats, n_tokens: int, method: str = "auto") -> 
 
 
 def _groups(keys: np.ndarray):
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    return first, inverse.ravel()
+    """Rows of ``keys`` (E, c) grouped as ``np.unique(keys, axis=0, return_index=True, return_inverse=True)``
+    does (groups in lexicographic row order, each represented by its first row), by one stable lexsort."""
+    order = np.lexsort(keys.T[::-1]) if keys.shape[1] else np.arange(keys.shape[0])
+    ordered = keys[order]
+    new = np.empty(order.size, dtype=bool)
+    new[:1] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    inverse = np.empty(order.size, dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def _shared_targets(cons) -> np.ndarray:
@@ -231,7 +239,8 @@ def p_zero(stats: OverlapStats, n_tokens: int, method: str = "auto", **kwargs) -
 
 
 def clear_cache() -> None:
-    """Forget every cached fit and clique plan (for timing, or to release memory)."""
+    """Forget every cached fit, clique plan and feasibility check (for timing, or to release memory)."""
     _fit_cached.cache_clear()
     stationary_window.cache_clear()
     clear_plans()
+    clear_checks()

@@ -212,7 +212,7 @@ class _CliqueChain:
         mu = ps * left
         mu *= right
         total = mu.sum(axis=1, keepdims=True)
-        if not np.all(total > 0):
+        if not (total > 0).all():
             raise InfeasibleError("the statistics are jointly infeasible: the constraints exclude every activation "
                                   "pattern; check the overlaps and popularity")
         mu /= total
@@ -271,7 +271,7 @@ class _CliqueChain:
             mu = np.multiply(psi, fwd.take(self.first, axis=2), out=self.mu)
             mu *= bwd.take(self.last, axis=2)
             total = mu.sum(axis=2, keepdims=True)
-            if not np.all(total > 0):
+            if not (total > 0).all():
                 raise InfeasibleError("the statistics are jointly infeasible: the constraints exclude every "
                                       "activation pattern; check the overlaps and popularity")
             mu /= total
