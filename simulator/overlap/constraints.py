@@ -122,7 +122,10 @@ def lag_problems(pi: np.ndarray, pairs: np.ndarray) -> list[str]:
                 )
     gamma = np.concatenate([(pi - pi * pi)[:, None], pairs - (pi * pi)[:, None]], axis=1)
     idx = np.abs(np.subtract.outer(np.arange(lag_max + 1), np.arange(lag_max + 1)))
-    low = np.linalg.eigvalsh(gamma[:, idx]).min(axis=1)
+    if gamma.shape[0] > 1 and (gamma == gamma[0]).all():  # experts alike (uniform popularity): one matrix
+        low = np.broadcast_to(np.linalg.eigvalsh(gamma[:1, idx]).min(axis=1), gamma.shape[:1])
+    else:
+        low = np.linalg.eigvalsh(gamma[:, idx]).min(axis=1)
     bad = np.flatnonzero(low < -_FEAS_TOL)
     if bad.size:
         e = int(bad[np.argmin(low[bad])])

@@ -169,16 +169,20 @@ class _CliqueChain:
         self.targets = [np.asarray(t, dtype=float) for t in targets]
         # cliques with the same layout and targets (the interior of a stationary constraint set) form one class
         self.classes: dict = {}
-        self.stacked, self.steps = [], []
+        self.stacked, self.steps, self.needed = [], [], []
         for t, (members, layout) in enumerate(self.cliques):
             key = (id(layout),) + tuple(id(self.targets[i]) for i in members)
             if key not in self.classes:
                 joined = np.concatenate([self.targets[i] for i in members], axis=1) if members else None
-                steps = [(self.targets[i], entry) for i, entry in zip(members, layout.maps, strict=True)]
-                self.classes[key] = (layout, joined, members, [], steps)
+                # one-hot maps (small cliques): (target, one-hot map, pattern index) per step; else (target, entry)
+                steps = [(self.targets[i], entry[1], entry[0]) if layout.stacked is not None else
+                         (self.targets[i], entry) for i, entry in zip(members, layout.maps, strict=True)]
+                needed = None if joined is None else joined > tol
+                self.classes[key] = (layout, joined, members, [], steps, needed)
             self.classes[key][3].append(t)
             self.stacked.append(self.classes[key][1])
             self.steps.append(self.classes[key][4])
+            self.needed.append(self.classes[key][5])
         states = window_states(self.w)  # F[j >> 1] and R[j mod 2^(w−1)] spread onto windows j by index (exact)
         self.first, self.last = states.first, states.last
         self.passes = inner if self.w <= _ONEHOT_MAX_WIDTH else 1  # wide: checks between passes cost a pass each
@@ -221,7 +225,7 @@ class _CliqueChain:
             marg = layout.marginals(mu)
             big = float(np.abs(marg - self.stacked[t]).max())
         if big >= 0.1 * self.tol:
-            lost = (marg <= 0) & (self.stacked[t] > self.tol)
+            lost = (marg <= 0) & self.needed[t]
             if lost.any():
                 _, grp, ci = self._worst(t, lost.astype(float))
                 raise InfeasibleError(
@@ -229,12 +233,13 @@ class _CliqueChain:
                     f"other constraints exclude (distinct expert group {grp}); check the overlaps and popularity")
             before = mu.copy()
             for p in range(passes):
-                for target, entry in self.steps[t]:
-                    if entry[3] is None:  # one-hot maps: the common, small-clique case
-                        m = mu @ entry[1]
+                if layout.stacked is not None:  # one-hot maps: the common case
+                    for target, onehot, pattern in self.steps[t]:
+                        m = mu @ onehot
                         np.maximum(m, _TINY, out=m)
-                        mu *= np.divide(target, m, out=m).take(entry[0], axis=1)  # factor[pattern]: exact
-                    else:
+                        mu *= np.divide(target, m, out=m).take(pattern, axis=1)  # factor[pattern]: exact
+                else:
+                    for target, entry in self.steps[t]:
                         _rescale(mu, entry, target / np.maximum(_marginal(mu, entry), _TINY))
                 if p + 1 < passes and float(np.abs(layout.marginals(mu) - self.stacked[t]).max()) < 0.1 * self.tol:
                     break
@@ -276,7 +281,7 @@ class _CliqueChain:
                                       "activation pattern; check the overlaps and popularity")
             mu /= total
         group_err, top, worst = np.zeros(self.g), -1.0, (0, 0)
-        for layout, joined, _, ts, _ in self.classes.values():
+        for layout, joined, _, ts, _, _ in self.classes.values():
             if joined is None:
                 continue
             gap = np.abs(layout.marginals(mu[ts]) - joined)
