@@ -1,8 +1,10 @@
 """chain_ipf against a plain transcription of the same IPF schedule (docs/MODEL.md §2.3.1) in which every marginal,
 every spread onto cells and every message is a one-hot matrix product. The fast path replaces the spreads and
 messages by indexing and two-term sums, which are exact, so the two must agree to the last bit: same sweeps, same
-potentials, same P(0^n). Also: the expert grouping of ``fit`` against ``np.unique`` and the shared PSD check."""
+potentials, same P(0^n). Also: the expert grouping of ``fit`` against ``np.unique``, the shared PSD check, and the
+written-out junction tree of a band graph against the one networkx finds."""
 
+import networkx as nx
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,7 +13,7 @@ from overlap_strategies import FAST, markov_chain_stats, real_profile
 from simulator.overlap import OverlapStats
 from simulator.overlap.constraints import lag_problems, window_constraints
 from simulator.overlap.fit import _groups
-from simulator.overlap.maxent import chain_ipf
+from simulator.overlap.maxent import chain_ipf, junction_tree
 from simulator.overlap.maxent.tables import pattern_index, window_states
 
 
@@ -135,3 +137,30 @@ def test_psd_check_of_identical_experts_equals_the_per_expert_check():
     varied = pairs.copy()
     varied[3, 1] = 0.42
     assert any("expert 0" in text for text in lag_problems(pi, varied) if "semidefinite" in text)
+
+
+def _networkx_junction_tree(n, w):
+    """Cliques and separators of the band graph (tokens joined when closer than w) by networkx: maximal cliques,
+    then a maximum spanning tree of the clique graph weighted by overlap size."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from((i, j) for i in range(n) for j in range(i + 1, min(n, i + w)))
+    cliques = sorted((tuple(sorted(c)) for c in nx.find_cliques(graph)), key=lambda c: c[0])
+    cgraph = nx.Graph()
+    cgraph.add_nodes_from(range(len(cliques)))
+    for a in range(len(cliques)):
+        for b in range(a + 1, len(cliques)):
+            if set(cliques[a]) & set(cliques[b]):
+                cgraph.add_edge(a, b, weight=len(set(cliques[a]) & set(cliques[b])))
+    tree = nx.maximum_spanning_tree(cgraph, weight="weight")
+    separators = tuple(tuple(sorted(set(cliques[a]) & set(cliques[b])))
+                       for a, b in sorted(tuple(sorted(e)) for e in tree.edges))
+    return tuple(cliques), separators
+
+
+def test_junction_tree_of_a_band_graph_equals_the_networkx_search():
+    for n in range(1, 13):
+        for width in range(1, 8):
+            tree = junction_tree(n, width)
+            assert (tree.cliques, tree.separators) == _networkx_junction_tree(n, max(1, min(width, n)))
+            assert tree.width == max(1, min(width, n)) and tree.n_tokens == n
