@@ -42,6 +42,8 @@ __all__ = ["WindowFit", "clear_cache", "fit_window", "p_zero", "resolve_method",
 METHODS = ("auto", "ipf", "ipf_table", "markov", "junction", "latent", "independent", "uniform")
 WARM_CLIQUES = 32  # longer chains start from a fit of this many cliques, its middle clique repeated,
 WARM_MIN_CLIQUES = 40  # ... when they have more than this many
+COLD_FITS = 128  # cold chain fits kept by their grouped inputs (P(0) per group: G floats each), oldest dropped first
+_COLD: dict = {}
 
 
 @dataclass(frozen=True)
@@ -114,17 +116,36 @@ def _fit_ipf(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFi
     if width >= n > 10:
         return replace(_fit_ipf_table(stats, n, tol, max_iter), method="ipf")
     first, inverse = _groups(_shared_targets(cons))
-    init, iterations = None, 0
+    targets = _select(cons.targets, first)
+    init, iterations, key = None, 0, None
     if n - width + 1 > WARM_MIN_CLIQUES:
         short = window_constraints(stats, width - 1 + WARM_CLIQUES)
         res = chain_ipf(short.n_tokens, short.positions, _select(short.targets, first), tol=tol, max_iter=max_iter)
         if not res.converged:
             raise _not_converged(stats, res, first, short.positions, tol)
         init, iterations = extend_potentials(res.potentials, n - width + 1), res.iterations
-    res = chain_ipf(n, cons.positions, _select(cons.targets, first), tol=tol, max_iter=max_iter, init=init)
-    if not res.converged:
-        raise _not_converged(stats, res, first, cons.positions, tol)
-    return WindowFit(res.p_zero[inverse], "ipf", n, iterations + res.iterations, res.max_error)
+    else:  # a cold fit is a function of its grouped inputs alone: statistics that group alike share it
+        key = _cold_key(n, tol, max_iter, cons.positions, targets)
+    if key not in _COLD:
+        res = chain_ipf(n, cons.positions, targets, tol=tol, max_iter=max_iter, init=init)
+        if not res.converged:
+            raise _not_converged(stats, res, first, cons.positions, tol)
+        if key is None:
+            return WindowFit(res.p_zero[inverse], "ipf", n, iterations + res.iterations, res.max_error)
+        if len(_COLD) >= COLD_FITS:
+            del _COLD[next(iter(_COLD))]
+        _COLD[key] = (res.p_zero, res.iterations, res.max_error)
+    p_zero, sweeps, error = _COLD[key]
+    return WindowFit(p_zero[inverse], "ipf", n, sweeps, error)
+
+
+def _cold_key(n: int, tol: float, max_iter: int, positions: tuple, targets: list) -> tuple:
+    """Exact key of a cold chain fit: n, tolerances, positions, which distinct target array each position uses and
+    the bytes of those arrays (G rows, one per group of experts, in group order)."""
+    slots: dict = {}
+    uses = tuple(slots.setdefault(id(t), len(slots)) for t in targets)
+    distinct = {id(t): t for t in targets}.values()
+    return (n, tol, max_iter, positions, uses) + tuple((t.shape, t.tobytes()) for t in distinct)
 
 
 def _fit_ipf_table(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFit:
@@ -244,3 +265,4 @@ def clear_cache() -> None:
     stationary_window.cache_clear()
     clear_plans()
     clear_checks()
+    _COLD.clear()
