@@ -25,7 +25,8 @@ import numpy as np
 from ..errors import InfeasibleError
 from .stats import OverlapStats, window_marginal
 
-__all__ = ["Constraints", "check_feasible", "clear_checks", "lag_problems", "pair_table", "window_constraints"]
+__all__ = ["Constraints", "check_feasible", "clear_checks", "lag_problems", "pair_table", "used_statistics",
+           "window_constraints"]
 
 _FEAS_TOL = 1e-9
 
@@ -59,9 +60,17 @@ class Constraints:
         return np.concatenate(self.targets, axis=1)
 
 
+def used_statistics(stats: OverlapStats, n_tokens: int) -> tuple:
+    """(lags, window size) that the n-token fit constrains: pair lags from m (or 1 without window patterns) up to
+    min(D, n − 1), and the pattern size min(m, n) (0 without window patterns)."""
+    n, m = int(n_tokens), stats.window_size
+    return tuple(range(m if m else 1, min(stats.max_lag, n - 1) + 1)), (min(m, n) if m else 0)
+
+
 def window_constraints(stats: OverlapStats, n_tokens: int) -> Constraints:
     """The constraint set of the n-token fit for these statistics (see the module docstring)."""
     n = int(n_tokens)
+    lags, window_size = used_statistics(stats, n)
     pi = stats.popularity
     positions, targets = [], []
     m = stats.window_size
@@ -73,8 +82,6 @@ def window_constraints(stats: OverlapStats, n_tokens: int) -> Constraints:
             for s in range(n - m + 1):
                 positions.append(tuple(range(s, s + m)))
                 targets.append(stats.window)
-    first_lag = m if m else 1
-    lags = tuple(range(first_lag, min(stats.max_lag, n - 1) + 1))
     for d in lags:
         table = pair_table(pi, stats.pair_probs[:, d - 1])
         for s in range(n - d):
@@ -91,7 +98,7 @@ def window_constraints(stats: OverlapStats, n_tokens: int) -> Constraints:
         positions=tuple(positions[i] for i in order),
         targets=tuple(targets[i] for i in order),
         lags=lags,
-        window_size=min(m, n) if m else 0,
+        window_size=window_size,
     )
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..params import Interval, Options, check_params
-from .constraints import check_feasible, clear_checks, window_constraints
+from .constraints import check_feasible, clear_checks, used_statistics, window_constraints
 from .latent import fit_latent
 from .latent_tree import latent_tree_p_zero
 from .maxent import (
@@ -62,12 +62,12 @@ def resolve_method(stats: OverlapStats, n_tokens: int, method: str = "auto") -> 
     """The method ``auto`` stands for, given the statistics and window (other names are returned unchanged)."""
     if method != "auto":
         return method
-    cons = window_constraints(stats, n_tokens)
-    if not cons.lags and not cons.window_size:
+    lags, window_size = used_statistics(stats, n_tokens)
+    if not lags and not window_size:
         return "independent"
-    if cons.lags == (1,) and not cons.window_size:
+    if lags == (1,) and not window_size:
         return "markov"
-    if not cons.lags:
+    if not lags:
         return "junction"
     return "ipf"
 
