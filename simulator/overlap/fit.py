@@ -42,8 +42,8 @@ __all__ = ["WindowFit", "clear_cache", "fit_window", "p_zero", "resolve_method",
 METHODS = ("auto", "ipf", "ipf_table", "markov", "junction", "latent", "independent", "uniform")
 WARM_CLIQUES = 32  # longer chains start from a fit of this many cliques, its middle clique repeated,
 WARM_MIN_CLIQUES = 40  # ... when they have more than this many
-COLD_FITS = 128  # cold chain fits kept by their grouped inputs (P(0) per group: G floats each), oldest dropped first
-_COLD: dict = {}
+COLD_FITS, COLD_BYTES = 512, 32 << 20  # cold chain fits kept by their grouped inputs, oldest dropped first
+_COLD: dict = {}  # key -> (P(0) per group, sweeps, max error, bytes of the key's target arrays)
 
 
 @dataclass(frozen=True)
@@ -126,17 +126,17 @@ def _fit_ipf(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFi
         init, iterations = extend_potentials(res.potentials, n - width + 1), res.iterations
     else:  # a cold fit is a function of its grouped inputs alone: statistics that group alike share it
         key = _cold_key(n, tol, max_iter, cons.positions, targets)
-    if key not in _COLD:
-        res = chain_ipf(n, cons.positions, targets, tol=tol, max_iter=max_iter, init=init)
-        if not res.converged:
-            raise _not_converged(stats, res, first, cons.positions, tol)
-        if key is None:
-            return WindowFit(res.p_zero[inverse], "ipf", n, iterations + res.iterations, res.max_error)
-        if len(_COLD) >= COLD_FITS:
+    if key in _COLD:
+        p_zero, sweeps, error, _ = _COLD[key]
+        return WindowFit(p_zero[inverse], "ipf", n, sweeps, error)
+    res = chain_ipf(n, cons.positions, targets, tol=tol, max_iter=max_iter, init=init)
+    if not res.converged:
+        raise _not_converged(stats, res, first, cons.positions, tol)
+    if key is not None:
+        _COLD[key] = (res.p_zero, res.iterations, res.max_error, sum(len(part[1]) for part in key[5:]))
+        while len(_COLD) > COLD_FITS or sum(v[3] for v in _COLD.values()) > COLD_BYTES:
             del _COLD[next(iter(_COLD))]
-        _COLD[key] = (res.p_zero, res.iterations, res.max_error)
-    p_zero, sweeps, error = _COLD[key]
-    return WindowFit(p_zero[inverse], "ipf", n, sweeps, error)
+    return WindowFit(res.p_zero[inverse], "ipf", n, iterations + res.iterations, res.max_error)
 
 
 def _cold_key(n: int, tol: float, max_iter: int, positions: tuple, targets: list) -> tuple:
