@@ -164,3 +164,14 @@ def test_junction_tree_of_a_band_graph_equals_the_networkx_search():
             tree = junction_tree(n, width)
             assert (tree.cliques, tree.separators) == _networkx_junction_tree(n, max(1, min(width, n)))
             assert tree.width == max(1, min(width, n)) and tree.n_tokens == n
+
+
+def test_chain_ipf_is_bit_identical_to_the_reference_where_the_clamp_acts():
+    """Structural zeros (zero target cells) and cells near the floor of target/current (π = 1e-60): the fast path
+    must keep max(m, TINY) wherever it can act (its skip is only for visits that provably stay above TINY)."""
+    zero = OverlapStats(np.full(4, 0.25), 1, pair_probs=np.array([(0.08, 0.0)] * 4))  # x_t, x_t+2 never both on
+    half = OverlapStats(np.full(2, 0.5), 1, pair_probs=np.array([(0.25, 0.5)] * 2))  # x_t = x_t+2
+    rare = OverlapStats(np.array([1e-60, 1 - 1e-60]), 1, pair_probs=np.array([(1e-120, 5e-121), (1.0, 1.0)]))
+    for stats in (zero, half, rare):
+        for n in (3, 4, 6):
+            _assert_bit_identical(stats, n)
