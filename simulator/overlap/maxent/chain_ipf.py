@@ -242,7 +242,7 @@ class _CliqueChain:
                         _rescale(mu, entry, target / np.maximum(_marginal(mu, entry), _TINY))
                 if p + 1 < passes and float(np.abs(layout.marginals(mu) - joined).max()) < 0.1 * self.tol:
                     break
-            ps *= np.divide(mu, before, out=np.zeros_like(mu), where=before > 0)
+            ps *= mu / before if low > 0 else np.divide(mu, before, out=np.zeros_like(mu), where=before > 0)
         if forward and t + 1 < self.k:
             nxt = onto_last(ps * left)
             self.fwd[t + 1] = nxt / nxt.sum(axis=1, keepdims=True)
