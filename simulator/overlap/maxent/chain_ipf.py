@@ -221,14 +221,15 @@ class _CliqueChain:
             marg = layout.marginals(mu)
             big = float(np.abs(marg - joined).max())
         if big >= 0.1 * self.tol:
-            lost = (marg <= 0) & needed
-            if lost.any():
+            low = float(mu.min())  # every cell positive: so is every marginal, none lost
+            lost = None if low > 0 else (marg <= 0) & needed
+            if lost is not None and lost.any():
                 _, grp, ci = self._worst(t, lost.astype(float))
                 raise InfeasibleError(
                     f"the statistics are jointly infeasible: tokens {self.positions[ci]} need a pattern that the "
                     f"other constraints exclude (distinct expert group {grp}); check the overlaps and popularity")
             before = mu.copy()
-            low = float(mu.min())  # no marginal can fall below TINY in these passes: max(m, TINY) = m, skipped
+            # no marginal can fall below TINY in these passes: then max(m, TINY) = m, skipped
             clamp = not (low > 0 and math.log(low) - passes * shrink > _LOG_TINY)
             for p in range(passes):
                 if layout.stacked is not None:  # one-hot maps: the common case
