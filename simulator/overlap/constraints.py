@@ -18,13 +18,15 @@ positive semidefiniteness of the (L+1)x(L+1) Toeplitz autocovariance matrix γ(|
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import InfeasibleError
 from .stats import OverlapStats, window_marginal
 
-__all__ = ["Constraints", "check_feasible", "lag_problems", "pair_table", "window_constraints"]
+__all__ = ["Constraints", "check_feasible", "clear_checks", "lag_problems", "pair_table", "used_statistics",
+           "window_constraints"]
 
 _FEAS_TOL = 1e-9
 
@@ -58,9 +60,17 @@ class Constraints:
         return np.concatenate(self.targets, axis=1)
 
 
+def used_statistics(stats: OverlapStats, n_tokens: int) -> tuple:
+    """(lags, window size) that the n-token fit constrains: pair lags from m (or 1 without window patterns) up to
+    min(D, n − 1), and the pattern size min(m, n) (0 without window patterns)."""
+    n, m = int(n_tokens), stats.window_size
+    return tuple(range(m if m else 1, min(stats.max_lag, n - 1) + 1)), (min(m, n) if m else 0)
+
+
 def window_constraints(stats: OverlapStats, n_tokens: int) -> Constraints:
     """The constraint set of the n-token fit for these statistics (see the module docstring)."""
     n = int(n_tokens)
+    lags, window_size = used_statistics(stats, n)
     pi = stats.popularity
     positions, targets = [], []
     m = stats.window_size
@@ -72,8 +82,6 @@ def window_constraints(stats: OverlapStats, n_tokens: int) -> Constraints:
             for s in range(n - m + 1):
                 positions.append(tuple(range(s, s + m)))
                 targets.append(stats.window)
-    first_lag = m if m else 1
-    lags = tuple(range(first_lag, min(stats.max_lag, n - 1) + 1))
     for d in lags:
         table = pair_table(pi, stats.pair_probs[:, d - 1])
         for s in range(n - d):
@@ -90,7 +98,7 @@ def window_constraints(stats: OverlapStats, n_tokens: int) -> Constraints:
         positions=tuple(positions[i] for i in order),
         targets=tuple(targets[i] for i in order),
         lags=lags,
-        window_size=min(m, n) if m else 0,
+        window_size=window_size,
     )
 
 
@@ -121,7 +129,10 @@ def lag_problems(pi: np.ndarray, pairs: np.ndarray) -> list[str]:
                 )
     gamma = np.concatenate([(pi - pi * pi)[:, None], pairs - (pi * pi)[:, None]], axis=1)
     idx = np.abs(np.subtract.outer(np.arange(lag_max + 1), np.arange(lag_max + 1)))
-    low = np.linalg.eigvalsh(gamma[:, idx]).min(axis=1)
+    if gamma.shape[0] > 1 and (gamma == gamma[0]).all():  # experts alike (uniform popularity): one matrix
+        low = np.broadcast_to(np.linalg.eigvalsh(gamma[:1, idx]).min(axis=1), gamma.shape[:1])
+    else:
+        low = np.linalg.eigvalsh(gamma[:, idx]).min(axis=1)
     bad = np.flatnonzero(low < -_FEAS_TOL)
     if bad.size:
         e = int(bad[np.argmin(low[bad])])
@@ -134,10 +145,20 @@ def lag_problems(pi: np.ndarray, pairs: np.ndarray) -> list[str]:
 
 def check_feasible(stats: OverlapStats, n_tokens: int) -> None:
     """Raise InfeasibleError when the lags used by an n-token fit violate a necessary condition."""
-    used = min(stats.max_lag, max(int(n_tokens) - 1, 0))
-    problems = lag_problems(stats.popularity, stats.pair_probs[:, :used])
+    problems = _used_lag_problems(stats, min(stats.max_lag, max(int(n_tokens) - 1, 0)))
     if problems:
         raise InfeasibleError(
             f"no distribution of {n_tokens} tokens has these lag statistics: {problems[0]}; "
             f"check the overlaps (o(d) must not fall faster than the triangle inequality allows)"
         )
+
+
+@lru_cache(maxsize=256)
+def _used_lag_problems(stats: OverlapStats, used: int) -> tuple:
+    """``lag_problems`` of the first ``used`` lags, once per statistics (windows of n >= used + 1 tokens share it)."""
+    return tuple(lag_problems(stats.popularity, stats.pair_probs[:, :used]))
+
+
+def clear_checks() -> None:
+    """Forget the cached feasibility checks (for timing, or to release memory)."""
+    _used_lag_problems.cache_clear()

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..params import Interval, Options, check_params
-from .constraints import check_feasible, window_constraints
+from .constraints import check_feasible, clear_checks, used_statistics, window_constraints
 from .latent import fit_latent
 from .latent_tree import latent_tree_p_zero
 from .maxent import (
@@ -42,6 +42,8 @@ __all__ = ["WindowFit", "clear_cache", "fit_window", "p_zero", "resolve_method",
 METHODS = ("auto", "ipf", "ipf_table", "markov", "junction", "latent", "independent", "uniform")
 WARM_CLIQUES = 32  # longer chains start from a fit of this many cliques, its middle clique repeated,
 WARM_MIN_CLIQUES = 40  # ... when they have more than this many
+COLD_FITS, COLD_BYTES = 512, 32 << 20  # cold chain fits kept by their grouped inputs, oldest dropped first
+_COLD: dict = {}  # key -> (P(0) per group, sweeps, max error, bytes of the key's target arrays)
 
 
 @dataclass(frozen=True)
@@ -60,19 +62,27 @@ def resolve_method(stats: OverlapStats, n_tokens: int, method: str = "auto") -> 
     """The method ``auto`` stands for, given the statistics and window (other names are returned unchanged)."""
     if method != "auto":
         return method
-    cons = window_constraints(stats, n_tokens)
-    if not cons.lags and not cons.window_size:
+    lags, window_size = used_statistics(stats, n_tokens)
+    if not lags and not window_size:
         return "independent"
-    if cons.lags == (1,) and not cons.window_size:
+    if lags == (1,) and not window_size:
         return "markov"
-    if not cons.lags:
+    if not lags:
         return "junction"
     return "ipf"
 
 
 def _groups(keys: np.ndarray):
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    return first, inverse.ravel()
+    """Rows of ``keys`` (E, c) grouped as ``np.unique(keys, axis=0, return_index=True, return_inverse=True)``
+    does (groups in lexicographic row order, each represented by its first row), by one stable lexsort."""
+    order = np.lexsort(keys.T[::-1]) if keys.shape[1] else np.arange(keys.shape[0])
+    ordered = keys[order]
+    new = np.empty(order.size, dtype=bool)
+    new[:1] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    inverse = np.empty(order.size, dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def _shared_targets(cons) -> np.ndarray:
@@ -106,17 +116,36 @@ def _fit_ipf(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFi
     if width >= n > 10:
         return replace(_fit_ipf_table(stats, n, tol, max_iter), method="ipf")
     first, inverse = _groups(_shared_targets(cons))
-    init, iterations = None, 0
+    targets = _select(cons.targets, first)
+    init, iterations, key = None, 0, None
     if n - width + 1 > WARM_MIN_CLIQUES:
         short = window_constraints(stats, width - 1 + WARM_CLIQUES)
         res = chain_ipf(short.n_tokens, short.positions, _select(short.targets, first), tol=tol, max_iter=max_iter)
         if not res.converged:
             raise _not_converged(stats, res, first, short.positions, tol)
         init, iterations = extend_potentials(res.potentials, n - width + 1), res.iterations
-    res = chain_ipf(n, cons.positions, _select(cons.targets, first), tol=tol, max_iter=max_iter, init=init)
+    else:  # a cold fit is a function of its grouped inputs alone: statistics that group alike share it
+        key = _cold_key(n, tol, max_iter, cons.positions, targets)
+    if key in _COLD:
+        p_zero, sweeps, error, _ = _COLD[key]
+        return WindowFit(p_zero[inverse], "ipf", n, sweeps, error)
+    res = chain_ipf(n, cons.positions, targets, tol=tol, max_iter=max_iter, init=init)
     if not res.converged:
         raise _not_converged(stats, res, first, cons.positions, tol)
+    if key is not None:
+        _COLD[key] = (res.p_zero, res.iterations, res.max_error, sum(len(part[1]) for part in key[5:]))
+        while len(_COLD) > COLD_FITS or sum(v[3] for v in _COLD.values()) > COLD_BYTES:
+            del _COLD[next(iter(_COLD))]
     return WindowFit(res.p_zero[inverse], "ipf", n, iterations + res.iterations, res.max_error)
+
+
+def _cold_key(n: int, tol: float, max_iter: int, positions: tuple, targets: list) -> tuple:
+    """Exact key of a cold chain fit: n, tolerances, positions, which distinct target array each position uses and
+    the bytes of those arrays (G rows, one per group of experts, in group order)."""
+    slots: dict = {}
+    uses = tuple(slots.setdefault(id(t), len(slots)) for t in targets)
+    distinct = {id(t): t for t in targets}.values()
+    return (n, tol, max_iter, positions, uses) + tuple((t.shape, t.tobytes()) for t in distinct)
 
 
 def _fit_ipf_table(stats: OverlapStats, n: int, tol: float, max_iter: int) -> WindowFit:
@@ -231,7 +260,9 @@ def p_zero(stats: OverlapStats, n_tokens: int, method: str = "auto", **kwargs) -
 
 
 def clear_cache() -> None:
-    """Forget every cached fit and clique plan (for timing, or to release memory)."""
+    """Forget every cached fit, clique plan and feasibility check (for timing, or to release memory)."""
     _fit_cached.cache_clear()
     stationary_window.cache_clear()
     clear_plans()
+    clear_checks()
+    _COLD.clear()

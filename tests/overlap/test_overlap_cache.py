@@ -35,3 +35,30 @@ def test_long_passes_extend_two_cached_fits():
     info = routing._p_zero.cache_info()
     routing._p_zero(16, 2, stats, n + 500, "overlap")
     assert routing._p_zero.cache_info().misses == info.misses + 1  # the new length reused both fits
+
+
+def test_statistics_that_group_alike_share_one_cold_chain_fit(monkeypatch):
+    """Uniform popularity 4/64 and 8/128 with the same overlaps: one distinct expert each, the same targets, so
+    the second window fit reuses the first's chain IPF; a fit that differs (other overlaps) does not."""
+    from simulator.overlap import fit as fit_module
+
+    fit_module.clear_cache()
+    calls = []
+    real = fit_module.chain_ipf
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fit_module, "chain_ipf", counted)
+    overlaps = (0.4, 0.3, 0.25)
+    small = fit_window(OverlapStats.from_overlaps(64, 4, overlaps), 6, "ipf")
+    large = fit_window(OverlapStats.from_overlaps(128, 8, overlaps), 6, "ipf")
+    assert calls == [6]
+    assert large.p_zero.shape == (128,) and np.array_equal(large.p_zero[:64], small.p_zero)
+    assert large.iterations == small.iterations and large.max_error == small.max_error
+    fit_window(OverlapStats.from_overlaps(128, 8, (0.4, 0.3, 0.2)), 6, "ipf")
+    assert calls == [6, 6]
+    fit_module.clear_cache()
+    again = fit_window(OverlapStats.from_overlaps(128, 8, overlaps), 6, "ipf")
+    assert calls == [6, 6, 6] and np.array_equal(again.p_zero, large.p_zero)

@@ -36,6 +36,7 @@ O(K · 2^w · constraints per clique · inner) per distinct expert, vectorised o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -43,7 +44,7 @@ import numpy as np
 
 from ...errors import InfeasibleError, ParameterError
 from .convergence import largest_support, stalled, turned_sublinear
-from .tables import pattern_index, table_layout, window_states
+from .tables import onto_first, onto_last, pattern_index, table_layout, window_states
 
 __all__ = ["ChainResult", "chain_ipf", "chain_table", "clear_plans", "extend_potentials", "MAX_CHAIN_WIDTH"]
 
@@ -51,6 +52,8 @@ MAX_CHAIN_WIDTH = 20
 _MAX_BYTES = 2 << 30
 _ONEHOT_MAX_WIDTH = 10  # marginals by one-hot matrix products up to cliques of 2^10 cells, by reshape-sums above
 _LP_MAX_CELLS = 1 << 14  # facial reduction by linear programs when K·2^w is at most this
+_TINY = np.finfo(float).tiny  # floor of a current marginal in target/current (0/0 := 0)
+_LOG_TINY = math.log(_TINY)
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,8 @@ class ChainResult:
 
 class _Layout:
     """The constraints inside one clique of w tokens, at given local positions (shared by all cliques with the
-    same arrangement): per constraint its cells' pattern index and one-hot map and transpose (small cliques) or
-    reshape layout (wide cliques); the stacked one-hot map of all of them and their column offsets."""
+    same arrangement): per constraint its cells' pattern index and one-hot map (small cliques) or reshape layout
+    (wide cliques); the stacked one-hot map of all of them and their column offsets."""
 
     def __init__(self, locals_: tuple, w: int):
         cells = np.arange(1 << w)
@@ -79,11 +82,11 @@ class _Layout:
         for local in locals_:
             pattern = pattern_index(w, local)
             if w > _ONEHOT_MAX_WIDTH:
-                self.maps.append((pattern, None, None, table_layout(w, local)))
+                self.maps.append((pattern, None, table_layout(w, local)))
             else:
                 onehot = np.zeros((1 << w, 1 << len(local)))
                 onehot[cells, pattern] = 1.0
-                self.maps.append((pattern, onehot, np.ascontiguousarray(onehot.T), None))
+                self.maps.append((pattern, onehot, None))
             sizes.append(1 << len(local))
         small = w <= _ONEHOT_MAX_WIDTH and locals_
         self.stacked = np.concatenate([m[1] for m in self.maps], axis=1) if small else None
@@ -97,7 +100,7 @@ class _Layout:
 
 
 def _marginal(mu: np.ndarray, entry: tuple) -> np.ndarray:
-    _, onehot, _, layout = entry
+    _, onehot, layout = entry
     if layout is None:
         return mu @ onehot
     shape, axes, _ = layout
@@ -106,12 +109,9 @@ def _marginal(mu: np.ndarray, entry: tuple) -> np.ndarray:
 
 
 def _rescale(mu: np.ndarray, entry: tuple, factor: np.ndarray) -> None:
-    _, _, expand, layout = entry
-    if layout is None:
-        mu *= factor @ expand
-    else:
-        shape, _, fshape = layout
-        mu.reshape((mu.shape[0],) + shape)[...] *= factor.reshape((mu.shape[0],) + fshape)
+    """μ times a factor on one constrained marginal, by broadcasting over the reshaped clique (wide cliques)."""
+    shape, _, fshape = entry[2]
+    mu.reshape((mu.shape[0],) + shape)[...] *= factor.reshape((mu.shape[0],) + fshape)
 
 
 @lru_cache(maxsize=64)
@@ -132,6 +132,16 @@ def _plan(n: int, positions: tuple) -> tuple:
             layouts[locals_] = _Layout(locals_, w)
         cliques.append((tuple(inside[t]), layouts[locals_]))
     return w, k, tuple(cliques)
+
+
+def _pass_shrink(targets: list) -> float:
+    """−log of the factor by which one pass of IPF steps over these constraints can at most shrink a cell (inf if a
+    target cell is 0). A step multiplies the cells of pattern p by target_p / m_p with m_p <= Σμ <= max(1, largest
+    target row sum); the factor 2 absorbs rounding. So a clique law whose smallest cell is μ_min keeps every cell,
+    hence every marginal, above μ_min · exp(−passes · shrink) throughout its passes."""
+    smallest = min((float(t.min()) for t in targets), default=1.0)
+    mass = max([1.0] + [float(t.sum(axis=1).max()) for t in targets])
+    return len(targets) * -math.log(smallest / (2 * mass)) if smallest > 0 else math.inf
 
 
 def clear_plans() -> None:
@@ -156,18 +166,21 @@ class _CliqueChain:
         self.targets = [np.asarray(t, dtype=float) for t in targets]
         # cliques with the same layout and targets (the interior of a stationary constraint set) form one class
         self.classes: dict = {}
-        self.stacked, self.steps = [], []
+        self.of: list = []  # per clique its class: (layout, joined targets, members, cliques, steps, needed, shrink)
         for t, (members, layout) in enumerate(self.cliques):
             key = (id(layout),) + tuple(id(self.targets[i]) for i in members)
             if key not in self.classes:
                 joined = np.concatenate([self.targets[i] for i in members], axis=1) if members else None
-                steps = [(self.targets[i], entry) for i, entry in zip(members, layout.maps, strict=True)]
-                self.classes[key] = (layout, joined, members, [], steps)
+                # one-hot maps (small cliques): (target, one-hot map, pattern index) per step; else (target, entry)
+                steps = [(self.targets[i], entry[1], entry[0]) if layout.stacked is not None else
+                         (self.targets[i], entry) for i, entry in zip(members, layout.maps, strict=True)]
+                needed = None if joined is None else joined > tol
+                shrink = _pass_shrink([self.targets[i] for i in members])
+                self.classes[key] = (layout, joined, members, [], steps, needed, shrink)
             self.classes[key][3].append(t)
-            self.stacked.append(self.classes[key][1])
-            self.steps.append(self.classes[key][4])
-        states = window_states(self.w)  # hi: F[j >> 1], lo: R[j mod 2^(w−1)] as matrix products; _t: back
-        self.hi, self.lo, self.hi_t, self.lo_t = states.to_first, states.to_last, states.from_first, states.from_last
+            self.of.append(self.classes[key])
+        states = window_states(self.w)  # F[j >> 1] and R[j mod 2^(w−1)] spread onto windows j by index (exact)
+        self.first, self.last = states.first, states.last
         self.passes = inner if self.w <= _ONEHOT_MAX_WIDTH else 1  # wide: checks between passes cost a pass each
         self.psi = np.ones((self.k, self.g, cells)) if init is None else np.array(init, dtype=float)
         self.fwd = np.empty((self.k, self.g, self.half))
@@ -181,7 +194,7 @@ class _CliqueChain:
         """Backward messages from the current potentials (after a warm start or facial reduction)."""
         self.bwd[-1] = 1.0 / self.half
         for t in range(self.k - 1, 0, -1):
-            nxt = (self.psi[t] * (self.bwd[t] @ self.lo)) @ self.hi_t
+            nxt = onto_first(self.psi[t] * self.bwd[t].take(self.last, axis=1))
             self.bwd[t - 1] = nxt / nxt.sum(axis=1, keepdims=True)
 
     def _worst(self, t: int, gap: np.ndarray) -> tuple:
@@ -193,45 +206,49 @@ class _CliqueChain:
     def visit(self, t: int, forward: bool, passes: int) -> float:
         """Form μ_t, run up to ``passes`` IPF passes over the clique's constraints unless they all hold within
         tol/10 already, pass the message on; returns the largest constraint error on entry."""
-        members, layout = self.cliques[t]
+        layout, joined, members, _, steps, needed, shrink = self.of[t]
         ps = self.psi[t]
-        left, right = self.fwd[t] @ self.hi, self.bwd[t] @ self.lo
+        left, right = self.fwd[t].take(self.first, axis=1), self.bwd[t].take(self.last, axis=1)
         mu = ps * left
         mu *= right
         total = mu.sum(axis=1, keepdims=True)
-        if not np.all(total > 0):
+        if not (total > 0).all():
             raise InfeasibleError("the statistics are jointly infeasible: the constraints exclude every activation "
                                   "pattern; check the overlaps and popularity")
         mu /= total
         big = 0.0
         if members:
             marg = layout.marginals(mu)
-            big = float(np.abs(marg - self.stacked[t]).max())
+            big = float(np.abs(marg - joined).max())
         if big >= 0.1 * self.tol:
-            lost = (marg <= 0) & (self.stacked[t] > self.tol)
-            if lost.any():
+            low = float(mu.min())  # every cell positive: so is every marginal, none lost
+            lost = None if low > 0 else (marg <= 0) & needed
+            if lost is not None and lost.any():
                 _, grp, ci = self._worst(t, lost.astype(float))
                 raise InfeasibleError(
                     f"the statistics are jointly infeasible: tokens {self.positions[ci]} need a pattern that the "
                     f"other constraints exclude (distinct expert group {grp}); check the overlaps and popularity")
             before = mu.copy()
-            tiny = np.finfo(float).tiny
+            # no marginal can fall below TINY in these passes: then max(m, TINY) = m, skipped
+            clamp = not (low > 0 and math.log(low) - passes * shrink > _LOG_TINY)
             for p in range(passes):
-                for target, entry in self.steps[t]:
-                    if entry[3] is None:  # one-hot maps: the common, small-clique case
-                        m = mu @ entry[1]
-                        np.maximum(m, tiny, out=m)
-                        mu *= np.divide(target, m, out=m) @ entry[2]
-                    else:
-                        _rescale(mu, entry, target / np.maximum(_marginal(mu, entry), tiny))
-                if p + 1 < passes and float(np.abs(layout.marginals(mu) - self.stacked[t]).max()) < 0.1 * self.tol:
+                if layout.stacked is not None:  # one-hot maps: the common case
+                    for target, onehot, pattern in steps:
+                        m = mu @ onehot
+                        if clamp:
+                            np.maximum(m, _TINY, out=m)
+                        mu *= np.divide(target, m, out=m).take(pattern, axis=1)  # factor[pattern]: exact
+                else:
+                    for target, entry in steps:
+                        _rescale(mu, entry, target / np.maximum(_marginal(mu, entry), _TINY))
+                if p + 1 < passes and float(np.abs(layout.marginals(mu) - joined).max()) < 0.1 * self.tol:
                     break
-            ps *= np.divide(mu, before, out=np.zeros_like(mu), where=before > 0)
+            ps *= mu / before if low > 0 else np.divide(mu, before, out=np.zeros_like(mu), where=before > 0)
         if forward and t + 1 < self.k:
-            nxt = (ps * left) @ self.lo_t
+            nxt = onto_last(ps * left)
             self.fwd[t + 1] = nxt / nxt.sum(axis=1, keepdims=True)
         elif not forward and t > 0:
-            nxt = (ps * right) @ self.hi_t
+            nxt = onto_first(ps * right)
             self.bwd[t - 1] = nxt / nxt.sum(axis=1, keepdims=True)
         return big
 
@@ -250,21 +267,21 @@ class _CliqueChain:
         with np.errstate(invalid="ignore", divide="ignore"):
             if forward:
                 for t in range(self.k - 1):
-                    nxt = (psi[t] * (fwd[t] @ self.hi)) @ self.lo_t
+                    nxt = onto_last(psi[t] * fwd[t].take(self.first, axis=1))
                     fwd[t + 1] = nxt / nxt.sum(axis=1, keepdims=True)
             else:
                 for t in range(self.k - 1, 0, -1):
-                    nxt = (psi[t] * (bwd[t] @ self.lo)) @ self.hi_t
+                    nxt = onto_first(psi[t] * bwd[t].take(self.last, axis=1))
                     bwd[t - 1] = nxt / nxt.sum(axis=1, keepdims=True)
-            mu = np.multiply(psi, fwd @ self.hi, out=self.mu)
-            mu *= bwd @ self.lo
+            mu = np.multiply(psi, fwd.take(self.first, axis=2), out=self.mu)
+            mu *= bwd.take(self.last, axis=2)
             total = mu.sum(axis=2, keepdims=True)
-            if not np.all(total > 0):
+            if not (total > 0).all():
                 raise InfeasibleError("the statistics are jointly infeasible: the constraints exclude every "
                                       "activation pattern; check the overlaps and popularity")
             mu /= total
         group_err, top, worst = np.zeros(self.g), -1.0, (0, 0)
-        for layout, joined, _, ts, _ in self.classes.values():
+        for layout, joined, _, ts, *_ in self.classes.values():
             if joined is None:
                 continue
             gap = np.abs(layout.marginals(mu[ts]) - joined)

@@ -1,4 +1,4 @@
-"""Junction tree over the chordal constraint graph of an n-token window (networkx).
+"""Junction tree over the chordal constraint graph of an n-token window.
 
 Tokens are nodes; two tokens are joined when a constraint spans both (pairs at lags <= w−1, m-token windows).
 The result is a band graph: chordal, with maximal cliques the windows {t, …, t+w−1}. Its junction tree (maximum
@@ -37,34 +37,14 @@ class JunctionTree:
 
 @lru_cache(maxsize=128)
 def junction_tree(n_tokens: int, width: int) -> JunctionTree:
-    """Junction tree of the constraint graph linking tokens at distance < width (cached per (n, width))."""
-    import networkx as nx  # imported on first use (~0.1 s)
-
+    """Junction tree of the constraint graph linking tokens at distance < width (cached per (n, width)): the chain
+    of windows {t, …, t+w−1}, t = 0..n−w, with separators their (w−1)-token overlaps (none when w = 1). Written
+    out, not searched for: it is the unique maximum spanning tree of the band graph's clique graph (consecutive
+    windows share w−1 tokens, any other pair fewer), which tests/overlap checks against networkx."""
     n, w = int(n_tokens), max(1, min(int(width), int(n_tokens)))
-    graph = nx.Graph()
-    graph.add_nodes_from(range(n))
-    graph.add_edges_from((i, j) for i in range(n) for j in range(i + 1, min(n, i + w)))
-    cliques = sorted((tuple(sorted(c)) for c in nx.find_cliques(graph)), key=lambda c: c[0])
-    holders: dict[int, list[int]] = {}
-    for idx, clique in enumerate(cliques):
-        for node in clique:
-            holders.setdefault(node, []).append(idx)
-    cgraph = nx.Graph()
-    cgraph.add_nodes_from(range(len(cliques)))
-    for members in holders.values():
-        for a in members:
-            for b in members:
-                if a < b and not cgraph.has_edge(a, b):
-                    cgraph.add_edge(a, b, weight=len(set(cliques[a]) & set(cliques[b])))
-    tree = nx.maximum_spanning_tree(cgraph, weight="weight")
-    # A graph is chordal iff a maximum-weight spanning tree of its clique graph has weight Σ_v (c_v − 1), c_v the
-    # number of maximal cliques holding v (the running-intersection property); then the tree is a junction tree.
-    if tree.size(weight="weight") != sum(len(m) - 1 for m in holders.values()):  # pragma: no cover
-        raise ParameterError("the constraint graph is not chordal; use method='ipf'")
-    separators = tuple(
-        tuple(sorted(set(cliques[a]) & set(cliques[b]))) for a, b in sorted(tuple(sorted(e)) for e in tree.edges)
-    )
-    return JunctionTree(n_tokens=n, width=w, cliques=tuple(cliques), separators=separators)
+    cliques = tuple(tuple(range(t, t + w)) for t in range(n - w + 1))
+    separators = tuple(tuple(range(t + 1, t + w)) for t in range(n - w)) if w > 1 else ()
+    return JunctionTree(n_tokens=n, width=w, cliques=cliques, separators=separators)
 
 
 def block_marginals(window: np.ndarray) -> list:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["WindowStates", "marginal", "pattern_index", "table_layout", "window_states"]
+__all__ = ["WindowStates", "marginal", "onto_first", "onto_last", "pattern_index", "table_layout", "window_states"]
 
 
 def table_layout(n: int, positions: tuple) -> tuple:
@@ -89,3 +89,15 @@ def window_states(w: int) -> WindowStates:
     for a in arrays:
         a.setflags(write=False)
     return WindowStates(*arrays)
+
+
+def onto_first(x: np.ndarray) -> np.ndarray:
+    """Σ over the last token of windows x (..., 2^w): a function of their first w−1 tokens (state j >> 1). Each
+    state sums exactly two windows, so the result does not depend on the order of summation."""
+    return x[..., 0::2] + x[..., 1::2]
+
+
+def onto_last(x: np.ndarray) -> np.ndarray:
+    """Σ over the first token of windows x (..., 2^w): a function of their last w−1 tokens (state j mod 2^(w−1))."""
+    half = x.shape[-1] >> 1
+    return x[..., :half] + x[..., half:]
