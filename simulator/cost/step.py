@@ -309,8 +309,9 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
         and a count of 1 is left out: x · 1 is exactly x, so the sums are the same numbers with fewer array
         operations."""
         nonlocal hbm, l2, flops, comp_bound, fixed_sum
+        one = isinstance(count, int) and count == 1 and runs is None
+        n = count if runs is None else runs
         for c, weight in zip(costs, weights, strict=True):
-            one = isinstance(count, int) and count == 1 and runs is None
             w = weight if one else count * weight
             bound = np.where(c.compute > c.memory, c.time - c.fixed, 0.0)
             if w is None:
@@ -326,7 +327,6 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
                 l2 += c.l2_bytes
                 flops += c.flops
             else:
-                n = count if runs is None else runs
                 hbm += n * c.hbm_bytes
                 l2 += n * c.l2_bytes
                 flops += n * c.flops

@@ -102,9 +102,15 @@ def _raw_hardware(name_or_path: str) -> HardwareProfile:
 
 def load_hardware(name_or_path: str, resolve: bool = True) -> HardwareProfile:
     """A hardware profile by bundled name or path. With ``resolve`` a ``derive_from`` kernels section is filled in
-    by the what-if rule (docs/MODEL.md) from the named base profile."""
-    hw = _raw_hardware(str(name_or_path))
-    if resolve and not hw.kernels.resolved:
+    by the what-if rule (docs/MODEL.md) from the named base profile (derived once per name: the same object on
+    every call, as an unresolved profile is)."""
+    return _resolved_hardware(str(name_or_path)) if resolve else _raw_hardware(str(name_or_path))
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved_hardware(name_or_path: str) -> HardwareProfile:
+    hw = _raw_hardware(name_or_path)
+    if not hw.kernels.resolved:
         base = load_hardware(hw.kernels.derive_from, resolve=True)
         hw = hw.with_changes(kernels=derive_kernels(hw, base),
                              engine_kernels=MappingProxyType({e: derive_kernels(hw, base.for_engine(e))

@@ -41,3 +41,12 @@ def test_bounded():
     for o in objs:
         memo.get(o, 0, lambda o=o: o.x)
     assert len(memo._values) <= 4
+
+
+def test_a_derived_profile_is_one_object_per_name():
+    """load_hardware derives a what-if profile's kernels once: the same object on every call (identity memos of a
+    sweep then hit across runs), its kernels the derived ones."""
+    from simulator.specs.catalog import load_hardware
+    a, b = load_hardware("b300"), load_hardware("b300")
+    assert a is b and a.kernels.resolved
+    assert not load_hardware("b300", resolve=False).kernels.resolved
