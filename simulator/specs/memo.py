@@ -19,15 +19,7 @@ class IdentityMemo:
         self._size = size
 
     def get(self, obj: Any, key: Hashable, make: Callable[[], Any]) -> Any:
-        slot = (id(obj), key)
-        hit = self._values.get(slot)
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        value = make()
-        if len(self._values) >= self._size:
-            self._values.clear()
-        self._values[slot] = (obj, value)
-        return value
+        return self.get_for((obj,), key, make)
 
     def get_for(self, objs: tuple, key: Hashable, make: Callable[[], Any]) -> Any:
         slot = (tuple(map(id, objs)), key)
