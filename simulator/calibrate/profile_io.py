@@ -25,6 +25,7 @@ from ..specs.kernels import (
     KernelClass,
     Kernels,
 )
+from .blocks import hand_set, render, set_source
 from .fit import Calibration, Fit
 
 SOURCE = "fit-h100"
@@ -238,42 +239,12 @@ def _drop_uncited_fits(text: str) -> str:
 
 
 # --- whole blocks: another engine's values, a what-if profile's first calibration ---------------------------------
-def _render(values: dict[str, str], strip: str, indent: int) -> list[str]:
-    """Nested block YAML lines of ``{dotted path: flow text}`` (paths starting with ``strip``)."""
-    tree: dict = {}
-    for path, text in values.items():
-        node = tree
-        parts = path[len(strip):].split(".")
-        for k in parts[:-1]:
-            node = node.setdefault(k, {})
-        node[parts[-1]] = text
-
-    def emit(node, depth):
-        for k, v in node.items():
-            pad = " " * (indent + 2 * depth)
-            if isinstance(v, dict):
-                yield f"{pad}{k}:\n"
-                yield from emit(v, depth + 1)
-            else:
-                yield f"{pad}{k}: {v}\n"
-    return list(emit(tree, 0))
-
-
 def _tile_rows(cal: Calibration) -> dict[str, str]:
     """The hand-set ``tile_rows`` each fitted MoE variant was fitted with (part of the written variant)."""
     return {f"kernels.classes.moe.{f.variant}.tile_rows":
             f"{{value: {f.kernel.params['tile_rows']:g}, unit: count, source: assumed, reason: \"the default "
             f"block's tile_rows, used by the fit; balanced rows cannot identify it\"}}"
             for f in cal.fits if f.cls == "moe" and "tile_rows" in f.kernel.params}
-
-
-def _set_source(lines: list[str], key: str, text: str) -> None:
-    for i, line in enumerate(lines):
-        if line.startswith(f"  {key}:"):
-            lines[i] = f"  {key}: \"{text}\"\n"
-            return
-    j = lines.index("sources:\n") + 1
-    lines.insert(j, f"  {key}: \"{text}\"\n")
 
 
 def write_engine_block(path: Path, cal: Calibration) -> int:
@@ -286,22 +257,25 @@ def write_engine_block(path: Path, cal: Calibration) -> int:
     written["kernels.step.host_overhead"] = (
         f"{{value: {host:g}, unit: us, source: assumed, reason: \"no per-step host measurement in the tables; the "
         f"default engine's value is kept until {cal.engine}'s is measured\"}}")
-    ordered = dict(sorted(written.items(), key=lambda kv: profile_order(kv[0])))
-    block = [f"  {cal.engine}:\n", "    kernels:\n", *_render(ordered, "kernels.", 6)]
     lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
-    _set_source(lines, source_key(cal), source_text(cal))
+    set_source(lines, source_key(cal), source_text(cal))
     if "engines:\n" not in lines:
         lines += ["engines:\n"]
     top = lines.index("engines:\n")
     end = next((i for i in range(top + 1, len(lines)) if lines[i][:1] not in (" ", "#", "\n")), len(lines))
     subs = [i for i in range(top + 1, end) if re.match(r"^  [a-z]", lines[i])]
     names = [lines[i].strip().rstrip(":") for i in subs]
+    old = []
     if cal.engine in names:
         a = subs[names.index(cal.engine)]
-        b = next((i for i in subs if i > a), end)
+        old = lines[a:next((i for i in subs if i > a), end)]
+    # values with another source (hand copies of a kernel, stated round bands) stay; the calibration's own replace
+    ordered = dict(sorted({**hand_set(old, source_key(cal)), **written}.items(), key=lambda kv: profile_order(kv[0])))
+    block = [f"  {cal.engine}:\n", "    kernels:\n", *render(ordered, "kernels.", 6)]
+    if old:
         # the engine's CUDA-graph capture sizes are not fitted: the refit keeps them (docs/MODEL.md §4.5)
-        keep = [x for x in lines[a:b] if x.startswith("      graphs:")]
-        lines[a:b] = block[:2] + keep + block[2:]
+        keep = [x for x in old if x.startswith("      graphs:")]
+        lines[a:a + len(old)] = block[:2] + keep + block[2:]
     else:
         after = [i for i, n in zip(subs, names, strict=True) if _engine_rank(n) > _engine_rank(cal.engine)]
         at = after[0] if after else end
@@ -380,11 +354,11 @@ def write_calibrated_kernels(path: Path, cal: Calibration) -> int:
     values.update(fitted)
     ordered = dict(sorted(values.items(), key=lambda kv: profile_order(kv[0])))
     lines = text.splitlines(keepends=True)
-    _set_source(lines, source_key(cal), source_text(cal))
-    _set_source(lines, dsrc, f"what-if rule (simulator/specs/whatif.py, docs/MODEL.md) applied to {base}'s values: "
+    set_source(lines, source_key(cal), source_text(cal))
+    set_source(lines, dsrc, f"what-if rule (simulator/specs/whatif.py, docs/MODEL.md) applied to {base}'s values: "
                              f"kept where the {cal.gpu} {cal.engine} tables have no rows")
     i = next(i for i, line in enumerate(lines) if re.match(r"^kernels: *\{ *derive_from:", line))
-    lines[i:i + 1] = ["kernels:\n", *_render(ordered, "kernels.", 2)]
+    lines[i:i + 1] = ["kernels:\n", *render(ordered, "kernels.", 2)]
     out = "".join(lines).replace("\nwhat_if: true\n", "\nwhat_if: false\n").replace("; what-if profile.\n", ".\n")
     out = re.sub(r"what-if profile: kernel curves derived from the calibrated H100 SXM by the rule in\s*#?\s*"
                  r"simulator/cost/whatif\.py\.",
