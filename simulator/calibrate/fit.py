@@ -53,10 +53,10 @@ from .measured import (
     read_tables,
 )
 
-# Collectives fitted with two regimes (fit_collective). NCCL all-gather would gain as much (B200 14.2% -> 8.9%) but
-# keeps one line: the SD host-time fit (specdec.engine_round.FITTED, docs/MODEL.md §4.6) prices SGLang/vLLM rows
-# with it, and a refit of its values moves that table; its reason is printed in docs/calibration.
-TWO_REGIMES = ("all_reduce", "all_to_all")
+# Collectives fitted with two regimes (fit_collective): NCCL's low-latency and bandwidth protocols (all-to-all,
+# all-gather) and the custom all-reduce's one-shot and two-shot algorithms (docs/MODEL.md §3.7). A refit of the
+# all-gather moves the SD host-time fit (specdec.engine_round.FITTED, MODEL_ERROR): re-run FIT_COMMAND with it.
+TWO_REGIMES = ("all_reduce", "all_to_all", "all_gather")
 PAR_GRID = tuple(2.0 ** j for j in range(-2, 15))  # points of tabulated "parallel" curves
 
 
