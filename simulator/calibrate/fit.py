@@ -22,7 +22,7 @@ from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import DEFAULT_ENGINE, Collective, Curve, KernelClass
 from .diagnose import fit_least_squares
-from .guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed, select_moe_rows
+from .guard import REFUSE_AT_BOUNDS, at_bounds, floor_out_of_line, host_timed, kernel_rows, select_moe_rows
 from .measured import (
     ATTN_FIT_MIN_KV,
     COLLECTIVES,
@@ -168,7 +168,7 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
 
 # --- attention ----------------------------------------------------------------------------------------------------
 def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: str, ref: Reference = REF) -> Fit:
-    r = attention_rows(rows, kv_csv, ref)
+    r, left = kernel_rows(attention_rows(rows, kv_csv, ref), ref.framework, "attention")
     kv_dtype = DTYPE_NAMES[kv_csv]
     op = attention_row_op(r, kv_dtype)
     y = col(r, "latency_us") * 1e-6
@@ -195,7 +195,7 @@ def fit_attention(rows: list[dict], hw: HardwareProfile, kv_csv: str, source: st
     return Fit("attention", kv_dtype, kernel(th), int(fit_mask.sum()), mf, ml,
                mape(op_time(op, hh, REFINED).time, y),
                f"{engine_display(ref.framework)} rows with kv_len >= {ATTN_FIT_MIN_KV}", "(heads, kv heads)",
-               {"rows_total": len(y), "at_bounds": bound, "residuals": rs})
+               {"rows_total": len(y), "at_bounds": bound, "left_out": (left,) if left else (), "residuals": rs})
 
 
 # --- collectives --------------------------------------------------------------------------------------------------

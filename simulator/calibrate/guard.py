@@ -8,8 +8,8 @@
 - **Parameters at their bounds.** A least-squares optimum on the box's edge is the box's answer, not the data's:
   every parameter within ``BOUND_TOL`` of its range's end is named (flagged); a fit with ``REFUSE_AT_BOUNDS`` or more
   of them is refused.
-- **One kernel per fit.** Where a format's MoE rows hold more than one throughput kernel, the fit reads the kernel
-  the engine selects for the checkpoints it serves (:data:`ENGINE_MOE_KERNEL`); the other kernel's rows are left out.
+- **One kernel per fit.** Where a format's MoE or attention rows hold more than one kernel, the fit reads the kernel
+  the engine selects for the checkpoints it serves (:data:`ENGINE_KERNEL`); the other kernel's rows are left out.
   SGLang's Blackwell tables time ``sglang_flashinfer_trtllm_moe`` for DeepSeek-V3, Qwen3-235B, Qwen3-30B, Qwen3.5,
   GLM and Kimi shapes and ``sglang_fused_moe_triton`` for Mixtral (bf16 and fp8_block); SGLang's ``auto`` MoE runner
   on SM100 is ``flashinfer_trtllm`` for fp8 and ModelOpt-FP4 checkpoints of DeepSeek-V3 and Qwen3-Next-style models
@@ -45,8 +45,11 @@ FLOOR_RATIO = (0.2, 5.0)
 HOST_RATIO = 6.5  # the kernels here: 1.4-5.2x; vLLM 0.24 DeepGEMM fp8_block: 8.2-79x
 HOST_MIN_IDEAL = 2e-6  # s: rows whose roofline is not lost in a kernel floor
 HOST_MIN_ROWS = 10
-# The MoE kernel each engine's fit reads where a format's rows hold several (framework label, lower case -> kernel).
-ENGINE_MOE_KERNEL = {"sglang": "sglang_flashinfer_trtllm_moe"}
+# The kernel each engine's fit reads where an op's rows hold several ((framework label, lower case), op -> kernel):
+# SGLang's MoE runner on SM100 (above) and its default attention backend for MHA models on SM100 / SM103 (sglang
+# server_args.py get_default_attn_backend: "1.2 Use trtllm_mha for SM100/SM103 (Blackwell B200/GB200/B300)
+# excluding spec with topk > 1"); the rows of a kernel no table of another GPU holds are left alone.
+ENGINE_KERNEL = {("sglang", "moe"): "sglang_flashinfer_trtllm_moe", ("sglang", "attention"): "trtllm_mha"}
 
 
 def at_bounds(theta, lo, hi, names) -> tuple[str, ...]:
@@ -101,11 +104,11 @@ def floor_out_of_line(hw: HardwareProfile, engine: str, cls: str, variant: str, 
             f"{cls} {variant} floors on {hw.name} (allowed {FLOOR_RATIO[0]:g}-{FLOOR_RATIO[1]:g}x)")
 
 
-def moe_kernel_rows(rows: list[dict], framework: str) -> tuple[list[dict], str]:
-    """The rows of the engine's MoE kernel where the rows hold several (:data:`ENGINE_MOE_KERNEL`), and what was left
-    out ('' when nothing)."""
+def kernel_rows(rows: list[dict], framework: str, op: str = "moe") -> tuple[list[dict], str]:
+    """The rows of the engine's kernel for ``op`` where the rows hold several (:data:`ENGINE_KERNEL`), and what was
+    left out ('' when nothing)."""
     kernels = sorted({x["kernel_source"] for x in rows})
-    keep = ENGINE_MOE_KERNEL.get(framework.lower())
+    keep = ENGINE_KERNEL.get((framework.lower(), op))
     if len(kernels) < 2 or keep not in kernels:
         return rows, ""
     out = [x for x in rows if x["kernel_source"] == keep]
@@ -130,9 +133,9 @@ def over_peak_series(rows: list[dict], weight_bytes, measured, hw: HardwareProfi
 
 def select_moe_rows(rows: list[dict], framework: str, weight_bytes_of, hw: HardwareProfile,
                     throughput: bool = True) -> tuple[list, tuple]:
-    """The MoE rows a fit reads (:func:`moe_kernel_rows`, then for the throughput kernels :func:`over_peak_series`;
+    """The MoE rows a fit reads (:func:`kernel_rows`, then for the throughput kernels :func:`over_peak_series`;
     ``weight_bytes_of(rows)``: their balanced expert weights) and what was left out, one line per rule."""
-    rows, left = moe_kernel_rows(rows, framework)
+    rows, left = kernel_rows(rows, framework)
     if not rows or not throughput:
         return rows, (left,) if left else ()
     keep, over = over_peak_series(rows, weight_bytes_of(rows), [float(x["latency_us"]) * 1e-6 for x in rows], hw)

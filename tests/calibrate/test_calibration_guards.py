@@ -14,7 +14,7 @@ from simulator.calibrate.guard import (
     at_bounds,
     floor_out_of_line,
     host_timed,
-    moe_kernel_rows,
+    kernel_rows,
     over_peak_series,
     roofline_seconds,
     select_moe_rows,
@@ -84,10 +84,20 @@ def test_one_moe_kernel_per_fit():
     """SGLang's Blackwell tables hold two kernels per format: the fit reads the one SGLang runs; an engine with no
     declared kernel, or rows of one kernel, keep every row."""
     rows = _moe_rows("sglang_flashinfer_trtllm_moe", "Q", 3) + _moe_rows("sglang_fused_moe_triton", "M", 2)
-    kept, why = moe_kernel_rows(rows, "SGLang")
+    kept, why = kernel_rows(rows, "SGLang")
     assert [x["model"] for x in kept] == ["Q"] * 3 and "2 rows of sglang_fused_moe_triton" in why
-    assert moe_kernel_rows(rows, "VLLM") == (rows, "")
-    assert moe_kernel_rows(rows[3:], "SGLang") == (rows[3:], "")
+    assert kernel_rows(rows, "VLLM") == (rows, "")
+    assert kernel_rows(rows[3:], "SGLang") == (rows[3:], "")
+
+
+def test_one_attention_kernel_per_fit():
+    """SGLang's Blackwell decode-attention tables time flashinfer and trtllm_mha: the fit reads trtllm_mha, SGLang's
+    default MHA backend on SM100; a table of one kernel (Hopper's) and the MoE rule's kernel are not confused."""
+    rows = _moe_rows("flashinfer", "a", 2) + _moe_rows("trtllm_mha", "a", 3)
+    kept, why = kernel_rows(rows, "SGLang", "attention")
+    assert {x["kernel_source"] for x in kept} == {"trtllm_mha"} and "2 rows of flashinfer" in why
+    assert kernel_rows(rows[:2], "SGLang", "attention") == (rows[:2], "")
+    assert kernel_rows(rows, "SGLang", "moe") == (rows, "")  # neither row kernel is the MoE one: no selection
 
 
 def test_series_streaming_above_the_hbm_peak_is_left_out():
