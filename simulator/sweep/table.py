@@ -68,7 +68,7 @@ class SweepResult:
 def tidy_columns(cases: list[Case]) -> dict[str, np.ndarray]:
     """The columns of :data:`COLUMNS` for ``cases``, rows ordered case, then batch, then draft length. Each column
     is gathered at once: the cases' values concatenated, then read through one index per layout (a value per case,
-    per batch, per draft length or per (draft length, batch) point; :func:`_fields`)."""
+    per batch, per draft length or per (draft length, batch) point; :data:`_FIELDS`)."""
     ng = np.array([len(c.result.gammas) for c in cases])
     nb = np.array([len(c.result.batch) for c in cases])
     n = ng * nb
