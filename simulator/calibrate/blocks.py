@@ -1,5 +1,6 @@
 """Text-level editing of a hand-edited profile's YAML blocks (:mod:`.profile_io` writes calibrations with them):
-nested lines rendered from dotted paths, a ``sources:`` entry set, and the hand-set leaves of a block a refit keeps."""
+nested lines rendered from dotted paths, the dotted path of every line, a ``sources:`` entry set, and the hand-set
+leaves of a block a refit keeps."""
 
 from __future__ import annotations
 
@@ -37,17 +38,37 @@ def set_source(lines: list[str], key: str, text: str) -> None:
     lines.insert(j, f"  {key}: \"{text}\"\n")
 
 
+_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z0-9_.\-]+):(?P<rest>.*)$")
+
+
+def paths(lines: list[str]):
+    """Yield ``(index, dotted path, text after the colon)`` for every ``key: value`` line of a block-style YAML file
+    whose nested values are flow mappings or scalars on one line."""
+    stack: list[tuple[int, str]] = []
+    for i, line in enumerate(lines):
+        m = _LINE.match(line)
+        if not m or line.lstrip().startswith("#"):
+            continue
+        indent = len(m["indent"])
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = ".".join([k for _, k in stack] + [m["key"]])
+        rest = m["rest"].strip()
+        if rest == "" or rest.startswith("#"):
+            stack.append((indent, m["key"]))
+        yield i, path, rest
+
+
 def hand_set(block: list[str], key: str) -> dict[str, str]:
-    """The leaves of an engine block (``{dotted path: flow text}``) that a calibration citing ``key`` keeps: those
-    under a node with no value of that source (a kernel copied by hand, a stated round band), graphs aside."""
-    leaves, fitted, path = {}, set(), []
-    for line in block:
-        m = re.match(r"^( {4,})([A-Za-z0-9_]+):(.*)$", line.rstrip("\n"))
-        if m:
-            path[(len(m.group(1)) - 4) // 2:] = [m.group(2)]
-            text, parent = m.group(3).strip(), ".".join(path[:-1])
-            if f"source: {key}" in text:
-                fitted.add(parent)
-            elif text and path[:2] != ["kernels", "graphs"]:
-                leaves[".".join(path)] = (parent, text)
+    """The leaves of an engine block (``{dotted path: flow text}``, paths from ``kernels.``) that a calibration citing
+    ``key`` keeps: those under a node with no value of that source (a kernel copied by hand, a stated round band),
+    graphs aside."""
+    leaves, fitted = {}, set()
+    for _, path, text in paths(block):
+        path = path.partition(".")[2]  # the engine's name dropped
+        parent = path.rpartition(".")[0]
+        if f"source: {key}" in text:
+            fitted.add(parent)
+        elif text and not text.startswith("#") and not path.startswith("kernels.graphs"):
+            leaves[path] = (parent, text)
     return {p: text for p, (parent, text) in leaves.items() if parent not in fitted}

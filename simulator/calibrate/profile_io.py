@@ -25,7 +25,7 @@ from ..specs.kernels import (
     KernelClass,
     Kernels,
 )
-from .blocks import hand_set, render, set_source
+from .blocks import hand_set, paths, render, set_source
 from .fit import Calibration, Fit
 
 SOURCE = "fit-h100"
@@ -114,27 +114,6 @@ def fitted_values(cal: Calibration) -> dict[str, str]:
     return out
 
 
-_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z0-9_.\-]+):(?P<rest>.*)$")
-
-
-def _paths(lines: list[str]):
-    """Yield ``(index, dotted path, text after the colon)`` for every ``key: value`` line of a block-style YAML file
-    whose nested values are flow mappings or scalars on one line."""
-    stack: list[tuple[int, str]] = []
-    for i, line in enumerate(lines):
-        m = _LINE.match(line)
-        if not m or line.lstrip().startswith("#"):
-            continue
-        indent = len(m["indent"])
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        path = ".".join([k for _, k in stack] + [m["key"]])
-        rest = m["rest"].strip()
-        if rest == "" or rest.startswith("#"):
-            stack.append((indent, m["key"]))
-        yield i, path, rest
-
-
 def _profile_name(text: str, where: str) -> str:
     try:
         obj = yaml.safe_load(text)
@@ -185,7 +164,7 @@ def write_in_place(path: Path, cal: Calibration, force: bool = False) -> int:
     lines = text.splitlines(keepends=True)
     done, stale = set(), []
     has_source = False
-    for i, p, rest in list(_paths(lines)):
+    for i, p, rest in list(paths(lines)):
         head = lines[i][: lines[i].index(":") + 1]
         if p in values:
             lines[i] = f"{head} {values[p]}\n"

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simulator.calibrate.blocks import paths as _paths
 from simulator.calibrate.fit import calibrate
-from simulator.calibrate.profile_io import _paths, fitted_values, write_profile
+from simulator.calibrate.profile_io import fitted_values, write_profile
 from simulator.calibrate.report import report_markdown
 from simulator.errors import ConfigError, ParameterError
 from simulator.specs.catalog import load_hardware
