@@ -25,8 +25,8 @@ from typing import Any
 
 from .errors import ParameterError
 
-__all__ = ["Interval", "Options", "Param", "check_fields", "check_params", "declare", "describe", "param_field",
-           "parameter_error", "params_of"]
+__all__ = ["Interval", "Options", "Param", "Pattern", "check_fields", "check_params", "declare", "describe",
+           "param_field", "parameter_error", "params_of"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,22 @@ class Options:
 
     def __str__(self) -> str:
         return "one of {" + ", ".join(repr(v) for v in self.values) + "}"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """Text matching a regular expression (whole string), described as ``text`` in messages."""
+
+    regex: str
+    text: str
+
+    def contains(self, value: Any) -> bool:
+        import re
+
+        return isinstance(value, str) and re.fullmatch(self.regex, value) is not None
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _fmt(x: float) -> str:

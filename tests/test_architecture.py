@@ -85,3 +85,45 @@ def test_no_imports_upward():
         if la >= 0 and lb >= 0 and lb > la and not (a.split(".")[1] in BASE and b.split(".")[1] in BASE):
             up.append(f"{a} -> {b}")
     assert not up, "imports from a lower layer to a higher one: " + "; ".join(sorted(up))
+
+
+def _calls(attr: str) -> set[str]:
+    """Modules that call a method or function named ``attr``."""
+    out = set()
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if name == attr:
+                    out.add(_module_name(path))
+    return out
+
+
+def test_the_engine_is_bound_in_one_place():
+    """Pricing binds a profile to the deployment's engine release once (pricing.scenario.bound, which Scenario.hw
+    and the few single-op commands use); nothing below re-selects an engine's kernels (docs/MODEL.md §3.10)."""
+    assert _calls("bind") == {"simulator.pricing.scenario"}
+    assert _calls("for_engine") == set()
+    assert {m.split(".")[1] for m in _calls("kernel_block")} <= {"specs", "calibrate"}
+
+
+def _engine_names() -> set[str]:
+    return {p.stem for p in (PKG.parent / "engines").glob("*.yaml")}
+
+
+def test_no_engine_facts_in_python_below_pricing():
+    """What an engine executes is read from its file (engines/*.yaml), so the cost, specdec and pricing code names
+    no engine: no string constant equal to an engine's name there (the SD corpus fit's tables, keyed by engine, are
+    written by the fit and checked against it by tests/validate/test_sd_fitted.py)."""
+    names, found = _engine_names(), []
+    assert names >= {"trtllm", "sglang", "vllm"}
+    for pkg in ("cost", "specdec", "pricing"):
+        for path in (PKG / pkg).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            fit_tables = {id(k) for node in ast.walk(tree) if isinstance(node, ast.AnnAssign)
+                          and getattr(node.target, "id", "") in ("FITTED", "MODEL_ERROR")
+                          for d in ast.walk(node.value) if isinstance(d, ast.Dict) for k in d.keys}
+            found += [f"{path.relative_to(PKG)}:{n.lineno} {n.value!r}" for n in ast.walk(tree)
+                      if isinstance(n, ast.Constant) and n.value in names and id(n) not in fit_tables]
+    assert not found, "engine names in code (move the fact to the engine's file): " + "; ".join(found)

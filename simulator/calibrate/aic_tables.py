@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, ParameterError
-from ..specs.kernels import ENGINES
+from ..specs.catalog import ENGINES, list_engines
 
 PACKAGE, DIST = "aiconfigurator_core", "aiconfigurator-core"
 EXTRA = 'pip install ".[calibrate]"'
@@ -39,7 +39,9 @@ GPU_NAMES: dict[str, str] = {
 CATALOG_NAMES = {v: k for k, v in GPU_NAMES.items()}
 # Held out to judge what-if accuracy: never read, calibrated on, or studied (issue 11).
 DENIED = frozenset({"b300_sxm", "gb300"})
-FRAMEWORK_LABEL = {"trtllm": "TRTLLM", "sglang": "SGLang", "vllm": "VLLM"}  # the tables' `framework` column
+# the tables' `framework` column per engine: each engine file's calibration.framework
+FRAMEWORK_LABEL = {e.name: e.default.calibration["framework"] for e in list_engines()
+                   if e.default.calibration["framework"]}
 
 # The bundled extract's row filters (measured/h100-sxm/README.md), applied to every GPU.
 MOE_MODELS = {(4096, 1536, 128, 8): "Qwen3-235B-A22B", (7168, 2048, 256, 8): "DeepSeek-V3",

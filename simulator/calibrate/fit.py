@@ -380,8 +380,7 @@ def calibrate_engine(gpu: str, engine: str = DEFAULT_ENGINE, version: str | None
     """Calibrate ``gpu`` (catalog name) for ``engine`` on aiconfigurator-core's tables (:mod:`.aic_tables`): the
     engine's newest version unless ``version``; the newest NCCL version label for the all-to-all / all-gather."""
     from ..params import Options, Param
-    from ..specs.catalog import load_hardware
-    from ..specs.kernels import ENGINES
+    from ..specs.catalog import ENGINES, load_hardware
     from .aic_tables import FRAMEWORK_LABEL, read_package, version_key
 
     Param(Options(ENGINES)).check(engine, "engine", "calibrate_engine")

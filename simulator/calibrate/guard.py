@@ -35,9 +35,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..cost.ops import Op
+from ..specs.catalog import ENGINES, list_engines
 from ..specs.dtypes import FALLBACK_COMPUTE
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import ENGINES
 
 BOUND_TOL = 1e-3  # fraction of the parameter's range
 REFUSE_AT_BOUNDS = 2
@@ -45,11 +45,11 @@ FLOOR_RATIO = (0.2, 5.0)
 HOST_RATIO = 6.5  # the kernels here: 1.4-5.2x; vLLM 0.24 DeepGEMM fp8_block: 8.2-79x
 HOST_MIN_IDEAL = 2e-6  # s: rows whose roofline is not lost in a kernel floor
 HOST_MIN_ROWS = 10
-# The kernel each engine's fit reads where an op's rows hold several ((framework label, lower case), op -> kernel):
-# SGLang's MoE runner on SM100 (above) and its default attention backend for MHA models on SM100 / SM103 (sglang
-# server_args.py get_default_attn_backend: "1.2 Use trtllm_mha for SM100/SM103 (Blackwell B200/GB200/B300)
-# excluding spec with topk > 1"); the rows of a kernel no table of another GPU holds are left alone.
-ENGINE_KERNEL = {("sglang", "moe"): "sglang_flashinfer_trtllm_moe", ("sglang", "attention"): "trtllm_mha"}
+# The kernel each engine's fit reads where an op's rows hold several ((framework label, lower case), op -> kernel): the
+# engine files' calibration.kernels (SGLang's MoE runner on SM100 and its default attention backend for MHA models on
+# SM100 / SM103, each with its source there); the rows of a kernel no table of another GPU holds are left alone.
+ENGINE_KERNEL = {(e.default.calibration["framework"].lower(), op): k for e in list_engines()
+                 for op, k in e.default.calibration.items() if op in ("moe", "attention")}
 
 
 def at_bounds(theta, lo, hi, names) -> tuple[str, ...]:
@@ -92,7 +92,7 @@ def floor_out_of_line(hw: HardwareProfile, engine: str, cls: str, variant: str, 
     for e in ENGINES:
         if e == engine or (e != hw.engine and e not in hw.engine_kernels):
             continue  # this engine's own (refitted) value, or an engine the profile has no block of
-        table = hw.for_engine(e).kernels.classes.get(cls, {})
+        table = hw.kernel_block(e).kernels.classes.get(cls, {})
         if variant in table:
             floors.append(table[variant].fixed)
     if len(floors) < 2:

@@ -28,6 +28,7 @@ from ..cost.deployment import Mechanisms
 from ..cost.engine import op_time
 from ..cost.opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op
 from ..errors import ConfigError
+from ..specs.catalog import list_engines
 from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 
@@ -61,8 +62,11 @@ ATTN_FIT_MIN_KV = 256  # attention rows with fewer cached tokens are launch-domi
 CALIB, ALL_TRT, SGLANG, VLLM = ("calibration rows", "all TRT-LLM rows", "SGLang (out of calibration)",
                                 "vLLM (out of calibration)")
 SETS = (CALIB, ALL_TRT, SGLANG, VLLM)
-ENGINES = ("TRTLLM", "SGLang", "VLLM")
-ENGINE_SET = {"TRTLLM": ALL_TRT, "SGLang": SGLANG, "VLLM": VLLM, "vLLM": VLLM}
+# The tables' framework labels (each engine file's calibration.framework) and the row set each engine's rows go to.
+ENGINES = tuple(e.default.calibration["framework"] for e in list_engines() if e.default.calibration["framework"])
+ENGINE_SET = {**{e.default.calibration["framework"]: (ALL_TRT if e.default.calibration["framework"] == FRAMEWORK
+                                                       else f"{e.display_name} (out of calibration)")
+                 for e in list_engines() if e.default.calibration["framework"]}, "vLLM": VLLM}
 ALL_FORMATS = "all formats"
 ERROR_COLUMNS = ("op", "format", "row set", "n", "MAPE", "median APE", "within ±20%", "bias (mean signed)")
 
@@ -199,11 +203,12 @@ def is_calibration_collective(x: dict, kind: str, ref: Reference = REF) -> bool:
     return x["kernel_source"] == "NCCL" and x["version"] == ref.nccl and x["dtype"] == "half"
 
 
-ENGINE_DISPLAY = {"trtllm": "TRT-LLM", "sglang": "SGLang", "vllm": "vLLM"}  # keyed by framework label, lower case
-
-
 def engine_display(framework: str) -> str:
-    return ENGINE_DISPLAY.get(framework.lower(), framework)
+    """The engine's display name (its file's display_name) for a tables' framework label (any case)."""
+    for e in list_engines():
+        if e.default.calibration["framework"].lower() == framework.lower():
+            return e.display_name
+    return framework
 
 
 def collective_label(kind: str, ref: Reference = REF) -> str:

@@ -264,7 +264,7 @@ def write_engine_block(path: Path, cal: Calibration) -> int:
 
 
 def _engine_rank(name: str) -> int:
-    from ..specs.kernels import ENGINES
+    from ..specs.catalog import ENGINES
 
     return ENGINES.index(name) if name in ENGINES else len(ENGINES)
 

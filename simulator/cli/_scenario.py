@@ -61,15 +61,33 @@ def _flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
+def _checked(parse, param):
+    """``parse``, then the parameter's declaration: a value it refuses is argparse's one-line error on the flag."""
+    def check(text: str):
+        value = parse(text)
+        if not param.contains(value):
+            raise argparse.ArgumentTypeError(f"must be {param.expected()}; got {text!r}")
+        return value
+
+    check.__name__ = parse.__name__
+    return check
+
+
 def _add_declared(g, owner, name: str, what: str) -> None:
     param = params_of(owner)[name]
     kw: dict = {}
     opts = next((c for c in param.constraints if isinstance(c, Options)), None)
     span = next((c for c in param.constraints if isinstance(c, Interval)), None)
+    other = [c for c in param.constraints if c is not None and c is not opts and c is not span]
     if opts is not None:
-        kw["choices"] = [v for v in opts.values if v is not None]
-        kw["type"] = any_case(kw["choices"], name)
-        kw["metavar"] = "|".join(str(v) for v in kw["choices"]) if len(kw["choices"]) <= 4 else None
+        names = [v for v in opts.values if v is not None]
+        kw["type"] = any_case(names, name)
+        if other:  # a name or something else (an engine file's path): the declaration checks it, with the fix
+            kw["type"] = _checked(kw["type"], param)
+            kw["metavar"] = "|".join(str(v) for v in names) + "|PATH"
+        else:
+            kw["choices"] = names
+            kw["metavar"] = "|".join(str(v) for v in names) if len(names) <= 4 else None
     elif span is not None:
         kw["type"] = span.kind
     if kw.get("metavar") is None:

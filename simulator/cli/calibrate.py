@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..specs.kernels import ENGINES
+from ..specs.catalog import ENGINES
 from ._common import any_case, print_json, progress
 
 

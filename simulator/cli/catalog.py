@@ -6,31 +6,35 @@ import argparse
 
 from ..render.textable import fill
 from ..specs import catalog, derived
+from ..specs.bundled import KINDS
 from ._common import add_json_flag, print_json
 from ._table import WIDTH, Col, add_wide_flag, render
 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "list", help="list bundled hardware profiles, models, routing profiles and experiments",
-        description="List the bundled hardware profiles, model specs, named routing profiles and experiments.",
+        "list", help="list bundled hardware profiles, models, engines, routing profiles and experiments",
+        description="List the bundled hardware profiles, model specs, engines (what each executes, per release), "
+                    "named routing profiles and experiments.",
         epilog="example: python -m simulator list models --json",
     )
-    p.add_argument("kind", nargs="?", choices=("all", *catalog.KINDS), default="all")
+    p.add_argument("kind", nargs="?", choices=("all", *KINDS), default="all")
     add_json_flag(p)
     add_wide_flag(p)
     p.set_defaults(func=cmd_list)
 
     s = sub.add_parser(
-        "show", help="show one hardware profile or model with units, sources and derived quantities",
-        description=("Show every field of a hardware profile or model spec with its unit and source; for models "
-                     "also the derived quantities (parameters, weight bytes per dtype, KV bytes per token). "
-                     "NAME is a bundled name (see `list`) or a path to a YAML file."),
+        "show", help="show one hardware profile, model or engine with units, sources and derived quantities",
+        description=("Show every field of a hardware profile, model spec or engine with its unit and source; for "
+                     "models also the derived quantities (parameters, weight bytes per dtype, KV bytes per token); "
+                     "for engines what each release executes. NAME is a bundled name (see `list`) or a path to a "
+                     "YAML file."),
         epilog="examples: python -m simulator show hardware h100-sxm\n"
-               "          python -m simulator show model qwen3-235b-a22b --json",
+               "          python -m simulator show model qwen3-235b-a22b --json\n"
+               "          python -m simulator show engine sglang",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("kind", choices=("hardware", "model"))
+    s.add_argument("kind", choices=("hardware", "model", "engine"))
     s.add_argument("name", metavar="NAME|PATH")
     add_json_flag(s)
     add_wide_flag(s)
@@ -58,6 +62,24 @@ def _model_row(m) -> dict:
     }
 
 
+def _release_row(r) -> dict:
+    ex, sv, g = r.execution, r.serving, r.graphs
+    return {"version": r.version, "since": r.since, "decode_overlap": ex.decode_overlap, "sd_overlap": ex.sd_overlap,
+            "sd_overlap_off": list(ex.sd_overlap_off), "syncs_sd": ex.syncs_sd, "syncs_sd_overlap": ex.syncs_sd_overlap,
+            "syncs_decode": ex.syncs_decode, "kv_kernels": ex.kv_kernels, "chain_builds_tree": ex.chain_builds_tree,
+            "execution_source": ex.source, "prefill": sv.prefill, "sd_running_cap": sv.sd_running_cap,
+            "serving_source": sv.source, "graphs": f"{g.cap} {g.unit}" if g else "none",
+            "tbo_auto": r.schedule.tbo_auto, "linear_attention_in_proj": r.ops.linear_attention_in_proj,
+            "moe_min_latency": r.kernels.moe_min_latency, "kernel_block": r.kernel_block,
+            "round": {n: {"low": b.low, "central": b.central, "high": b.high, "source": b.source}
+                      for n, b in vars(r.round).items()}}
+
+
+def _engine_row(e) -> dict:
+    return {"name": e.name, "display_name": e.display_name, "aliases": list(e.aliases), "vendors": list(e.vendors),
+            "description": e.description, "releases": [_release_row(r) for r in e.releases], "origin": e.origin}
+
+
 def _routing_row(r) -> dict:
     return {"name": r.name, "display_name": r.display_name, "experts": r.experts, "top_k": r.top_k,
             "lags": list(r.lags), "popularity": r.popularity, "source": r.source, "citation": r.citation,
@@ -70,6 +92,8 @@ def cmd_list(args) -> int:
         out["hardware"] = [_hw_row(h) for h in catalog.list_hardware()]
     if args.kind in ("all", "models"):
         out["models"] = [_model_row(m) for m in catalog.list_models()]
+    if args.kind in ("all", "engines"):
+        out["engines"] = [_engine_row(e) for e in catalog.list_engines()]
     if args.kind in ("all", "routing"):
         out["routing"] = [_routing_row(r) for r in catalog.list_routing_profiles()]
     if args.kind in ("all", "experiments"):
@@ -94,6 +118,15 @@ def cmd_list(args) -> int:
             print(f"  {r['name']:<24} {r['role']:<8} {r['total_params'] / 1e9:8.1f} {r['active_params'] / 1e9:8.2f}"
                   f" {r['experts']:>4} {r['top_k']:>3} {r['shared_experts']:>2}  {r['attention']:<4}  "
                   f"{r['native_dtype']}")
+    if "engines" in out:
+        print(f"engines ({len(out['engines'])}; the newest release is the default)")
+        print(f"  {'name':<8} {'releases':<12} {'vendors':<12} {'overlap decode/SD':<18} {'prefill':<9} "
+              f"{'SD cap':>6}  {'graphs':<14} TBO auto")
+        for r in out["engines"]:
+            d = r["releases"][-1]
+            print(f"  {r['name']:<8} {', '.join(x['version'] for x in r['releases']):<12} "
+                  f"{', '.join(r['vendors']):<12} {d['decode_overlap'] + '/' + d['sd_overlap']:<18} "
+                  f"{d['prefill']:<9} {d['sd_running_cap'] or '-':>6}  {d['graphs']:<14} {d['tbo_auto']}")
     if "routing" in out:
         print(f"routing profiles ({len(out['routing'])})")
         for r in out["routing"]:
@@ -138,6 +171,8 @@ def cmd_show(args) -> int:
             + ", ".join(f"{n}/{v} {c.fixed * 1e6:.1f} us" for n, vs in k.classes.items() for v, c in vs.items()))
         _print_sources(h, args.wide)
         return 0
+    if args.kind == "engine":
+        return _show_engine(args, say)
     from ..overlap.feasible import check_model_statistics
 
     m = catalog.load_model(args.name)
@@ -168,6 +203,34 @@ def cmd_show(args) -> int:
     say("  KV bytes per token: " + ", ".join(f"{k} {v / 1e3:.1f} kB" for k, v in d["kv_bytes_per_token"].items()))
     _print_fields(m, args.wide)
     _print_sources(m, args.wide)
+    return 0
+
+
+def _show_engine(args, say) -> int:
+    e = catalog.load_engine(args.name)
+    data = {**_engine_row(e), "sources": dict(e.sources), "fields": _provenance_rows(e)}
+    if args.json:
+        print_json(data)
+        return 0
+    say(f"{e.display_name} ({e.name}) — runs on {', '.join(e.vendors)}; releases {', '.join(e.versions)} "
+        f"(default {e.default.version})")
+    if e.description:
+        say(f"  {e.description}")
+    for r in data["releases"]:
+        say(f"  release {r['version']}: {r['since']}")
+        say(f"    execution [{r['execution_source']}]: overlap decode {r['decode_overlap']}, SD rounds "
+            f"{r['sd_overlap']}" + (f" (off with {', '.join(r['sd_overlap_off'])})" if r['sd_overlap_off'] else "")
+            + f"; blocking syncs per round {r['syncs_sd']} (overlapped {r['syncs_sd_overlap']}), per decode step "
+            f"{r['syncs_decode']}; KV kernels per round {r['kv_kernels']}; chains build a tree: "
+            f"{'yes' if r['chain_builds_tree'] else 'no'}")
+        say(f"    serving [{r['serving_source']}]: prefill {r['prefill']}, running requests under SD "
+            f"{r['sd_running_cap'] or 'not capped'}; CUDA graphs up to {r['graphs']}; two-batch overlap auto: "
+            f"{r['tbo_auto']}; gated-delta-net input projections {r['linear_attention_in_proj']}; min-latency MoE: "
+            f"{r['moe_min_latency']}; kernels: the profile's {r['kernel_block']} block")
+        say("    round host time and kernels (low / central / high): " + "; ".join(
+            f"{n} {b['low']:.3g}/{b['central']:.3g}/{b['high']:.3g}" for n, b in r["round"].items()))
+    _print_fields(e, args.wide)
+    _print_sources(e, args.wide)
     return 0
 
 

@@ -106,9 +106,10 @@ def _run(args) -> int:
     )
     from ..errors import ParameterError
     from ..params import Interval, Param, check_params
+    from ..pricing import bound
     from ..specs.catalog import load_hardware
 
-    hw = load_hardware(args.hardware).for_engine(Deployment(engine=args.engine).engine)
+    hw = bound(load_hardware(args.hardware), Deployment(engine=args.engine))
     if args.op == "allreduce":
         size = np.asarray(args.bytes, float)
         t = collective_view("all_reduce", size, args.gpus, hw)

@@ -9,15 +9,16 @@ combine. Dense FFN layers and shared experts follow the attention layout.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, replace
 
 from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
-from ..params import Interval, Options, Param, check_fields, param_field
+from ..params import Interval, Options, Param, Pattern, check_fields, param_field
+from ..specs.catalog import ENGINES, list_engines, load_engine
 from ..specs.dtypes import FORMATS, KV_DTYPES, compute_dtype
+from ..specs.engine import EngineRelease
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE, ENGINE_VENDORS, ENGINES
+from ..specs.kernels import A2A_MODES, DEFAULT_ENGINE
 from ..specs.model import ModelSpec
 from ..specs.wide_ep import (
     A2A_ACROSS_DOMAINS,
@@ -25,7 +26,6 @@ from ..specs.wide_ep import (
     A2A_NCCL_MAX_GPUS,
     DISPATCH_BYTES,
     MODE_DISPATCH,
-    TBO_ENGINES,
 )
 
 ROUTING = ("uniform", "independent", "overlap")
@@ -60,8 +60,8 @@ class Mechanisms:
     graph_padding: str = param_field(Param(Options(ONOFF)), "on")
     round_overheads: str = param_field(Param(Options(ONOFF)), "on")
     # two_batch_overlap (docs/MODEL.md §3.5): under attention DP each layer runs as two micro-batches of B/2, one's
-    # MoE dispatch/combine beside the other's compute; "auto" = as the engine deploys it (specs.wide_ep.TBO_ENGINES
-    # with DeepEP dispatch), "on" = whenever dp > 1, "off" = never.
+    # MoE dispatch/combine beside the other's compute; "auto" = as the engine deploys it (its file's
+    # schedule.two_batch_overlap.auto), "on" = whenever dp > 1, "off" = never.
     two_batch_overlap: str = param_field(Param(Options((A2A_AUTO, *ONOFF))), A2A_AUTO)
     # The round phase by phase as engines run it (docs/MODEL.md §4.6; simulator.specdec.engine_round):
     # draft_extend: "on" = one draft pass per round runs over the γ + 1 verified positions (SGLang's draft-extend
@@ -130,23 +130,9 @@ def preset(mode: str) -> Mechanisms:
 
 
 WAYS = Param(Interval(int, 1, 1024), unit="GPUs")  # ways of one kind of parallelism (tp, dp, ep, moe_tp)
-# The engine versions whose execution modes are documented (simulator.specdec.engine_round.ENGINE_MODES, one per
-# key, oldest first; a version names the first release of its mode): vLLM turned async scheduling on under
-# EAGLE/MTP SD in 0.14; before it ("0.13") SD ran without it.
-ENGINE_VERSIONS = {"trtllm": ("1.0",), "sglang": ("0.4",), "vllm": ("0.13", "0.14")}
-
-
-def version_key(engine: str, stated: str) -> str | None:
-    """The :data:`ENGINE_VERSIONS` key whose mode a release ``stated`` as text runs (e.g. "0.13.0", "v0.5.6.post2",
-    "1.2.0rc5"): the newest documented key at or below it (the oldest key for an older release); None when the
-    text starts with no version number (a fork's commit, "main")."""
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(stated))
-    if m is None or engine not in ENGINE_VERSIONS:
-        return None
-    ver = tuple(int(x) for x in m.group(1).split("."))
-    keys = ENGINE_VERSIONS[engine]
-    older = [k for k in keys if tuple(int(x) for x in k.split(".")) <= ver]
-    return older[-1] if older else keys[0]
+# A user's engine file by path (docs/MODEL.md §3.10): any text naming a YAML file; it must load as an engine spec.
+ENGINE_FILE = Pattern(r".+\.ya?ml", "a path to an engine YAML file (engine/v1)")
+RELEASE = Pattern(r"\d+(\.\d+)*", "a release number such as '0.14'")
 
 
 @dataclass(frozen=True)
@@ -165,11 +151,11 @@ class Deployment:
     placement: str = param_field(Param(Options(PLACEMENTS)), DEFAULT_PLACEMENT)
     # EPLB-style replicas of the hottest experts (extra physical experts; ep must divide experts + replicas)
     redundant_experts: int = param_field(Param(Interval(int, 0, 65536), unit="experts"), 0)
-    # serving engine whose measured kernel parameters price the ops (HardwareProfile.for_engine)
-    engine: str = param_field(Param(Options(ENGINES)), DEFAULT_ENGINE)
-    # the engine's version whose execution-mode defaults apply (ENGINE_VERSIONS; None = the newest documented)
-    engine_version: str | None = param_field(
-        Param(Options(dict.fromkeys(v for vs in ENGINE_VERSIONS.values() for v in vs)), None), None)
+    # serving engine (a catalog name, engines/<name>.yaml, or a path to an engine file): what it executes
+    # (simulator.specs.engine) and whose measured kernel parameters price the ops (HardwareProfile.bind)
+    engine: str = param_field(Param(Options(ENGINES), ENGINE_FILE), DEFAULT_ENGINE)
+    # the engine's release whose execution applies (a version of its file's releases; None = the newest)
+    engine_version: str | None = param_field(Param(RELEASE, None), None)
     # MoE dispatch/combine kernels under attention DP (docs/MODEL.md §3.9): the engine's all-to-all (nccl), or
     # DeepEP's normal (high-throughput) or low-latency mode (the profile's deepep_* collectives)
     # "auto" (default): the engine's all-to-all inside one scale-up domain, DeepEP low-latency across domains
@@ -238,22 +224,40 @@ def _with_all_to_all(dep: Deployment, mode: str) -> Deployment:
     return replace(dep, all_to_all=mode)  # memoised: a sweep resolves the same deployment many times
 
 
-def two_batch_overlap_on(mech: Mechanisms, dep: Deployment) -> bool:
+def two_batch_overlap_on(mech: Mechanisms, hw: HardwareProfile, dep: Deployment) -> bool:
     """Whether a step runs as two overlapped micro-batches (needs attention DP: its dispatch/combine is what is
-    hidden); ``auto``: the engines of ``TBO_ENGINES`` with a DeepEP dispatch. ``dep.all_to_all`` resolved."""
+    hidden); ``auto``: the engine's rule (``schedule.two_batch_overlap.auto`` of the release ``hw`` is bound to:
+    "deepep" = with a DeepEP dispatch, "never"). ``dep.all_to_all`` resolved."""
     if dep.dp <= 1 or mech.two_batch_overlap == "off":
         return False
-    return mech.two_batch_overlap == "on" or (dep.engine in TBO_ENGINES and dep.all_to_all.startswith("deepep"))
+    return mech.two_batch_overlap == "on" or (hw.engine_spec.schedule.tbo_auto == "deepep"
+                                             and dep.all_to_all.startswith("deepep"))
 
 
 def _bad(field: str, value, problem: str, fix: str) -> InfeasibleError:
     return InfeasibleError(f"deployment '{field}' = {value!r}: {problem}; {fix}")
 
 
+def engine_release(dep: Deployment) -> EngineRelease:
+    """The engine release ``dep`` names (``engine``, ``engine_version``; the catalog's one object per release): what
+    pricing binds a profile to (:meth:`~simulator.specs.hardware.HardwareProfile.bind`)."""
+    return _release(dep.engine, dep.engine_version)
+
+
+@functools.lru_cache(maxsize=64)
+def _release(engine: str, version: str | None) -> EngineRelease:
+    return load_engine(engine).release(version)
+
+
+def version_key(engine: str, stated: str) -> str | None:
+    """The release of ``engine`` whose execution a version ``stated`` as text runs (EngineSpec.version_key)."""
+    return load_engine(engine).version_key(stated)
+
+
 def engine_note(hw: HardwareProfile, engine: str) -> str:
-    """'' when ``engine`` runs on ``hw``'s vendor (ENGINE_VENDORS); for a what-if profile whose kernels are another
-    GPU's (its kernels note documents it) a one-line note that the engine's kernels are a what-if there."""
-    if hw.vendor in ENGINE_VENDORS[engine]:
+    """'' when ``engine`` runs on ``hw``'s vendor (its file's ``vendors``); for a what-if profile whose kernels are
+    another GPU's (its kernels note documents it) a one-line note that the engine's kernels are a what-if there."""
+    if hw.vendor in load_engine(engine).vendors:
         return ""
     return f"note: {engine} does not run on {hw.vendor} GPUs: a what-if ({hw.name} kernels: {hw.grounding})"
 
@@ -268,11 +272,12 @@ def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> 
     if not moe and dep.redundant_experts:
         raise _bad("redundant_experts", dep.redundant_experts, f"{model.name} is dense (no routed experts) to "
                    "replicate", "leave --redundant-experts out")
-    if dep.engine_version is not None and dep.engine_version not in ENGINE_VERSIONS[dep.engine]:
-        raise _bad("engine_version", dep.engine_version, f"is not a documented version of {dep.engine}",
-                   f"use one of {list(ENGINE_VERSIONS[dep.engine])} or leave --engine-version out (the newest)")
-    if hw.vendor not in ENGINE_VENDORS[dep.engine] and not hw.what_if:
-        ok = [e for e in ENGINES if hw.vendor in ENGINE_VENDORS[e]]
+    spec = load_engine(dep.engine)
+    if dep.engine_version is not None and dep.engine_version not in spec.versions:
+        raise _bad("engine_version", dep.engine_version, f"is not a documented release of {spec.name}",
+                   f"use one of {list(spec.versions)} or leave --engine-version out (the newest)")
+    if hw.vendor not in spec.vendors and not hw.what_if:
+        ok = [e.name for e in list_engines() if hw.vendor in e.vendors]
         raise _bad("engine", dep.engine, f"does not run on {hw.vendor} GPUs ({hw.name})", f"use one of {ok}")
 
 

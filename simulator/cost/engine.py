@@ -162,10 +162,13 @@ def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | n
     """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass);
     ``cuda_graphs``: one flag, or a bool per grid point (False: the kernel's launch is paid). Where the
     profile states an alternative kernel of the op's class for exactly its variant (``ALTERNATIVE_KERNELS``:
-    TensorRT-LLM's min-latency MoE), the op runs on the faster of them at each point (the engine's selection)."""
+    TensorRT-LLM's min-latency MoE) and the engine ``hw`` is bound to selects by speed (its file's
+    ``kernels.moe_min_latency.select: faster``), the op runs on the faster of them at each point."""
     if op.cls == "collective":
         return collective_time(op, hw, mech)
     best = kernel_time(op, hw.kernels.get(op.cls, op.variant), hw, mech, cuda_graphs)
+    if hw.engine_spec is None or hw.engine_spec.kernels.moe_min_latency != "faster":
+        return best
     for alt in ALTERNATIVE_KERNELS.get(op.cls, ()):
         kc = hw.kernels.classes.get(alt, {}).get(op.variant)
         if kc is not None:

@@ -97,12 +97,6 @@ def gemm(name: str, rows, n, k, dtype: str, compute: str, after=()) -> Op:
               flops=2.0 * rows * n * k, rows=rows, parallel=n / GEMM_TILE_N, tokens=rows, after=after)
 
 
-# Engines that run a four-matrix GDN input projection (LinearAttention.in_projections = 4, Qwen3.5) as four GEMMs:
-# SGLang v0.5.9 models/qwen3_5.py (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, each its own linear layer; the
-# 2026-03-23 PR #21019 later merged them into in_proj_qkvz + in_proj_ba plus a Triton split kernel: three launches,
-# not four). vLLM merges them into in_proj_qkvz and in_proj_ba (create_qkvz_proj, create_ba_proj): one op here, as
-# for TensorRT-LLM (not checked).
-SPLIT_IN_PROJ_ENGINES = ("sglang",)
 
 
 def _narrow(op: Op) -> Op:
@@ -123,8 +117,10 @@ def _kv_len(model: ModelSpec, kind: str, wl: Workload) -> np.ndarray:
     return n
 
 
-def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) -> list[Op]:
-    """Projections + attention core for one layer of kind full/sliding/chunked/linear."""
+def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str, in_proj: str = "merged") -> list[Op]:
+    """Projections + attention core for one layer of kind full/sliding/chunked/linear. ``in_proj``: how the engine
+    lays out a four-matrix gated-delta-net input projection (``ops.linear_attention_in_proj`` of its file: "split"
+    into four GEMMs or "merged" into two, one op here)."""
     H, a, tp = model.hidden_size, model.attention, dep.tp
     T = wl.total_tokens / dep.dp  # tokens on this GPU's attention group
     B = wl.batch / dep.dp
@@ -136,7 +132,7 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str) ->
         la = a.linear
         qk, v = la.key_heads * la.key_head_dim // tp, la.value_heads * la.value_head_dim // tp
         vh = la.value_heads // tp
-        if la.in_projections == 4 and dep.engine in SPLIT_IN_PROJ_ENGINES:  # four GEMMs (qkv, z in the layer's
+        if la.in_projections == 4 and in_proj == "split":  # four GEMMs (qkv, z in the layer's
             # format; b, a of vh columns unquantised: a 128-wide FP8 block cannot be split into 64/tp columns)
             ops += [gemm("attn_in_proj_qkv", T, 2 * qk + v, H, wd, cd), gemm("attn_in_proj_z", T, v, H, wd, cd),
                     *(_narrow(gemm(f"attn_in_proj_{x}", T, vh, H, "bf16", "bf16")) for x in "ba")]

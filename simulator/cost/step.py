@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, ParameterError
 from ..params import declare
 from ..specs.derived import param_counts, weight_bytes
 from ..specs.dtypes import ACTIVATION_BYTES, FORMATS
@@ -25,6 +25,7 @@ from .deployment import (
     MEMORY_HEADROOM,
     Deployment,
     Mechanisms,
+    engine_release,
     resolve_all_to_all,
     two_batch_overlap_on,
     validate,
@@ -84,7 +85,9 @@ def step_key(mech: Mechanisms) -> tuple:
 
 def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
              overlap: OverlapInput | None = None) -> tuple[list[LayerGroup], list[Op], dict]:
-    """Per-layer op groups and the once-per-step ops for this workload (no GPU data: ops describe work)."""
+    """Per-layer op groups and the once-per-step ops for this workload (no GPU data: ops describe work; the op
+    layout where engines differ is the deployment's engine's, ``ops`` of its release)."""
+    in_proj = engine_release(dep).ops.linear_attention_in_proj
     H = model.hidden_size
     T = wl.total_tokens.astype(float)
     T_attn = T / dep.dp
@@ -100,7 +103,7 @@ def describe(model: ModelSpec, dep: Deployment, wl: Workload, mech: Mechanisms,
     for key, count, kind, moe, j in plan:
         load = loads[j] if moe else None
         ops: list[Op] = [Op("pre_norm", "elementwise", other_bytes=2 * T_attn * H * A, tokens=T_attn, calls=2)]
-        ops += attention_ops(model, dep, wl, kind)
+        ops += attention_ops(model, dep, wl, kind, in_proj)
         if dep.tp > 1:
             ops.append(collective_op("attn_all_reduce", "all_reduce", T_attn * H * A, dep.tp))
         ops.append(Op("post_norm", "elementwise", other_bytes=3 * T_attn * H * A, tokens=T_attn, calls=2))
@@ -267,10 +270,16 @@ def step_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, tok
 
 
 def resolved(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> tuple[HardwareProfile, Deployment]:
-    """(the engine's profile, the deployment with ``all_to_all`` resolved) after :func:`validate`: what
-    :func:`resolved_step` takes (a memo of step times does this once per deployment)."""
+    """(the profile, the deployment with ``all_to_all`` resolved) after :func:`validate` and the check that ``hw``
+    is bound to the deployment's engine release (pricing binds it once, :attr:`simulator.pricing.Scenario.hw`):
+    what :func:`resolved_step` takes (a memo of step times does this once per deployment)."""
     validate(model, hw, dep)
-    hw = hw.for_engine(dep.engine)  # the engine's kernel parameters (docs/MODEL.md §3.7)
+    want, have = engine_release(dep), hw.engine_spec  # (an edited release of the same engine and version is fine)
+    if have is not want and (have is None or (have.engine, have.version) != (want.engine, want.version)):
+        bound = have.label if have is not None else "no engine"
+        raise ParameterError(f"the 'hw' parameter of step_time is bound to {bound}, not to the deployment's engine "
+                             f"{dep.engine} {dep.engine_version or '(newest)'}; price through a Scenario (its .hw) "
+                             "or simulator.pricing.bound(hw, deployment)", owner="step_time", param="hw")
     return hw, resolve_all_to_all(hw, dep)
 
 
@@ -295,7 +304,7 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
     groups, head, info = _describe(described, model, dep, wl, mech, overlap)
     # Two-batch overlap: each layer runs as two micro-batches of B/2 where every attention rank has two requests
     # to split (elsewhere unsplit); the once-per-step ops keep the whole batch.
-    split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, dep) else np.zeros(batch.shape, dtype=bool)
+    split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, hw, dep) else np.zeros(batch.shape, dtype=bool)
     halves = _describe(described, model, dep, Workload(batch / 2.0, tokens, wl.context), mech, overlap)[0] \
         if split.any() else [None] * len(groups)
     shape = batch.shape

@@ -19,8 +19,7 @@ from ..params import Interval, Options, Param, param_field
 from ..pricing import Case, Layout, Request, Scenario, price
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
 from ..specdec import StepCache
-from ..specs.catalog import load_hardware, load_model
-from ..specs.kernels import ENGINES
+from ..specs.catalog import ENGINES, load_hardware, load_model
 from ..specs.model import ModelSpec
 from ..sweep import Variant
 from ..sweep.progress import Meter

@@ -23,8 +23,8 @@ from ..params import Options, Param, param_field
 from ..pricing import DEFAULT_DRAFTER
 from ..render.template import NOTE_KEYS, read_notes
 from ..specdec.declared import DRAFT, AcceptanceSpec, check_name, read_acceptance
+from ..specs.catalog import ENGINES
 from ..specs.dtypes import FORMATS, KV_DTYPES
-from ..specs.kernels import ENGINES
 from ..specs.schema import Reader
 from ..specs.settings import Hooks, choice, loadable
 from ..specs.settings import read_settings as read_declared

@@ -22,9 +22,9 @@ from .resolve import (
     resolve_hardware,
     resolve_models,
 )
-from .scenario import DEPLOYMENT_FIELDS, MECHANISM_FIELDS, NO_EDIT, HardwareEdit, Scenario, scale_fixed
+from .scenario import DEPLOYMENT_FIELDS, MECHANISM_FIELDS, NO_EDIT, HardwareEdit, Scenario, bound, scale_fixed
 
 __all__ = ["DEFAULT_DRAFTER", "DEFAULT_HARDWARE", "DEPLOYMENT_FIELDS", "MECHANISM_FIELDS", "NO_EDIT", "REFERENCE",
-           "Case", "HardwareEdit", "Layout", "Request", "Scenario", "class_times", "default_deployment",
+           "Case", "HardwareEdit", "Layout", "Request", "Scenario", "bound", "class_times", "default_deployment",
            "default_targets", "fitting_batches", "overlap_input", "price", "price_pass", "request", "resolve",
            "resolve_acceptance", "resolve_hardware", "resolve_models", "resolved_line", "scale_fixed"]

@@ -8,7 +8,9 @@ the mechanism switches, the drafter and its acceptance, the context, the routing
 There is one way to change a field, :meth:`Scenario.edit`: a scenario field by name, or a field of its
 :class:`~simulator.cost.deployment.Deployment` or :class:`~simulator.cost.deployment.Mechanisms` by *its* name
 (``sc.edit(engine="vllm", l2="off", context=8192)``); an unknown name is one error naming it. The engine is held
-once (``deployment.engine``) and selects the profile's kernel parameters in one place, :attr:`Scenario.hw`.
+once (``deployment.engine``, ``engine_version``) and bound in one place, :attr:`Scenario.hw` (:func:`bound`): the
+profile then carries the engine release's kernel parameters and what it executes (``hw.engine_spec``), which
+everything below pricing reads.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 
-from ..cost.deployment import PRESETS, Deployment, Mechanisms, validate
+from ..cost.deployment import PRESETS, Deployment, Mechanisms, engine_release, validate
 from ..cost.ops import DEFAULT_CONTEXT
 from ..cost.routing import OverlapInput
 from ..errors import ParameterError
@@ -26,7 +28,7 @@ from ..specs.kernels import TIME_PARAMS, KernelClass, Kernels
 from ..specs.model import ModelSpec
 from ..specs.whatif import derive_kernels
 
-__all__ = ["DEPLOYMENT_FIELDS", "HardwareEdit", "MECHANISM_FIELDS", "Scenario", "scale_fixed"]
+__all__ = ["DEPLOYMENT_FIELDS", "HardwareEdit", "MECHANISM_FIELDS", "Scenario", "bound", "scale_fixed"]
 
 DEPLOYMENT_FIELDS = tuple(f.name for f in fields(Deployment))
 MECHANISM_FIELDS = tuple(f.name for f in fields(Mechanisms))
@@ -66,20 +68,25 @@ class HardwareEdit:
 
 NO_EDIT = HardwareEdit()
 
-# (id(profile), engine, id(edit)) -> the engine-selected, edited profile; the profiles and edits are kept alive with
-# it, so an id is never reused while its entry exists. One object per combination keeps step-cache keys stable.
-_SELECTED: dict[tuple, tuple] = {}
-_SELECTED_MAX = 256
+# (id(profile), id(release), id(edit)) -> the bound, edited profile; the profiles, releases and edits are kept alive
+# with it, so an id is never reused while its entry exists. One object per combination keeps step-cache keys stable.
+_BOUND: dict[tuple, tuple] = {}
+_BOUND_MAX = 256
 
 
-def _selected(hardware: HardwareProfile, engine: str, edit: HardwareEdit) -> HardwareProfile:
-    key = (id(hardware), engine, id(edit))
-    hit = _SELECTED.get(key)
+def bound(hardware: HardwareProfile, deployment: Deployment, edit: HardwareEdit | None = None) -> HardwareProfile:
+    """``hardware`` bound to the engine release ``deployment`` names (its kernel parameters and what it executes,
+    :meth:`~simulator.specs.hardware.HardwareProfile.bind`), then the what-if ``edit``: the one place an engine is
+    bound (:attr:`Scenario.hw`; commands that price a single op or row without a scenario call it too)."""
+    edit = edit or NO_EDIT
+    release = engine_release(deployment)
+    key = (id(hardware), id(release), id(edit))
+    hit = _BOUND.get(key)
     if hit is None:
-        if len(_SELECTED) >= _SELECTED_MAX:
-            _SELECTED.clear()
-        hit = (edit.apply(hardware.for_engine(engine)), hardware, edit)
-        _SELECTED[key] = hit
+        if len(_BOUND) >= _BOUND_MAX:
+            _BOUND.clear()
+        hit = (edit.apply(hardware.bind(release)), hardware, release, edit)
+        _BOUND[key] = hit
     return hit[0]
 
 
@@ -105,8 +112,8 @@ class Scenario:
 
     @property
     def hw(self) -> HardwareProfile:
-        """The profile the ops are priced with: the engine's kernel parameters, then the what-if edit."""
-        return _selected(self.hardware, self.deployment.engine, self.hardware_edit)
+        """The profile the ops are priced with: bound to the deployment's engine release, then the what-if edit."""
+        return bound(self.hardware, self.deployment, self.hardware_edit)
 
     @property
     def engine(self) -> str:

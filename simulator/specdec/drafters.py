@@ -183,7 +183,8 @@ def _drafter_deployment(drafter: Drafter, spec: ModelSpec, target_dep: Deploymen
             if gpus % tp:
                 continue
             dep = Deployment(dtype=dt, kv_dtype=target_dep.kv_dtype, tp=tp, dp=gpus // tp, ep=1, moe_tp=gpus,
-                             cuda_graphs=target_dep.cuda_graphs, engine=target_dep.engine)
+                             cuda_graphs=target_dep.cuda_graphs, engine=target_dep.engine,
+                             engine_version=target_dep.engine_version)
             try:
                 validate(spec, hw, dep)
                 return dep
@@ -223,10 +224,9 @@ def draft_host_delta(hw, ddep: Deployment, mech) -> float:
     state a draft value, or with fixed costs off): what a draft pass's host work differs from a target pass's."""
     from ..cost.engine import step_fixed
 
-    k = hw.for_engine(ddep.engine)
-    if "draft_host_overhead" not in k.kernels.step:
+    if "draft_host_overhead" not in hw.kernels.step:  # (hw is bound to the target's engine, which the drafter runs on)
         return 0.0
-    return step_fixed(k, mech, "draft_host_overhead") - step_fixed(k, mech, "host_overhead")
+    return step_fixed(hw, mech, "draft_host_overhead") - step_fixed(hw, mech, "host_overhead")
 
 
 def input_projection_time(drafter: Drafter, target: ModelSpec, spec: ModelSpec | None, hw, ddep: Deployment | None,
@@ -243,7 +243,7 @@ def input_projection_time(drafter: Drafter, target: ModelSpec, spec: ModelSpec |
     if not k or spec is None or ddep is None:
         return np.zeros_like(rows)
     op = gemm_op(np.ceil(rows / ddep.dp), spec.hidden_size // ddep.tp, k * target.hidden_size, ddep.dtype)
-    return np.asarray(op_time(op, hw.for_engine(ddep.engine), mech, ddep.cuda_graphs).time, dtype=float)
+    return np.asarray(op_time(op, hw, mech, ddep.cuda_graphs).time, dtype=float)
 
 
 # What a drafter shares with the target instead of loading its own copy (SGLang eagle_worker.py / eagle_worker_v2.py:

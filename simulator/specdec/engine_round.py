@@ -15,235 +15,43 @@ engine's execution mode may or may not hide:
     H_dec        = h_dec + [gpus > 1] · h_tp + n_sync,dec · t_sync + (B/dp) · (h_req + h_tok)
     Speedup      = AL(γ) · T_step / T_round                      (γ = 0: T_round = T_step, speedup exactly 1)
 
-The mode (``Mechanisms.sd_overlap`` / ``decode_overlap``; None = the engine's default, :data:`ENGINE_MODES`) sets
-E and the sync count. Parameters no spec sheet gives are :class:`Band` s (low, central, high) in
-:data:`ROUND_PARAMS`, each with its source or ``assumed`` and the reason (one-sided evidence says so; its other end is
-a physical ceiling); ``speedup_low``/``speedup_high`` price the round at both ends (and at the acceptance band's ends
-when one is given), widened by the model's held-out error on the public SD corpus (:data:`MODEL_ERROR`,
-:func:`model_error`; γ = 0 stays exactly 1). :data:`FITTED` holds the public SD corpus fit (central = all-source
-fit, band = held-out spread) for the parameters rows move; :func:`round_params` applies it, then a profile's
-``kernels.round`` block for the engine (``{NAME: {low: Q, central: Q, high: Q}}``,
-:data:`simulator.specs.kernels.ROUND_KEYS`); or :meth:`RoundParams.with_`.
+The mode (``Mechanisms.sd_overlap`` / ``decode_overlap``; None = the engine's default, ``execution`` of the release
+the profile is bound to, engines/*.yaml) sets E and the sync count. Parameters no spec sheet gives are
+:class:`Band` s (low, central, high) in the engine file's ``round:`` section, each with its source or ``assumed`` and
+the reason (one-sided evidence says so; its other end is a physical ceiling); ``speedup_low``/``speedup_high`` price
+the round at both ends (and at the acceptance band's ends when one is given), widened by the model's held-out error
+on the public SD corpus (:data:`MODEL_ERROR`, :func:`model_error`; γ = 0 stays exactly 1). :data:`FITTED` holds the
+public SD corpus fit (central = all-source fit, band = held-out spread) for the parameters rows move;
+:func:`round_params` applies it, then a profile's ``kernels.round`` block for the engine (``{NAME: {low: Q, central:
+Q, high: Q}}``, :data:`simulator.specs.kernels.ROUND_KEYS`); or :meth:`RoundParams.with_`.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..cost.deployment import PRESETS, Deployment, Mechanisms
-from ..errors import ParameterError
+from ..specs.engine import Band, EngineRelease, RoundParams
 from ..specs.hardware import HardwareProfile
 
-__all__ = ["ENGINE_MODES", "FITTED", "FIT_COMMAND", "LEVELS", "MODEL_ERROR", "ROUND_PARAMS", "Band", "EngineMode",
-           "RoundParams", "RoundTerms", "engine_mode", "exposed", "model_error", "overlap_modes", "round_params",
-           "round_terms"]
+__all__ = ["FITTED", "FIT_COMMAND", "LEVELS", "MODEL_ERROR", "Band", "RoundParams", "RoundTerms", "exposed",
+           "model_error", "overlap_modes", "round_params", "round_terms"]
 
 LEVELS = ("low", "central", "high")
 VOCAB_REF = 262144  # the vocabulary of the sampling measurement the per-pass sampling cost is quoted at
 US, MS = 1e-6, 1e-3
 
 
-@dataclass(frozen=True)
-class Band:
-    """A parameter known as a range: ``low <= central <= high`` with its source (or ``assumed: reason``)."""
-
-    low: float
-    central: float
-    high: float
-    source: str
-
-    def __post_init__(self):
-        if not (0 <= self.low <= self.central <= self.high):
-            raise ValueError(f"band must satisfy 0 <= low <= central <= high; got {self}")
-
-    def at(self, level: str) -> float:
-        return float(getattr(self, level))
-
-
-@dataclass(frozen=True)
-class RoundParams:
-    """One engine's round parameters (seconds, ``sample_reads`` a count): the terms of the module docstring."""
-
-    round_host: Band  # h_round: host work per SD round beside syncs, requests, tokens and draft steps
-    sync: Band  # t_sync: one blocking GPU->CPU sync (copy + stream synchronize wake-up)
-    per_request: Band  # h_req: host bookkeeping per request per round (and per decode step)
-    per_token: Band  # h_tok: host bookkeeping per accepted token (output append, stop checks)
-    draft_step_host: Band  # h_step: host work per draft step after the first (its metadata before the draft replay)
-    decode_host: Band  # h_dec: host work per plain decode step beside syncs and requests
-    sample_pass: Band  # τ_s: sampling / top-k / rejection kernels per drafted position at a 262,144 vocabulary
-    sample_reads: Band  # r_s: full-vocabulary reads per drafted position beyond the step model's sampling op
-    tree_build: Band  # τ_tree: tree-building kernels per round (build_tree / organize_draft_results)
-    tp_host: Band  # h_tp: host work per scheduler iteration (round or decode step) of an instance on several GPUs
-
-    def values(self, level: str) -> dict[str, float]:
-        return {n: float(getattr(getattr(self, n), level)) for n in _round_param_names()}
-
-    def with_(self, **bands: Band) -> RoundParams:
-        """These parameters with some bands replaced (e.g. by a fit)."""
-        return replace(self, **bands)
-
-
-@functools.cache
-def _round_param_names() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(RoundParams))  # (dataclasses.fields is slow: the corpus fit asks ~10^5 times)
-
-
-@dataclass(frozen=True)
-class EngineMode:
-    """An engine's execution mode at one version: overlap defaults, blocking syncs per round and per decode step,
-    KV slot kernels per round, and whether chains also run the tree-building kernels."""
-
-    version: str  # its key in cost.deployment.ENGINE_VERSIONS (the first release of this mode)
-    since: str
-    decode_overlap: str
-    sd_overlap: str
-    syncs_sd: int  # blocking GPU->CPU syncs per round with SD overlap off
-    syncs_sd_overlap: int  # ... with it on
-    syncs_decode: int
-    kv_kernels: int
-    chain_builds_tree: bool
-    source: str
-
-
-# Defaults per engine and version, oldest first; the last entry is the default (docs/MODEL.md §4.6).
-ENGINE_MODES: dict[str, tuple[EngineMode, ...]] = {
-    "sglang": (
-        EngineMode("0.4", "0.4 (overlap scheduler on by default, sglang PR #2067; spec v1)", "on", "off", 4, 1, 1, 3,
-                   True,
-                   "sglang server_args.py _handle_speculative_decoding: 'if not envs.SGLANG_ENABLE_SPEC_V2.get(): "
-                   "self.disable_overlap_schedule = True' (EAGLE, EAGLE3, STANDALONE); syncs in eagle_worker.py / "
-                   "eagle_info.py verify: accept_length.tolist(), accept_length.cpu(), seq_lens.sum().item(), "
-                   "out_cache_loc[evict_mask] free; chains call build_tree_kernel_efficient; KV: alloc_token_slots, "
-                   "assign_req_to_token_pool, free. Spec v2 (SGLANG_ENABLE_SPEC_V2=1, topk = 1 only, sglang PR "
-                   "#11398) turns overlap on: --sd-overlap on; one sync (verify_done, sglang issue #11762)"),
-    ),
-    "vllm": (
-        EngineMode("0.13", "< 0.14 (async scheduling opt-in)", "off", "off", 1, 1, 1, 1, False,
-                   "vllm PR #24799 (async scheduling with SD, opt-in); sync-free padded drafting PR #24539"),
-        EngineMode("0.14", "0.14 (async scheduling on by default, also with EAGLE/MTP SD)", "on", "on", 1, 1, 1, 1,
-                   False,
-                   "vllm PR #31998 (default-on with EAGLE/MTP; off for other SD methods), released in v0.14 "
-                   "(deepjavalibrary/djl issue #3833); draft models since PR #48341"),
-    ),
-    "trtllm": (
-        EngineMode("1.0", "1.0 (PyTorch backend, one-model MTP / EAGLE-3)", "on", "on", 1, 1, 1, 1, False,
-                   "TensorRT-LLM tech blog 2 (DeepSeek-R1 MTP: draft and verify in one CUDA graph, overlap scheduler "
-                   "kept, 1.03x); sync counts assumed: one output copy per iteration"),
-    ),
-}
-
-
-def engine_mode(engine: str, version: str | None = None) -> EngineMode:
-    """The mode of ``engine`` at ``version`` (a key of ``cost.deployment.ENGINE_VERSIONS``; None: the newest)."""
-    modes = ENGINE_MODES[engine]
-    if version is None:
-        return modes[-1]
-    mode = next((m for m in modes if m.version == version), None)
-    if mode is None:  # Deployment's validation refuses it first; a direct caller gets the same one line
-        raise ParameterError(f"the 'engine_version' parameter of engine_mode must be one of "
-                             f"{[m.version for m in modes]} for {engine}. Got {version!r} instead.",
-                             owner="engine_mode", param="engine_version")
-    return mode
-
-
-def overlap_modes(mech: Mechanisms, engine: str, drafter_kind: str = "eagle",
-                  version: str | None = None) -> tuple[str, str]:
-    """(sd_overlap, decode_overlap) resolved: the mechanism's setting, else the default of the engine at
-    ``version`` (None: the newest). vLLM keeps async scheduling off for SD methods other than EAGLE/MTP/draft
-    models (n-gram: vllm PR #31998)."""
-    m = engine_mode(engine, version)
-    sd = mech.sd_overlap or ("off" if engine == "vllm" and drafter_kind == "ngram" else m.sd_overlap)
-    return sd, mech.decode_overlap or m.decode_overlap
-
-
-# One-sided evidence (docs/MODEL.md §4.6): spec v2 (overlap on) hides host work that spec v1 exposes, so the v1 -> v2
-# saving is a LOWER bound on v1's exposed host time, not its value; the ceiling is physical: a round's host work runs
-# in series inside the measured v1 round (overlap off), so it cannot exceed that whole round.
-V1_ROUND = 12.12 * MS  # sglang PR #11398: Llama-3.1-8B EAGLE bs 1, spec v1 2.99 tokens at 246.80 tok/s per round
-_SGL_AB = ("lower bound only: sglang PR #11398 (Llama-3.1-8B EAGLE, bs 1: 12.12 -> 11.01 ms per round, v1 -> v2) "
-           "and PR #12128 (DeepSeek-R1 TP8, bs 1: 16.34 -> 14.38 ms) are the host time spec v2 hides, so spec v1 "
-           "exposes at least 1.1-2.0 ms per round (less the sync, request and token terms at bs 1); no upper "
-           "evidence: ceiling the whole v1 round, 12.12 ms (PR #11398), which the host work runs in series inside")
-_REQ = ("assumed: no public measurement; a Python pass over a request's state (append, stop checks, "
-        "metadata) costs several µs on a server CPU (engines.md: existence strong, magnitude none)")
-_DEC = ("assumed: LMSYS 'SGLang v0.4' blog: the zero-overhead (overlap) scheduler gives ~1.1x on small models, "
-        "i.e. host work ~10% of a 2-8 ms decode step")
-_SYNC = "assumed: a small D2H copy plus stream-synchronize wake-up; no public per-sync measurement"
-_SAMPLE_VLLM = ("vLLM RFC #45258 (engines.md, not re-read here): sampling over a 262k vocabulary is 2.1 ms of a "
-                "4.9 ms drafter chain at concurrency 1; low 0 (fused in-graph sampling), high 2.1 ms / 3 draft "
-                "steps (assumed K = 3)")
-_SAMPLE_GRAPH = "assumed: draft top-k runs inside the draft CUDA graph (sglang fast_topk, TRT-LLM one-model graph)"
-_READS = ("assumed: softmax / top-k / rejection read the logits 0-4 more times than the step model's one sampling "
-          "read (0 for greedy argmax)")
-_TP_SGL = ("sglang PRs #12128 / #11398: the host time spec v2 hides per round is 1.96 ms for DeepSeek-R1 on TP 8 and "
-           "1.1 ms for Llama-3.1-8B on one GPU, so an iteration on several GPUs carries about 0.9 ms more host work "
-           "(central; one-sided like those); in code, every rank runs the iteration's Python, syncs and launches in "
-           "lockstep (scheduler.recv_requests: 'elif self.tp_size != 1: recv_reqs = broadcast_pyobj(...)' each "
-           "iteration, collectives wait for the slowest rank). Plain decoding pays it too: LMSYS MTP blog "
-           "(DeepSeek-V3, 16 H200) 51.0 -> 60.4 tok/s per rank with the overlap scheduler, ~6 ms of host work per "
-           "33 ms step; the overlap scheduler hides it up to the GPU time. Low 0; ceiling the whole v1 round, 12.12 ms "
-           "(PR #11398)")
-_TP_NONE = ("not modelled: no public measurement separates a multi-GPU host term for this engine (its multi-GPU "
-            "executor's broadcast is in round_host's band)")
-_TREE = "assumed: build_tree_kernel_efficient + organize_draft_results, a few kernel floors to ~50 µs"
-_STEP_SGL = ("one-sided: the draft graph replay is prepared on the host step by step. In code (sglang "
-             "flashinfer_backend.FlashInferMultiStepDraftBackend.init_forward_metadata_replay_cuda_graph -> "
-             "common_template): one blocking kv_indptr[:, :bs + 1].cpu() copy, then 'for i in "
-             "range(self.speculative_num_steps - 1)' one FlashInfer plan (indices_updater_decode.update -> "
-             "begin_forward) per draft step after the first; FlashInfer is SGLang's attention backend on Hopper "
-             "whenever topk > 1 (server_args: fa3 only if is_no_spec_infer_or_topk_one), the FA3 multi-step backend "
-             "(topk = 1) updates its metadata per step from the host too. No public per-step measurement: low 0, "
-             "central 20 µs (assumed), ceiling the whole v1 round, 12.12 ms (PR #11398), which (γ - 1) h_step runs "
-             "in series inside")
-
-ROUND_PARAMS: dict[str, RoundParams] = {
-    "sglang": RoundParams(
-        round_host=Band(1.0 * MS, 1.45 * MS, V1_ROUND, _SGL_AB),
-        sync=Band(5 * US, 10 * US, 20 * US, _SYNC),
-        per_request=Band(5 * US, 10 * US, V1_ROUND, _REQ + "; lower bound only (several µs); ceiling: the whole "
-                         "v1 round at bs 1, 12.12 ms (sglang PR #11398)"),
-        per_token=Band(1 * US, 2 * US, 5 * US, _REQ),
-        draft_step_host=Band(0.0, 20 * US, V1_ROUND, _STEP_SGL),
-        decode_host=Band(0.2 * MS, 0.4 * MS, 0.8 * MS, _DEC),
-        sample_pass=Band(0.0, 10 * US, 50 * US, _SAMPLE_GRAPH),
-        sample_reads=Band(0.0, 1.0, 4.0, _READS),
-        tree_build=Band(10 * US, 20 * US, 50 * US, _TREE),
-        tp_host=Band(0.0, 0.9 * MS, V1_ROUND, _TP_SGL),
-    ),
-    "vllm": RoundParams(
-        round_host=Band(0.5 * MS, 0.97 * MS, 1.96 * MS, "vllm PR #25872 (Llama-3.1-8B EAGLE-3 K = 4, L20, "
-                        "concurrency 1: ITL 28.14 -> 27.17 ms with async scheduling); high: SGLang's MoE TP8 A/B "
-                        "(sglang PR #12128); low assumed: half, as async overlaps only the drafting (PR #24799)"),
-        sync=Band(5 * US, 10 * US, 20 * US, _SYNC),
-        per_request=Band(5 * US, 10 * US, 20 * US, _REQ),
-        per_token=Band(1 * US, 2 * US, 5 * US, _REQ),
-        draft_step_host=Band(0.1 * MS, 0.3 * MS, 0.6 * MS, "vllm PR #20780: ~1.0 ms per extra draft step at bs 1 "
-                             "on Llama-3.1-8B, less the head's GPU time (assumed 0.4-0.9 ms); piecewise graphs"),
-        decode_host=Band(0.2 * MS, 0.4 * MS, 0.8 * MS, _DEC),
-        sample_pass=Band(0.0, 0.35 * MS, 0.7 * MS, _SAMPLE_VLLM),
-        sample_reads=Band(0.0, 1.0, 4.0, _READS),
-        tree_build=Band(10 * US, 20 * US, 50 * US, _TREE),
-        tp_host=Band(0.0, 0.0, 0.0, _TP_NONE),
-    ),
-    "trtllm": RoundParams(
-        round_host=Band(0.2 * MS, 0.4 * MS, 0.6 * MS, "assumed: TensorRT-LLM tech blog 2's 1.03x overlap-scheduler "
-                        "gain on a DeepSeek-R1 MTP round of about 7-20 ms"),
-        sync=Band(5 * US, 10 * US, 20 * US, _SYNC),
-        per_request=Band(5 * US, 10 * US, 20 * US, _REQ),
-        per_token=Band(1 * US, 2 * US, 5 * US, _REQ),
-        draft_step_host=Band(0.0, 20 * US, 50 * US, "assumed: the one-model path runs the drafting loop inside one "
-                             "CUDA graph (tech blog 2)"),
-        decode_host=Band(0.2 * MS, 0.4 * MS, 0.6 * MS, "assumed: the one-model round is one executor iteration, "
-                         "like a decode step: the round's host band"),
-        sample_pass=Band(0.0, 10 * US, 50 * US, _SAMPLE_GRAPH),
-        sample_reads=Band(0.0, 1.0, 4.0, _READS),
-        tree_build=Band(10 * US, 20 * US, 50 * US, _TREE),
-        tp_host=Band(0.0, 0.0, 0.0, _TP_NONE),
-    ),
-}
+def overlap_modes(mech: Mechanisms, release: EngineRelease, drafter_kind: str = "eagle") -> tuple[str, str]:
+    """(sd_overlap, decode_overlap) resolved: the mechanism's setting, else the default of the engine ``release``
+    (``execution`` of its file; a drafter kind its ``sd_overlap_off`` lists runs SD rounds without overlap, e.g.
+    vLLM's n-gram)."""
+    ex = release.execution
+    sd = mech.sd_overlap or ("off" if drafter_kind in ex.sd_overlap_off else ex.sd_overlap)
+    return sd, mech.decode_overlap or ex.decode_overlap
 
 
 # The values the pricing path uses where the public SD corpus moves a parameter (docs/MODEL.md §4.6, §7.2): central =
@@ -302,12 +110,13 @@ def _validated(mech: Mechanisms) -> bool:
     return replace(mech, sd_overlap=None, decode_overlap=None, model_error="on") == PRESETS["refined"]
 
 
-def round_params(hw: HardwareProfile, engine: str) -> RoundParams:
-    """The engine's round parameters as the pricing path uses them: :data:`ROUND_PARAMS` with the corpus fit's
-    :data:`FITTED` bands, then the bands the profile states for that engine (``kernels.round`` of
-    ``hw.for_engine(engine)``) replacing those (read on every call: a changed table is priced at once)."""
-    base = ROUND_PARAMS[engine].with_(**FITTED.get(engine, {}))
-    stated = hw.for_engine(engine).kernels.round
+def round_params(hw: HardwareProfile) -> RoundParams:
+    """The round parameters of the engine ``hw`` is bound to, as the pricing path uses them: its file's public
+    bands (``round:``) with the corpus fit's :data:`FITTED` bands, then the bands the profile states for that engine
+    (its ``kernels.round``) replacing those (read on every call: a changed table is priced at once)."""
+    release = hw.engine_spec
+    base = release.round.with_(**FITTED.get(release.engine, {}))
+    stated = hw.kernels.round
     if not stated:
         return base
     return base.with_(**{n: Band(*ends, f"profile {hw.name}: kernels.round.{n}") for n, ends in stated.items()})
@@ -340,17 +149,17 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     N − 1); ``gpu_round`` is the round's GPU time without T_kern, (ng, nb); ``accept_length`` (ng,) the central AL;
     rows with γ = 0 get 0. ``params``: other parameters than the engine's :data:`ROUND_PARAMS` (e.g. a fit's);
     ``levels``: the levels priced (a fit needs the central one only)."""
-    engine = dep.engine
+    release = hw.engine_spec
     b = np.atleast_1d(np.asarray(batch, dtype=float))[None, :]
     g = np.atleast_1d(np.asarray(gammas, dtype=float))[:, None]
     npos = g if positions is None else np.atleast_1d(np.asarray(positions, dtype=float))[:, None]
     al = np.atleast_1d(np.asarray(accept_length, dtype=float))[:, None]
     spec = g > 0
     rows = b / dep.dp  # requests per attention-DP rank: each rank's scheduler handles its own
-    sd, dec = overlap_modes(mech, engine, drafter_kind, dep.engine_version)
-    mode = engine_mode(engine, dep.engine_version)
+    sd, dec = overlap_modes(mech, release, drafter_kind)
+    mode = release.execution
     zero = np.zeros(np.broadcast_shapes(g.shape, b.shape))
-    params = params or round_params(hw, engine)
+    params = params or round_params(hw)
     kern, host, host_dec, work = {}, {}, {}, {}
     gpu_round = np.asarray(gpu_round, dtype=float)
     for level in levels:
@@ -378,4 +187,4 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
         else:
             work[level] = host[level] = zero
             host_dec[level] = np.zeros(b.shape[1])
-    return RoundTerms(sd, dec, kern, host, host_dec, work, model_error(engine, mech))
+    return RoundTerms(sd, dec, kern, host, host_dec, work, model_error(release.engine, mech))

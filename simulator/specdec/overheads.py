@@ -5,9 +5,8 @@ sizes; a pass whose size is not captured runs the graph of the next captured siz
 thrown away), and a pass above the largest captured size runs eagerly: the host launches every kernel
 (``kernels.step.launch_eager`` each, L in all) while the GPU works through the queue, so the pass takes
 max(T_graph, L) (launches overlap execution; assumed: the host issues kernels back to back). The capture lists are
-engine parameters of the hardware profile (``kernels.graphs`` for the default engine, ``engines.<engine>.kernels.
-graphs`` for the others; :class:`simulator.specs.kernels.GraphCapture`, each with its source), read through
-``HardwareProfile.for_engine``: the engines' public defaults,
+the engine's (``graphs:`` of its file, engines/*.yaml; :class:`simulator.specs.kernels.GraphCapture`, with its
+source), read from the release the profile is bound to (``hw.engine_spec.graphs``): the engines' public defaults,
 
 - vLLM (V1): ``compilation_config.cudagraph_capture_sizes`` counts *tokens*: 1, 2, 4, then multiples of 8 to 256 and
   of 16 to ``max_cudagraph_capture_size`` = 512. With speculative decoding the sizes are rounded to multiples of the
@@ -114,7 +113,7 @@ def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, b
     captures it (``GraphCapture.sd_sizes`` where the profile states them)."""
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     s = np.broadcast_to(np.atleast_1d(np.asarray(tokens, dtype=float)), b.shape)
-    graphs = hw.for_engine(dep.engine).kernels.graphs
+    graphs = hw.engine_spec.graphs
     if mech.graph_padding != "on" or not dep.cuda_graphs or graphs is None:
         return cache.step(model, hw, dep, b, s, context, mech, overlap)
     sd = np.broadcast_to(np.atleast_1d(np.asarray(speculative, dtype=bool)), b.shape)
@@ -148,6 +147,6 @@ def gdn_checkpoint_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, 
     if n_lin == 0:
         return out
     state = (b / dep.dp) * (la.value_heads // dep.tp) * la.key_head_dim * la.value_head_dim * 4.0
-    eta = hw.for_engine(dep.engine).kernels.global_efficiency
+    eta = hw.kernels.global_efficiency
     d = np.maximum(d, 0.0)[..., None] if d.ndim else max(float(d), 0.0)
     return d * n_lin * state / (hw.hbm_bandwidth * eta)

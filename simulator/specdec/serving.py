@@ -39,9 +39,9 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..params import Interval, Options, Param, declare
+from ..specs.engine import PREFILL_MODES
 
-__all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "ENGINE_SERVING", "LENGTHS", "PREFILL", "RUNNING_CAP",
-           "EngineServing", "Occupancy", "ServingPoint",
+__all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "LENGTHS", "PREFILL", "RUNNING_CAP", "Occupancy", "ServingPoint",
            "iteration_time", "occupancy", "serving_point"]
 
 # Tokens a prefill chunk may hold per iteration: vLLM's default max_num_batched_tokens for the OpenAI server on GPUs
@@ -52,31 +52,7 @@ CHUNK = Param(Interval(int, 1, None), unit="prefill tokens per chunk")
 CONCURRENCY = Param(Interval(float, 1.0, None), unit="concurrent requests", many=True)
 LENGTHS = Param(Interval(float, 0.0, None), unit="tokens per request", many=True)
 RUNNING_CAP = Param(Interval(float, 1.0, None), None, unit="running requests")
-PREFILL = Param(Options(("mixed", "separate")), unit="how prefill meets decode")
-
-
-@dataclass(frozen=True)
-class EngineServing:
-    """How an engine serves by default: whether prefill chunks join decode iterations, and the most requests an SD
-    server runs at once unless the user sets it (None: no limit beside memory)."""
-
-    prefill: str
-    cap_sd: float | None
-    source: str
-
-
-ENGINE_SERVING = {
-    "sglang": EngineServing("separate", 48.0,
-                            "sglang server_args._handle_speculative_decoding: for EAGLE, EAGLE3 and STANDALONE (NEXTN "
-                            "runs as EAGLE) 'if self.max_running_requests is None: self.max_running_requests = 48' "
-                            "('Max running requests is reset to 48 for speculative decoding') and enable_mixed_chunk "
-                            "is turned off; enable_mixed_chunk defaults to False, so plain decoding runs prefill "
-                            "batches as their own iterations too"),
-    "vllm": EngineServing("mixed", None, "vLLM V1 scheduler: chunked prefill always on; prefill chunks share each "
-                                         "step's max_num_batched_tokens with the decode rows, with and without SD"),
-    "trtllm": EngineServing("mixed", None, "assumed: TensorRT-LLM in-flight batching runs context (prefill) "
-                                           "requests in the same iteration as generation requests"),
-}
+PREFILL = Param(Options(PREFILL_MODES), unit="how prefill meets decode")
 
 
 @dataclass(frozen=True)

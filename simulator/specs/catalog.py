@@ -1,55 +1,38 @@
-"""The bundled catalog (hardware/, models/, routing/, experiments/, measured/) and name-or-path resolution.
+"""The bundled catalog (hardware/, models/, engines/, routing/, experiments/, measured/) and name-or-path resolution.
 
-In a wheel the YAML files are the data packages ``simulator._data.{hardware,models,routing,experiments,measured}``; in a
-source checkout or an editable install they are read from the repository root next to the package.
+In a wheel the YAML files are the data packages ``simulator._data.{hardware,models,engines,routing,experiments,
+measured}`` (:mod:`.bundled`); in a source checkout or an editable install they are read from the repository root
+next to the package.
 """
 
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
 from ..errors import ConfigError
+from .bundled import MEASURED, bundled_dir, bundled_files, engine_names
+from .engine import EngineRelease, EngineSpec, read_engine
 from .hardware import HardwareProfile, read_hardware
+from .kernels import DEFAULT_ENGINE
 from .model import ModelSpec, read_model
 from .routing_profile import RoutingProfile, read_routing_profile
 from .schema import closest
 from .whatif import derive_kernels, grounding
 from .yamlio import load_yaml_file, load_yaml_text
 
-KINDS = ("hardware", "models", "routing", "experiments")
-MEASURED = "measured"  # measured per-op tables, one folder per GPU (measured/<gpu>/*.csv, README.md, LICENSE)
-
-
-def _bundled_dir(kind: str):
-    try:
-        d = resources.files(f"simulator._data.{kind}")
-        if d.is_dir():
-            return d
-    except ModuleNotFoundError:
-        pass
-    return Path(__file__).resolve().parents[2] / kind
-
-
-@functools.cache
-def bundled_files(kind: str) -> dict[str, object]:
-    """Bundled ``name -> traversable`` for one kind, sorted by name."""
-    d = _bundled_dir(kind)
-    if not d.is_dir():
-        return {}
-    files = {p.name[: -len(".yaml")]: p for p in d.iterdir() if p.name.endswith(".yaml")}
-    return dict(sorted(files.items()))
+# The bundled engines' names, the default engine first (engines/*.yaml).
+ENGINES = engine_names()
 
 
 def measured_dir(hardware: str = "h100-sxm") -> Path:
     """The bundled folder of measured per-op tables of one GPU (``measured/<hardware>/``: ``moe.csv``, ``gemm.csv``,
     ``decode_attention.csv``, ``collectives.csv``, with their README and licence), found through
     ``importlib.resources`` in a wheel and at the repository root in a source checkout."""
-    d = _bundled_dir(MEASURED) / hardware
+    d = bundled_dir(MEASURED) / hardware
     if not d.is_dir():
-        have = sorted(p.name for p in _bundled_dir(MEASURED).iterdir() if p.is_dir()) if _bundled_dir(
+        have = sorted(p.name for p in bundled_dir(MEASURED).iterdir() if p.is_dir()) if bundled_dir(
             MEASURED).is_dir() else []
         raise ConfigError("", "", f"no bundled measurements for hardware {hardware!r}",
                           f"bundled: {', '.join(have) or 'none'}; or pass a folder of measured CSVs")
@@ -84,7 +67,7 @@ def _load(kind: str, name_or_path: str, role: str | None = None) -> tuple[object
         guess = closest(name_or_path, names)
         hint = f"did you mean '{guess}'? " if guess else ""
         noun = {"hardware": "hardware profile", "models": "model", "routing": "routing profile",
-                "experiments": "experiment"}[kind]
+                "experiments": "experiment", "engines": "engine"}[kind]
         raise ConfigError("", "", f"unknown {noun} {name_or_path!r}",
                           f"{hint}run `python -m simulator list {kind}` or pass a path to a YAML file")
     f = files[name_or_path]
@@ -97,7 +80,40 @@ def _raw_hardware(name_or_path: str) -> HardwareProfile:
     hw = read_hardware(obj, where)
     if not hw.kernels.resolved:  # its grounding: derived:<base> or spec-only:<base> (specs.whatif.grounding)
         hw = hw.with_changes(grounding=grounding(hw, _raw_hardware(hw.kernels.derive_from)))
-    return hw
+    return hw.with_changes(engine_spec=load_engine(DEFAULT_ENGINE).default)  # as its `kernels:` block: the default
+
+
+@functools.lru_cache(maxsize=64)
+def load_engine(name_or_path: str) -> EngineSpec:
+    """An engine spec (``engines/<name>.yaml``) by bundled name, alias or path (one object per name: a release is
+    compared by identity)."""
+    text = str(name_or_path)
+    if not (_looks_like_path(text) or Path(text).is_file()):
+        text = _engine_alias(text)
+    obj, where = _load("engines", text)
+    return read_engine(obj, where)
+
+
+def engine_release(engine: str, version: str | None = None) -> EngineRelease:
+    """The release of ``engine`` (name, alias or path) a deployment prices: ``version`` or the newest."""
+    return load_engine(engine).release(version)
+
+
+def list_engines() -> list[EngineSpec]:
+    return [load_engine(n) for n in engine_names()]
+
+
+def _engine_alias(text: str) -> str:
+    """A bundled engine's name for any of its names as users write them (any case, with or without '-'/'_')."""
+    def norm(t: str) -> str:
+        return t.strip().lower().replace("-", "").replace("_", "")
+
+    for n in engine_names():
+        obj = load_yaml_text(bundled_files("engines")[n].read_text(encoding="utf-8"), f"engines/{n}.yaml")
+        names = [n, obj.get("display_name", n), *(obj.get("aliases") or [])] if isinstance(obj, dict) else [n]
+        if norm(text) in {norm(str(x)) for x in names}:
+            return n
+    return text
 
 
 def load_hardware(name_or_path: str, resolve: bool = True) -> HardwareProfile:
@@ -113,7 +129,7 @@ def _resolved_hardware(name_or_path: str) -> HardwareProfile:
     if not hw.kernels.resolved:
         base = load_hardware(hw.kernels.derive_from, resolve=True)
         hw = hw.with_changes(kernels=derive_kernels(hw, base),
-                             engine_kernels=MappingProxyType({e: derive_kernels(hw, base.for_engine(e))
+                             engine_kernels=MappingProxyType({e: derive_kernels(hw, base.kernel_block(e))
                                                               for e in base.engine_kernels}))
     return hw
 

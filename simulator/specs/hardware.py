@@ -9,10 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from .kernels import DEFAULT_ENGINE, ENGINES, Kernels, read_engine_kernels, read_kernels
+from .bundled import engine_names
+from .kernels import DEFAULT_ENGINE, Kernels, read_engine_kernels, read_kernels
 from .schema import Provenance, Reader
+
+if TYPE_CHECKING:
+    from .engine import EngineRelease
 
 VENDORS = ("nvidia", "amd")
 ARCHITECTURES = ("ampere", "hopper", "blackwell", "blackwell-ultra", "rubin", "cdna3", "cdna4")
@@ -59,7 +64,10 @@ class HardwareProfile:
     kernels: Kernels  # the kernel parameters of `engine` (as read: the default engine's, DEFAULT_ENGINE)
     # other engines' kernels, each the default block with the engine's measured entries in place (docs/MODEL.md §3.7)
     engine_kernels: Mapping[str, Kernels] = field(default_factory=lambda: MappingProxyType({}))
-    engine: str = DEFAULT_ENGINE  # whose parameters `kernels` holds (HardwareProfile.for_engine)
+    engine: str = DEFAULT_ENGINE  # whose kernel block `kernels` holds (HardwareProfile.kernel_block)
+    # the engine release the profile is bound to (HardwareProfile.bind; the catalog binds the default engine's newest
+    # release): what the engine executes, read by everything below pricing (docs/MODEL.md §3.10)
+    engine_spec: EngineRelease | None = field(default=None, compare=False, repr=False)
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False,
                                                  compare=False)
@@ -88,14 +96,20 @@ class HardwareProfile:
     @property
     def engines(self) -> tuple[str, ...]:
         """Engines this profile has kernel parameters for (``kernels`` holds ``engine``'s, ``engine_kernels`` the
-        others'), in ``ENGINES`` order."""
-        return tuple(e for e in ENGINES if e == self.engine or e in self.engine_kernels)
+        others'), in the catalog's order."""
+        return tuple(e for e in engine_names() if e == self.engine or e in self.engine_kernels)
 
-    def for_engine(self, engine: str) -> HardwareProfile:
-        """This profile with ``engine``'s kernel parameters as its ``kernels`` (the one place an engine selects
-        them); the other engines' blocks stay in ``engine_kernels``, so an edit made after selecting an engine
-        (a what-if variant) is kept when the same engine is selected again. A profile without that engine's
-        parameters is refused with a one-line fix."""
+    def bind(self, release: EngineRelease) -> HardwareProfile:
+        """This profile priced for the engine ``release``: the kernel parameters of its kernel block as
+        ``kernels`` and the release as ``engine_spec``. Pricing binds once, in :attr:`simulator.pricing.Scenario.hw`
+        (an architecture test keeps it the only caller); everything below reads the bound profile."""
+        hw = self.kernel_block(release.kernel_block)
+        return hw if hw.engine_spec is release else replace(hw, engine_spec=release)
+
+    def kernel_block(self, engine: str) -> HardwareProfile:
+        """This profile with ``engine``'s kernel parameters as its ``kernels``; the other engines' blocks stay in
+        ``engine_kernels``, so an edit made after selecting a block (a what-if variant) is kept when the same block
+        is selected again. A profile without that engine's parameters is refused with a one-line fix."""
         if engine == self.engine:
             return self
         if engine not in self.engine_kernels:
@@ -178,7 +192,7 @@ def read_hardware(obj: object, where: str) -> HardwareProfile:
         if not profile.kernels.resolved:
             raise r.fail("engines", "is set together with kernels.derive_from",
                          "a what-if profile derives every engine from its base profile; remove 'engines'")
-        eobj = r.mapping(top["engines"], "engines", [e for e in ENGINES if e != DEFAULT_ENGINE])
+        eobj = r.mapping(top["engines"], "engines", [e for e in engine_names() if e != DEFAULT_ENGINE])
         blocks = {}
         for e, body in eobj.items():
             ep = r.join("engines", e)

@@ -77,12 +77,8 @@ A2A_MODES = {"nccl": "all_to_all", "deepep_normal": "deepep_normal", "deepep_low
 OPTIONAL_COLLECTIVES = ("deepep_normal", "deepep_low_latency")
 # Serving engines a profile may state kernels for (docs/MODEL.md §3.7): ``kernels:`` is the default engine's;
 # ``engines: {<engine>: {kernels: ...}}`` replaces its entries (the rest is the default's: the documented fallback).
-ENGINES = ("trtllm", "sglang", "vllm")
+# The engines are the catalog's (engines/*.yaml, simulator.specs.engine; each names its vendors there).
 DEFAULT_ENGINE = "trtllm"
-# GPU vendors each engine runs on: TensorRT-LLM is NVIDIA-only (https://nvidia.github.io/TensorRT-LLM/: "optimize
-# inference on NVIDIA GPUs"); vLLM (https://docs.vllm.ai/en/latest/getting_started/installation/gpu.html, ROCm) and
-# SGLang (https://docs.sglang.ai/platforms/amd_gpu.html) also run on AMD Instinct GPUs.
-ENGINE_VENDORS = {"trtllm": ("nvidia",), "sglang": ("nvidia", "amd"), "vllm": ("nvidia", "amd")}
 STEP_FIXED = {
     "host_overhead": "per forward pass: scheduler, input preparation, output copy (s)",
     "launch_eager": "extra per-kernel cost without CUDA graphs (s)",
@@ -95,11 +91,10 @@ STEP_OPTIONAL = {
 }
 
 
-# Round parameters of speculative decoding that a profile may state per engine (``kernels.round`` for the default
-# engine, ``engines.<engine>.kernels.round``; docs/MODEL.md §4.6): name -> dimension. Each is a band
-# ``{low: Q, central: Q, high: Q}`` of quantities; a profile that states none uses the engine's public bands
-# (simulator.specdec.engine_round.ROUND_PARAMS, whose fields are these names). An engine block does not inherit the
-# default engine's round parameters: they describe one engine's host and kernels.
+# Round parameters of speculative decoding (docs/MODEL.md §4.6): name -> dimension. Each is a band; the engine file
+# states them all (``round:``, simulator.specs.engine.RoundParams, whose fields are these names), and a profile may
+# replace some for one engine (``kernels.round`` for the default engine, ``engines.<engine>.kernels.round``, each
+# ``{low: Q, central: Q, high: Q}``): an engine block does not inherit the default engine's round parameters.
 ROUND_KEYS: dict[str, str] = {
     "round_host": "time", "sync": "time", "per_request": "time", "per_token": "time", "draft_step_host": "time",
     "decode_host": "time", "sample_pass": "time", "sample_reads": "count", "tree_build": "time",
@@ -113,9 +108,9 @@ GRAPH_UNITS = ("tokens", "requests")  # what an engine's CUDA-graph capture size
 
 @dataclass(frozen=True)
 class GraphCapture:
-    """An engine's CUDA-graph capture sizes (``kernels.graphs``; docs/MODEL.md §4.5): a pass whose size is not
-    captured replays the next captured size (padding), one above the largest runs eagerly. ``unit``: whether the
-    sizes count tokens (vLLM) or requests (SGLang, TRT-LLM)."""
+    """An engine's CUDA-graph capture sizes (``graphs:`` of its file, :mod:`.engine`; docs/MODEL.md §4.5): a pass
+    whose size is not captured replays the next captured size (padding), one above the largest runs eagerly.
+    ``unit``: whether the sizes count tokens (vLLM) or requests (SGLang, TRT-LLM)."""
 
     sizes: tuple[int, ...]
     unit: str = "requests"
@@ -131,7 +126,7 @@ class GraphCapture:
         return replace(self, sizes=self.sd_sizes) if speculative and self.sd_sizes else self
 
 
-def _graphs(r: Reader, obj: object, path: str) -> GraphCapture:
+def read_graphs(r: Reader, obj: object, path: str) -> GraphCapture:
     """``graphs: {sizes: [1, 2, 4, [8, 256, 8], ...], unit: tokens|requests, source: KEY (or assumed + reason)}``;
     a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop. Optional ``sd_sizes``: the
     list a server launched with speculative decoding captures for its round's passes (SGLang's spec list)."""
@@ -245,7 +240,6 @@ class Kernels:
     classes: Mapping[str, Mapping[str, KernelClass]] = field(default_factory=lambda: MappingProxyType({}))
     collectives: Mapping[str, Collective] = field(default_factory=lambda: MappingProxyType({}))
     step: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    graphs: GraphCapture | None = None  # the engine's CUDA-graph capture sizes (None: no padding is modelled)
     round: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -336,7 +330,8 @@ def _round(r: Reader, obj: object, path: str) -> Mapping[str, tuple[float, float
 def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Kernels:
     """An engine's ``kernels:`` overrides (any subset of classes/variants, collectives and step costs, each entry
     complete) merged onto the default engine's resolved block ``base``."""
-    k = r.mapping(obj, path, ("classes", "collectives", "step", "graphs", "round", "note"))
+    _no_graphs(r, obj, path)
+    k = r.mapping(obj, path, ("classes", "collectives", "step", "round", "note"))
     # an alternative kernel (OPTIONAL_CLASSES) is the stating engine's own: another engine does not inherit it
     classes = {name: dict(v) for name, v in base.classes.items() if name not in OPTIONAL_CLASSES}
     if "classes" in k:
@@ -357,16 +352,23 @@ def read_engine_kernels(r: Reader, obj: object, base: Kernels, path: str) -> Ker
         spath = r.join(path, "step")
         s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL})
         step.update({name: r.quantity(s, name, spath, "time") for name in s})
-    graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else base.graphs
     rnd = _round(r, k["round"], r.join(path, "round")) if "round" in k else MappingProxyType({})
     return Kernels(None, base.global_efficiency,
                    MappingProxyType({n: MappingProxyType(v) for n, v in classes.items()}),
-                   MappingProxyType(collectives), MappingProxyType(step), graphs, rnd)
+                   MappingProxyType(collectives), MappingProxyType(step), rnd)
+
+
+def _no_graphs(r: Reader, obj: object, path: str) -> None:
+    """CUDA-graph capture sizes are the engine's (its file's ``graphs:``), not the GPU's."""
+    if isinstance(obj, Mapping) and "graphs" in obj:
+        raise r.fail(r.join(path, "graphs"), "is an engine fact: the capture sizes an engine launches with",
+                     "remove it here and state it in the engine's file (engines/<engine>.yaml, graphs:)")
 
 
 def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
-    k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "graphs",
-                              "round", "note"))
+    _no_graphs(r, obj, path)
+    k = r.mapping(obj, path, ("derive_from", "global_efficiency", "classes", "collectives", "step", "round",
+                              "note"))
     if "derive_from" in k:
         extra = [key for key in k if key not in ("derive_from", "note")]
         if extra:
@@ -394,7 +396,6 @@ def read_kernels(r: Reader, obj: object, path: str = "kernels") -> Kernels:
     spath = r.join(path, "step")
     s = r.mapping(k["step"], spath, {**STEP_FIXED, **STEP_OPTIONAL}, STEP_FIXED)
     step = {name: r.quantity(s, name, spath, "time") for name in (*STEP_FIXED, *STEP_OPTIONAL) if name in s}
-    graphs = _graphs(r, k["graphs"], r.join(path, "graphs")) if "graphs" in k else None
     rnd = _round(r, k["round"], r.join(path, "round")) if "round" in k else MappingProxyType({})
     return Kernels(None, geff, MappingProxyType(classes), MappingProxyType(collectives), MappingProxyType(step),
-                   graphs, rnd)
+                   rnd)

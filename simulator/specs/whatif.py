@@ -143,4 +143,4 @@ def derive_kernels(target: HardwareProfile, base: HardwareProfile) -> Kernels:
     collectives = {n: _collective(c, lat) for n, c in kb.collectives.items()}
     return Kernels(None, kb.global_efficiency,
                    MappingProxyType({n: MappingProxyType(v) for n, v in classes.items()}),
-                   MappingProxyType(collectives), kb.step, kb.graphs)  # capture sizes: the engine's, kept
+                   MappingProxyType(collectives), kb.step)

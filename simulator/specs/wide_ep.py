@@ -1,6 +1,7 @@
 """Wide expert parallelism as the engines deploy it (docs/MODEL.md §3.5, §3.9): the all-to-all chosen by
-``Deployment.all_to_all = "auto"``, the precision of dispatched tokens, and which engines split a batch in two
-overlapped micro-batches. The kernels' parameters themselves are the profile's (:mod:`.kernels`)."""
+``Deployment.all_to_all = "auto"`` and the precision of dispatched tokens. Which engines split a batch in two
+overlapped micro-batches is each engine's (engines/*.yaml, ``schedule.two_batch_overlap``); the kernels' parameters
+are the profile's (:mod:`.kernels`)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,3 @@ A2A_NCCL_MAX_GPUS = 8
 # bf16 in every mode.
 DISPATCH_BYTES = {"bf16": 2.0, "fp8": 1.0 + 4.0 / 128, "nvfp4": 0.5 + 1.0 / 16}
 MODE_DISPATCH = {"nccl": "bf16", "deepep_normal": "fp8", "deepep_low_latency": "fp8"}  # dispatch_dtype "auto"
-# Two-batch overlap (Mechanisms.two_batch_overlap = "auto"): the engines whose published wide-EP deployments split a
-# batch in two micro-batches so that one's DeepEP dispatch/combine runs beside the other's compute. SGLang: the flag
-# --enable-two-batch-overlap is off in server_args but on in every DeepEP wide-EP recipe it publishes (the LMSYS
-# 96xH100 decode command, sgl-project/sglang#6017; the GB200 NVL72 recipes). vLLM's --enable-dbo (dual batch
-# overlap) and TensorRT-LLM: off by default and not in the deployments the validation rows come from: off. The
-# cost of the split is real (every weight is read once per micro-batch), so "auto" never turns it on elsewhere.
-TBO_ENGINES = ("sglang",)

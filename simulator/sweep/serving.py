@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..pricing import Case, Scenario, price, price_pass
 from ..specdec import StepCache
-from ..specdec.serving import DEFAULT_CHUNK, ENGINE_SERVING, Occupancy, ServingPoint, occupancy, serving_point
+from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, occupancy, serving_point
 from ..specdec.tree import tree_accept_length
 
 __all__ = ["ServingCase", "decode_context", "plain_step", "price_serving"]
@@ -87,7 +87,7 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     ``mixed`` into decode iterations or ``separate``), and the step-level speedup at batch C, at the same decode
     context (the scenario's context is replaced by ISL + OSL / 2). ``caps``: (plain, SD) the most requests each arm
     runs at once (None in a place: all C; the rest queue). ``prefill`` and ``caps`` default to the engine's
-    (:data:`simulator.specdec.serving.ENGINE_SERVING`: the SD arm's scheduler limit, none for the plain arm)."""
+    (``serving`` of the engine release the scenario binds: the SD arm's scheduler limit, none for the plain arm)."""
     cache = cache or StepCache()
     if sc.tree is None:
         if gamma is None:
@@ -97,9 +97,9 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     else:
         al = float(tree_accept_length(sc.tree, sc.accept))
         gamma = len(sc.tree) - 1
-    eng = ENGINE_SERVING.get(sc.engine)
-    prefill = prefill or (eng.prefill if eng else "mixed")
-    cap_base, cap_sd = caps if caps is not None else (None, eng.cap_sd if eng else None)
+    eng = sc.hw.engine_spec.serving
+    prefill = prefill or eng.prefill
+    cap_base, cap_sd = caps if caps is not None else (None, eng.sd_running_cap)
     if sc.tree is None and int(gamma) == 0:
         cap_sd = cap_base  # γ = 0 is plain decoding: the same server
     base = occupancy(concurrency, isl, osl, 1.0, chunk, cap_base)

@@ -17,11 +17,10 @@ import numpy as np
 
 from ..cost.deployment import ONOFF, Deployment, Mechanisms, resolve_all_to_all, two_batch_overlap_on
 from ..params import Interval, Param, param_field
-from ..pricing import Scenario, price_pass
+from ..pricing import Scenario, bound, price_pass
 from ..render.outcome import Part, table
-from ..specs.catalog import load_hardware, load_model
+from ..specs.catalog import ENGINES, load_hardware, load_model
 from ..specs.dtypes import FORMATS, KV_DTYPES
-from ..specs.kernels import ENGINES
 from ..specs.settings import choice, loadable, positive
 from ..specs.wide_ep import A2A_AUTO
 
@@ -62,11 +61,11 @@ def predict(c: Case) -> dict:
     two-batch overlap."""
     model, hw = load_model(c.model), load_hardware(c.hardware)
     dep = _deployment(c, model, hw)
-    eng = hw.for_engine(c.engine)
+    eng = bound(hw, dep)
     resolved = resolve_all_to_all(eng, dep)
     mech = Mechanisms(two_batch_overlap=c.two_batch_overlap)
     out = {"deployment": resolved.label, "all_to_all": resolved.all_to_all,
-           "tbo": two_batch_overlap_on(mech, resolved)}
+           "tbo": two_batch_overlap_on(mech, eng, resolved)}
     runs = {"default": (dep, mech), "nccl": (replace(dep, all_to_all="nccl"), mech),
             "no_tbo": (dep, Mechanisms(two_batch_overlap="off"))}
     for key, (d, mech) in runs.items():

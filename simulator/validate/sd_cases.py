@@ -20,9 +20,8 @@ from ..params import Interval, Param, param_field
 from ..pricing import Layout, Request, price
 from ..render.outcome import Part, table
 from ..specdec import Acceptance
-from ..specs.catalog import load_hardware, load_model
+from ..specs.catalog import ENGINES, load_hardware, load_model
 from ..specs.dtypes import FORMATS
-from ..specs.kernels import ENGINES
 from ..specs.settings import choice, loadable, positive
 from ..sweep import Variant
 from ..sweep.runner import deploy, in_mode

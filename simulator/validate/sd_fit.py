@@ -2,7 +2,7 @@
 gives fitted on the corpus with leave-one-source-out cross-validation, and the errors per engine and execution mode
 (docs/SD_VALIDATION.md; docs/MODEL.md §7.2).
 
-Fit. Per engine, the parameters :data:`FIT_PARAMS` of :data:`simulator.specdec.engine_round.ROUND_PARAMS` minimise
+Fit. Per engine, the parameters :data:`FIT_PARAMS` of :func:`public_params` (the engine files' bands) minimise
 
     Σ_rows w_row · (log predicted(θ) − log measured)²,    w_row = 1 / n_rows(source)   (each source weighs the same)
 
@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..specdec import StepCache
-from ..specdec.engine_round import POOLED, ROUND_PARAMS, Band, RoundParams, round_terms
+from ..specdec.engine_round import POOLED, Band, RoundParams, round_terms
 from ..specdec.rounds import draft_vocab
 from ..specdec.tree import is_chain, node_depths
+from ..specs.catalog import load_engine
 from .sd_band import error_bands
 from .sd_corpus import SDRow, by_source
 from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
@@ -90,8 +91,13 @@ class RowModel:
         return p.predicted(self.t_decode + terms.host_decode["central"], t_round)
 
 
+def public_params(engine: str) -> RoundParams:
+    """The engine's public round bands (its file's ``round:``, newest release) before any fit."""
+    return load_engine(engine).default.round
+
+
 def _bounds(engine: str):
-    base = ROUND_PARAMS[engine]
+    base = public_params(engine)
     bands = [getattr(base, n) for n in FIT_PARAMS]
     return base, np.array([b.low for b in bands]), np.array([b.high for b in bands]), np.array([b.central
                                                                                                   for b in bands])
@@ -106,7 +112,7 @@ def _unit(lo, hi, central) -> np.ndarray:
 
 def params_at(engine: str, values) -> RoundParams:
     """The engine's parameters with :data:`FIT_PARAMS` set to ``values`` (seconds; band = the point)."""
-    base = ROUND_PARAMS[engine]
+    base = public_params(engine)
     return base.with_(**{n: Band(float(v), float(v), float(v), "fit on the SD corpus")
                          for n, v in zip(FIT_PARAMS, values, strict=True)})
 
@@ -236,7 +242,7 @@ class Outcome:
     reason: str = ""
     setup: object = None
     measured: float = float("nan")
-    central: float = float("nan")  # the engines' public central ROUND_PARAMS (before the fit)
+    central: float = float("nan")  # the engines' public central bands (before the fit)
     fitted: float = float("nan")  # the in-sample fit
     held_out: float = float("nan")  # fit on every other source
     band: tuple[float, float] | None = None  # held out, the model's error included (sd_band)
@@ -295,7 +301,7 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         wfold = {e: fit_engine(train, e, WIDEN) for e in sorted({m.engine for m in test})}
         for m in test:
             f, w = folds[s][m.engine], wfold[m.engine]
-            public = ROUND_PARAMS[m.engine]  # a held-out source never sees the all-source FITTED values
+            public = public_params(m.engine)  # a held-out source never sees the all-source FITTED values
             held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values) if f.rows else public)
             wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values) if w.rows else public)
     eb = error_bands(models, trainable, held, fitted_params)
@@ -308,7 +314,7 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         m = models.get(r.id) or assumed[r.id]
         res = m.priced.result
         fit = fits.get(m.engine)
-        fitted = m.predict(params_at(m.engine, fit.values) if fit is not None and fit.rows else ROUND_PARAMS[m.engine])
+        fitted = m.predict(params_at(m.engine, fit.values) if fit is not None and fit.rows else public_params(m.engine))
         status, why = ("priced", "") if r.id in models else ("assumed", "no AL stated: the default acceptance")
         mode = f"sd {res.sd_overlap} / decode {res.decode_overlap}"
         p, ratio = held.get(r.id, fitted), m.priced.band_ratio()
@@ -318,15 +324,16 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         else:  # an assumed-AL row (never validated): the all-source model-error band
             q = eb.constant.get(m.engine, eb.constant[POOLED])
             band = None if params is None else (params[0] * np.exp(q[0]), params[1] * np.exp(q[1]))
-        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, m.predict(ROUND_PARAMS[m.engine]), fitted,
-                           p, band, mode, float(m.priced.serving.point.step_speedup), params))
+        central = m.predict(public_params(m.engine))
+        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, central, fitted, p, band, mode,
+                           float(m.priced.serving.point.step_speedup), params))
     return Validation(corpus, tuple(out), fits, folds, wide, wide_held, eb, models)
 
 
 def fitted_params(rows: list[RowModel], engine: str) -> RoundParams:
     """The engine's round parameters fitted on ``rows`` (its public ones where none of them is the engine's)."""
     f = fit_engine(rows, engine)
-    return params_at(engine, f.values) if f.rows else ROUND_PARAMS[engine]
+    return params_at(engine, f.values) if f.rows else public_params(engine)
 
 
 def fitted_bands(v: Validation) -> dict[str, dict[str, tuple[float, float, float]]]:

@@ -30,9 +30,8 @@ from ..errors import SimulatorError
 from ..pricing import Layout, Request
 from ..specdec import Acceptance, StepCache
 from ..specdec.tree import tree_accept_length
-from ..specs.catalog import bundled_files, load_hardware, load_model
+from ..specs.catalog import ENGINES, bundled_files, load_hardware, load_model
 from ..specs.dtypes import FORMATS
-from ..specs.kernels import ENGINES
 from ..sweep.runner import deploy, in_mode
 from ..sweep.serving import ServingCase, plain_step, price_serving
 from .sd_corpus import SDRow, measured_speedup

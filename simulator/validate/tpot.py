@@ -50,8 +50,8 @@ import numpy as np
 from ..cost.deployment import Deployment, Mechanisms, validate
 from ..cost.step import check_memory, step_time
 from ..errors import ConfigError, SimulatorError
-from ..specs.catalog import load_hardware, load_model
-from ..specs.kernels import ENGINES
+from ..pricing import bound
+from ..specs.catalog import ENGINES, load_hardware, load_model
 from .layouts import squared_dp, squared_tp, wide_ep
 from .mapping import DTYPES, HELD_OUT_GPUS, NameMap, find_gpu, find_model, kv_dtype, row_dtype
 from .rows import Refused, concurrency, duplicate_ids, float_col, int_col, read_csv_rows, unit_mismatch
@@ -227,7 +227,7 @@ def _deploy(name: str, gpu: str, model, hw, layout: tuple) -> tuple[Deployment, 
             dep = Deployment(dtype=dtype, kv_dtype=kv, tp=tp, dp=dp, ep=ep, moe_tp=moe_tp, engine=engine,
                              redundant_experts=redundant)
             validate(model, hw, dep)
-            _CACHE[key] = (dep, hw.for_engine(engine))
+            _CACHE[key] = (dep, bound(hw, dep))
         except SimulatorError as exc:
             _CACHE[key] = Refused("refused", str(exc))
     hit = _CACHE[key]
@@ -258,7 +258,7 @@ def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[fl
             decode, floor = step.time * 1e3, floor_bytes / hw.hbm_bandwidth * 1e3
             agg = [j for j, p in enumerate(ps) if p.mode == "agg" and p.isl > 0]
             share = np.zeros(len(ps))
-            if agg and dep.engine in MIXED_STEP_ENGINES:  # each prefill rides in one decode step (per DP rank)
+            if agg and hw.engine_spec.serving.prefill == "mixed":  # each prefill rides in a decode step (per rank)
                 share[agg] = batches[agg] / np.array([ps[j].osl for j in agg], dtype=float) * \
                     _mixed_prefill_ms(model, hw, dep, batches[agg], [ps[j].isl for j in agg])
             elif agg:  # each prefill: one isl-token pass per DP rank (dp requests of isl tokens), no cache
@@ -270,11 +270,6 @@ def _price(plans: dict[int, tuple[_Plan, object, object]]) -> dict[int, tuple[fl
             continue
         out.update({i: (float(decode[j]), float(share[j]), float(floor[j])) for j, i in enumerate(idx)})
     return out
-
-
-# Engines that run a prompt inside a decode step (TensorRT-LLM in-flight batching, vLLM V1 chunked prefill); SGLang
-# runs a prefill batch as a forward of its own (--enable-mixed-chunk is off by default). docs/MODEL.md §7.
-MIXED_STEP_ENGINES = ("trtllm", "vllm")
 
 
 def _mixed_prefill_ms(model, hw, dep, batch, isl) -> np.ndarray:

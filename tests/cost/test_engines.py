@@ -8,8 +8,8 @@ from simulator.cli import invoke
 from simulator.cost.deployment import Deployment
 from simulator.cost.step import step_time
 from simulator.errors import ConfigError, ParameterError
-from simulator.specs.catalog import load_hardware, load_model
-from simulator.specs.kernels import ENGINES
+from simulator.pricing import bound
+from simulator.specs.catalog import ENGINES, load_hardware, load_model
 
 MODEL = "qwen3-235b-a22b"
 
@@ -23,7 +23,7 @@ def run(*args, cwd=ROOT):
 
 def _t(hw, engine, **kw):
     dep = Deployment(dtype="fp8_block", tp=8, ep=8, engine=engine, **kw)
-    return step_time(load_model(MODEL), hw, dep, [1, 16, 64], 1).time
+    return step_time(load_model(MODEL), bound(hw, dep), dep, [1, 16, 64], 1).time
 
 
 def test_engine_selects_its_kernel_parameters():
@@ -45,7 +45,7 @@ def test_equal_parameters_give_equal_times():
 def test_engine_block_overrides_only_what_it_states():
     """A variant the engine block does not state is the default engine's (the documented fallback)."""
     hw = load_hardware("h100-sxm")
-    sg = hw.for_engine("sglang").kernels
+    sg = hw.kernel_block("sglang").kernels
     assert sg.classes["sampling"]["any"] == hw.kernels.classes["sampling"]["any"]
     assert sg.classes["gemm"]["bf16"] != hw.kernels.classes["gemm"]["bf16"]
     assert sg.collectives["all_to_all"] == hw.kernels.collectives["all_to_all"]  # NCCL: engine-independent
@@ -54,7 +54,7 @@ def test_engine_block_overrides_only_what_it_states():
 def test_profile_without_the_engine_is_refused_in_one_line():
     hw = load_hardware("h100-sxm").with_changes(engine_kernels={})
     with pytest.raises(ConfigError, match="no kernel parameters for engine 'vllm'.*--engine vllm"):
-        hw.for_engine("vllm")
+        hw.kernel_block("vllm")
 
 
 def test_bad_engine_value_names_the_parameter():
@@ -97,10 +97,10 @@ def test_sweep_engine_and_a_variant_edit_of_the_engines_kernels():
     hw = load_hardware("h200-sxm")
     half = Variant(name="half", hardware=HardwareEdit(fixed_cost_scale=0.5))
     case = price(half.apply(runs["sglang"].scenario), [1], [3])
-    sg = hw.for_engine("sglang").kernels.classes["gemm"]["bf16"].fixed
+    sg = hw.kernel_block("sglang").kernels.classes["gemm"]["bf16"].fixed
     assert case.hardware.engine == "sglang"
     assert case.hardware.kernels.classes["gemm"]["bf16"].fixed == pytest.approx(0.5 * sg)
-    assert case.hardware.for_engine("sglang") is case.hardware  # selecting it again keeps the edit
+    assert case.hardware.kernel_block("sglang") is case.hardware  # selecting it again keeps the edit
 
 
 def _study(target_engine=None, variant_engine="vllm"):

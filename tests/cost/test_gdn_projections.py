@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator.cost.deployment import Deployment
+from simulator.cost.deployment import Deployment, engine_release
 from simulator.cost.ops import GEMM_TILE_N, Workload, attention_ops
 from simulator.errors import ConfigError
 from simulator.specs import load_model
@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _ops(model: str, engine: str, batch: float = 4.0, tokens: float = 1.0, tp: int = 8) -> dict:
     wl = Workload(np.array([batch]), np.array([tokens]), 1024)
     dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=tp, ep=1, engine=engine)
-    return {op.name: op for op in attention_ops(load_model(model), dep, wl, "linear")}
+    layout = engine_release(dep).ops.linear_attention_in_proj  # the engine's op layout (its file's ops:)
+    return {op.name: op for op in attention_ops(load_model(model), dep, wl, "linear", layout)}
 
 
 def test_qwen35_runs_four_input_gemms_on_sglang_and_one_merged_op_elsewhere():

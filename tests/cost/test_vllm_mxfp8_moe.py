@@ -7,15 +7,16 @@ from dataclasses import replace
 
 import pytest
 
-from simulator.cost.deployment import Mechanisms
+from simulator.cost.deployment import Deployment, Mechanisms
 from simulator.cost.engine import op_time
 from simulator.cost.opviews import moe_op
+from simulator.pricing import bound
 from simulator.specs import load_hardware
 
 
 def test_vllm_mxfp4_moe_runs_the_mxfp8_kernel_priced_as_sglang_prices_it():
     hw = load_hardware("b200")
-    vllm, sglang = hw.for_engine("vllm"), hw.for_engine("sglang")
+    vllm, sglang = bound(hw, Deployment(engine="vllm")), bound(hw, Deployment(engine="sglang"))
     copy, fit = vllm.kernels.get("moe_min_latency", "mxfp4"), sglang.kernels.get("moe", "mxfp4")
 
     def values(kc):  # the copy must follow the SGLang fit (refresh it when fit-sglang is refitted)

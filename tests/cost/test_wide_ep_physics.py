@@ -9,6 +9,7 @@ from simulator.cost.deployment import Deployment, Mechanisms
 from simulator.cost.engine import op_time
 from simulator.cost.memory import kv_bytes_per_request
 from simulator.cost.ops import INDEXER_KEY_BYTES, Workload, attention_ops, mla_cache_bytes
+from simulator.pricing import bound
 from simulator.specs import load_hardware, load_model
 from simulator.specs.kernels import DEFAULT_COMPUTE
 
@@ -110,13 +111,18 @@ def test_dispatch_precision_sets_the_dispatched_bytes():
 
 def test_two_batch_overlap_default_per_engine():
     mech = Mechanisms()
+    hw = load_hardware("h100-sxm")
     wide = Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, all_to_all="deepep_low_latency")
-    assert two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang"}))
-    assert not two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "vllm"}))  # --enable-dbo: opt-in
-    assert not two_batch_overlap_on(mech, wide)  # trtllm
-    assert not two_batch_overlap_on(mech, Deployment(**{**_fields(wide), "engine": "sglang", "all_to_all": "nccl"}))
-    assert two_batch_overlap_on(Mechanisms(two_batch_overlap="on"), wide)
-    assert not two_batch_overlap_on(Mechanisms(two_batch_overlap="on"), Deployment(dtype="fp8_block", tp=8, ep=8))
+
+    def on(m, dep):
+        return two_batch_overlap_on(m, bound(hw, dep), dep)
+
+    assert on(mech, Deployment(**{**_fields(wide), "engine": "sglang"}))
+    assert not on(mech, Deployment(**{**_fields(wide), "engine": "vllm"}))  # --enable-dbo: opt-in
+    assert not on(mech, wide)  # trtllm
+    assert not on(mech, Deployment(**{**_fields(wide), "engine": "sglang", "all_to_all": "nccl"}))
+    assert on(Mechanisms(two_batch_overlap="on"), wide)
+    assert not on(Mechanisms(two_batch_overlap="on"), Deployment(dtype="fp8_block", tp=8, ep=8))
 
 
 def _fields(dep):
@@ -128,6 +134,7 @@ def test_two_batch_overlap_hides_the_smaller_stream_at_half_the_batch():
     m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
     dep = Deployment(dtype="fp8_block", tp=1, dp=64, ep=64, all_to_all="deepep_low_latency", engine="sglang")
     batch = np.array([64.0, 64 * 2, 64 * 128])  # 1, 2, 128 requests per attention rank (4 experts per rank)
+    hw = bound(hw, dep)
     on = step_time(m, hw, dep, batch, 1, 1024, mech=Mechanisms(two_batch_overlap="on"))
     off = step_time(m, hw, dep, batch, 1, 1024, mech=Mechanisms(two_batch_overlap="off"))
     assert on.time[0] == off.time[0]  # one request per rank: nothing to split
@@ -161,7 +168,7 @@ def test_trtllm_min_latency_moe_is_selected_where_faster():
     from simulator.cost.opviews import moe_op
     hw = load_hardware("b200")
     assert "moe_min_latency" in hw.kernels.classes
-    assert "moe_min_latency" not in hw.for_engine("sglang").kernels.classes  # TRT-LLM's own kernel
+    assert "moe_min_latency" not in hw.kernel_block("sglang").kernels.classes  # TRT-LLM's own kernel
     op = moe_op(7168, 2048, 256, 8, 4, "nvfp4", tp=8, ep=1)
     both = float(op_time(op, hw, Mechanisms()).time)
     k = hw.kernels
@@ -182,7 +189,7 @@ def test_trtllm_fp8_block_moe_runs_trtllm_gen_where_faster():
     from simulator.cost.opviews import moe_op
     hw = load_hardware("b200")
     assert "fp8_block" in hw.kernels.classes["moe_min_latency"]
-    gen, sgl = hw.kernels.get("moe_min_latency", "fp8_block"), hw.for_engine("sglang").kernels.get("moe", "fp8_block")
+    gen, sgl = hw.kernels.get("moe_min_latency", "fp8_block"), hw.kernel_block("sglang").kernels.get("moe", "fp8_block")
 
     def values(kc):  # the copy must follow the SGLang fit (refresh it when fit-sglang is refitted)
         return kc.fixed, kc.memory.xs, kc.memory.ys, kc.compute.xs, kc.compute.ys, dict(kc.params)
@@ -193,7 +200,7 @@ def test_trtllm_fp8_block_moe_runs_trtllm_gen_where_faster():
     alone = hw.with_changes(kernels=_replace(k, classes={**k.classes, "moe_min_latency": {
         v: c for v, c in k.classes["moe_min_latency"].items() if v != "fp8_block"}}))
     deepgemm = float(op_time(op, alone, Mechanisms()).time)
-    assert both == pytest.approx(float(op_time(op, hw.for_engine("sglang"), Mechanisms()).time))
+    assert both == pytest.approx(float(op_time(op, bound(hw, Deployment(engine="sglang")), Mechanisms()).time))
     assert both < 0.5 * deepgemm
 
 
@@ -206,8 +213,8 @@ def test_two_batch_overlap_step_is_the_stage_formula():
 
     m, hw0 = load_model("deepseek-v3"), load_hardware("h100-sxm")
     dep = Deployment(dtype="fp8_block", tp=1, dp=64, ep=64, all_to_all="deepep_low_latency", engine="sglang")
-    hw, mech, B = hw0.for_engine("sglang"), Mechanisms(two_batch_overlap="on"), 64 * 128.0
-    got = float(step_time(m, hw0, dep, [B], 1, 1024, mech=mech).time[0])
+    hw, mech, B = bound(hw0, Deployment(engine="sglang")), Mechanisms(two_batch_overlap="on"), 64 * 128.0
+    got = float(step_time(m, hw, dep, [B], 1, 1024, mech=mech).time[0])
     groups = describe(m, dep, Workload(np.array([B / 2]), np.array([1.0]), 1024), mech)[0]
     want = 0.0
     for g in groups:

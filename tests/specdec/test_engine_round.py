@@ -11,19 +11,11 @@ from hypothesis import strategies as st
 
 from simulator.cli import invoke
 from simulator.cost.deployment import PRESETS, Deployment
+from simulator.pricing import bound
 from simulator.specdec import Acceptance, StepCache, speculative
-from simulator.specdec.engine_round import (
-    ENGINE_MODES,
-    LEVELS,
-    ROUND_PARAMS,
-    Band,
-    engine_mode,
-    exposed,
-    overlap_modes,
-)
+from simulator.specdec.engine_round import LEVELS, Band, exposed, overlap_modes
 from simulator.specdec.tree import chain_parents, speculative_tree
-from simulator.specs.catalog import load_hardware, load_model
-from simulator.specs.kernels import ENGINES
+from simulator.specs.catalog import ENGINES, engine_release, load_engine, load_hardware, load_model
 
 MODEL = load_model("qwen3-30b-a3b")
 HW = load_hardware("h100-sxm")
@@ -35,22 +27,22 @@ ONOFF = st.sampled_from(("on", "off"))
 
 def _spec(engine, batch, gammas, mech=None, drafter="eagle", acc=ACC, **kw):
     dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine=engine)
-    return speculative(MODEL, HW.for_engine(engine), dep, batch, gammas, acc, drafter, 1024,
+    return speculative(MODEL, bound(HW, dep), dep, batch, gammas, acc, drafter, 1024,
                        mech or PRESETS["refined"], cache=CACHE, **kw)
 
 
 def test_engine_defaults_are_the_documented_modes():
     refined = PRESETS["refined"]
-    assert overlap_modes(refined, "sglang") == ("off", "on")  # spec v1 turns the overlap scheduler off
-    assert overlap_modes(refined, "vllm") == ("on", "on")  # async scheduling with EAGLE/MTP from v0.14
-    assert overlap_modes(refined, "vllm", "ngram") == ("off", "on")  # not for n-gram (vllm PR #31998)
-    assert overlap_modes(refined, "trtllm") == ("on", "on")
-    assert overlap_modes(refined.with_(sd_overlap="on", decode_overlap="off"), "sglang") == ("on", "off")
-    assert ENGINE_MODES["vllm"][0].sd_overlap == "off"  # before v0.14
-    assert engine_mode("vllm", "0.13").decode_overlap == "off" and engine_mode("vllm").sd_overlap == "on"
+    sgl, vllm, trt = (engine_release(e) for e in ("sglang", "vllm", "trtllm"))
+    assert overlap_modes(refined, sgl) == ("off", "on")  # spec v1 turns the overlap scheduler off
+    assert overlap_modes(refined, vllm) == ("on", "on")  # async scheduling with EAGLE/MTP from v0.14
+    assert overlap_modes(refined, vllm, "ngram") == ("off", "on")  # not for n-gram (vllm PR #31998)
+    assert overlap_modes(refined, trt) == ("on", "on")
+    assert overlap_modes(refined.with_(sd_overlap="on", decode_overlap="off"), sgl) == ("on", "off")
+    assert load_engine("vllm").releases[0].execution.sd_overlap == "off"  # before v0.14
+    assert engine_release("vllm", "0.13").execution.decode_overlap == "off"
     for engine in ENGINES:  # every engine has a mode and sourced bands
-        assert engine in ENGINE_MODES and engine in ROUND_PARAMS
-        for name, band in vars(ROUND_PARAMS[engine]).items():
+        for name, band in vars(engine_release(engine).round).items():
             assert band.source, (engine, name)
 
 
@@ -137,7 +129,7 @@ def test_one_wide_tree_equals_the_chain(engine, sd, g, b):
     mech = PRESETS["refined"].with_(sd_overlap=sd)
     chain = _spec(engine, [b], [g], mech)
     dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine=engine)
-    tree = speculative_tree(MODEL, HW.for_engine(engine), dep, [b], chain_parents(g), ACC, "eagle", 1024, mech,
+    tree = speculative_tree(MODEL, bound(HW, dep), dep, [b], chain_parents(g), ACC, "eagle", 1024, mech,
                             cache=CACHE).as_spec_result()
     for f in ("t_round", "speedup", "speedup_low", "speedup_high", "t_host", "t_kernels", "t_extend"):
         np.testing.assert_allclose(getattr(tree, f), getattr(chain, f), rtol=1e-12, err_msg=f)
@@ -176,13 +168,15 @@ def test_a_profile_states_round_bands_per_engine():
     q = {"unit": "ms", "source": "assumed", "reason": "a test value for the override path"}
     obj["engines"]["sglang"]["kernels"]["round"] = {
         "round_host": {"low": {"value": 6, **q}, "central": {"value": 7, **q}, "high": {"value": 8, **q}}}
-    hw = read_hardware(obj, "x.yaml")
-    p = round_params(hw, "sglang")
+    raw = read_hardware(obj, "x.yaml")
+    hw = raw.bind(engine_release("sglang"))
+    p = round_params(hw)
     assert (p.round_host.low, p.round_host.central, p.round_host.high) == pytest.approx((6e-3, 7e-3, 8e-3))
-    assert p.sync == ROUND_PARAMS["sglang"].sync and round_params(hw, "vllm") == ROUND_PARAMS["vllm"]
+    vllm = raw.bind(engine_release("vllm"))
+    assert p.sync == engine_release("sglang").round.sync and round_params(vllm) == engine_release("vllm").round
     assert p.per_request == FITTED["sglang"]["per_request"]
     dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
-    slow = speculative(MODEL, hw.for_engine("sglang"), dep, [1], [3], ACC, "eagle", 1024)
+    slow = speculative(MODEL, hw, dep, [1], [3], ACC, "eagle", 1024)
     assert slow.t_round[0, 0] > _spec("sglang", [1], [3]).t_round[0, 0]
     obj["engines"]["sglang"]["kernels"]["round"]["round_host"]["low"]["value"] = 9
     with pytest.raises(SimulatorError, match="round.round_host"):
@@ -234,11 +228,12 @@ def test_sglang_sd_server_captures_its_own_batch_list():
     passes at B = 3 or 10 run unpadded, while the plain-decoding baseline pads to 4 and 12."""
     from simulator.specdec.overheads import graph_batch, padded_step
 
-    hw = HW.for_engine("sglang")
-    g = hw.kernels.graphs
+    hw = bound(HW, Deployment(engine="sglang"))
+    g = hw.engine_spec.graphs
     assert graph_batch(g.for_round(True), [3, 10, 44, 70], 1)[0].tolist() == [3, 10, 44, 72]
     assert graph_batch(g.for_round(False), [3, 10, 44, 70], 1)[0].tolist() == [4, 12, 48, 72]
-    assert g.for_round(True) is not g and HW.kernels.graphs.for_round(True) is HW.kernels.graphs  # TRT-LLM: one
+    trt = HW.engine_spec.graphs
+    assert g.for_round(True) is not g and trt.for_round(True) is trt  # TRT-LLM: one list
     dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
     mech = PRESETS["refined"]
     sd = padded_step(CACHE, MODEL, hw, dep, [3.0], 4, 1024, mech, None, True).time
@@ -274,7 +269,7 @@ def test_multi_gpu_host_term_only_when_the_instance_spans_gpus(engine):
     from simulator.specdec.engine_round import round_params, round_terms
 
     mech = PRESETS["refined"].with_(sd_overlap="off", decode_overlap="off")
-    hw = HW.for_engine(engine)
+    hw = bound(HW, Deployment(engine=engine))
 
     def work(tp):
         dep = Deployment(tp=tp, engine=engine)
@@ -282,7 +277,7 @@ def test_multi_gpu_host_term_only_when_the_instance_spans_gpus(engine):
         return t.work["central"], t.host_decode["central"]
 
     (r1, d1), (r2, d2) = work(1), work(2)
-    h_tp = round_params(hw, engine).tp_host.central
+    h_tp = round_params(hw).tp_host.central
     np.testing.assert_allclose(r2 - r1, h_tp, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(d2 - d1, h_tp, rtol=1e-12, atol=1e-15)
     assert (h_tp > 0) == (engine == "sglang")
@@ -317,17 +312,17 @@ def test_model_error_widens_the_band_where_sd_runs_only(engine, sd, b, g):
 
 
 def test_engine_version_selects_its_documented_mode():
-    """--engine-version: the version keys are declared once (cost.deployment.ENGINE_VERSIONS) and each is one
+    """--engine-version: the releases are declared once (each engine file's ``releases:``) and each is one
     documented mode; vLLM 0.13 (before async scheduling under SD) runs rounds and steps without overlap, so its
     exposed host time is larger and its speedup differs from 0.14's; a version of another engine is one line."""
     from simulator.cli import invoke
-    from simulator.cost.deployment import ENGINE_VERSIONS, validate_options
+    from simulator.cost.deployment import validate_options
     from simulator.errors import InfeasibleError
 
-    assert {e: tuple(m.version for m in ms) for e, ms in ENGINE_MODES.items()} == ENGINE_VERSIONS
+    assert load_engine("vllm").versions == ("0.13", "0.14")
     old = Deployment(dtype="fp8_block", tp=2, ep=2, engine="vllm", engine_version="0.13")
-    assert overlap_modes(PRESETS["refined"], "vllm", "eagle", "0.13") == ("off", "off")
-    r13 = speculative(MODEL, HW.for_engine("vllm"), old, [1, 32], [0, 3], ACC, "eagle", 1024, PRESETS["refined"],
+    assert overlap_modes(PRESETS["refined"], engine_release("vllm", "0.13"), "eagle") == ("off", "off")
+    r13 = speculative(MODEL, bound(HW, old), old, [1, 32], [0, 3], ACC, "eagle", 1024, PRESETS["refined"],
                       cache=CACHE)
     r14 = _spec("vllm", [1, 32], [0, 3])
     assert r13.sd_overlap == "off" and r14.sd_overlap == "on"
@@ -341,8 +336,8 @@ def test_engine_version_selects_its_documented_mode():
 
 
 def test_a_stated_release_runs_its_documented_mode():
-    """cost.deployment.version_key: the newest documented key at or below a release as sources write it (the
-    oldest key for an older release; None for text without a leading version number)."""
+    """cost.deployment.version_key (EngineSpec.version_key): the newest documented release at or below a release as
+    sources write it (the oldest for an older release; None for text without a leading version number)."""
     from simulator.cost.deployment import version_key
     assert version_key("vllm", "0.13.0") == "0.13" and version_key("vllm", "v0.14.1") == "0.14"
     assert version_key("vllm", "0.17.1") == "0.14" and version_key("vllm", "0.6.x (Oct 2024)") == "0.13"

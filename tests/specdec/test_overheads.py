@@ -6,16 +6,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.cost.deployment import Deployment, Mechanisms
+from simulator.pricing import bound
 from simulator.specdec import Acceptance, StepCache, speculative
 from simulator.specdec.drafters import parse_drafter
 from simulator.specdec.overheads import graph_batch
-from simulator.specs.catalog import load_hardware, load_model
+from simulator.specs.catalog import load_engine, load_hardware, load_model
 
 HW = load_hardware("h100-sxm")
 
 
 def _graphs(engine):
-    return HW.for_engine(engine).kernels.graphs
+    return load_engine(engine).default.graphs
 MODELS = {"qwen3-30b-a3b": Deployment(dtype="fp8_block", tp=2, ep=2),
           "qwen3-next-80b-a3b": Deployment(dtype="fp8_block", tp=4, ep=4)}
 SPECS = {m: load_model(m) for m in MODELS}
@@ -30,15 +31,16 @@ def test_switching_an_overhead_off_never_slows_a_round(model, batch, gamma, engi
     from dataclasses import replace
     dep = replace(MODELS[model], engine=engine)
     cache = StepCache()
-    on = speculative(SPECS[model], HW, dep, [batch], [gamma], ACC, drafter, 1024, Mechanisms(), cache=cache)
-    off = speculative(SPECS[model], HW, dep, [batch], [gamma], ACC, drafter, 1024,
+    hw = bound(HW, dep)
+    on = speculative(SPECS[model], hw, dep, [batch], [gamma], ACC, drafter, 1024, Mechanisms(), cache=cache)
+    off = speculative(SPECS[model], hw, dep, [batch], [gamma], ACC, drafter, 1024,
                       Mechanisms().with_(**{which: "off"}), cache=cache)
     assert off.t_round[0, 0] <= on.t_round[0, 0] * (1 + 1e-12)
 
 
 def test_gamma_zero_is_plain_decoding_exactly():
     dep = Deployment(dtype="fp8_block", tp=4, ep=4, engine="vllm")
-    r = speculative(SPECS["qwen3-next-80b-a3b"], HW, dep, [1, 3, 77, 300], [0, 3], ACC, "eagle3", 1024)
+    r = speculative(SPECS["qwen3-next-80b-a3b"], bound(HW, dep), dep, [1, 3, 77, 300], [0, 3], ACC, "eagle3", 1024)
     assert np.array_equal(r.t_round[0], r.t_decode) and np.all(r.speedup[0] == 1.0)
 
 
@@ -91,16 +93,17 @@ def test_capture_lists_are_profile_parameters():
     for name in bundled_files("hardware"):
         hw = load_hardware(name)
         for e in hw.engines:
-            g = hw.for_engine(e).kernels.graphs
+            g = load_engine(e).default.graphs
             assert g is not None and g.sizes[0] == 1 and g.unit in ("tokens", "requests"), (name, e)
     assert _graphs("vllm").unit == "tokens" and _graphs("vllm").cap == 512
     dep = Deployment(dtype="fp8_block", tp=2, ep=2)
     model = load_model("qwen3-30b-a3b")
     base = speculative(model, HW, dep, [5], [3], ACC, "eagle", 1024)
-    coarse = replace(HW, kernels=replace(HW.kernels, graphs=GraphCapture((1, 64), "requests")))
+    spec = HW.engine_spec
+    coarse = replace(HW, engine_spec=replace(spec, graphs=GraphCapture((1, 64), "requests")))
     padded = speculative(model, coarse, dep, [5], [3], ACC, "eagle", 1024)  # 5 -> 64 per rank: slower
     assert padded.t_round[0, 0] > base.t_round[0, 0]
-    none = replace(HW, kernels=replace(HW.kernels, graphs=None))
+    none = replace(HW, engine_spec=replace(spec, graphs=None))
     off = speculative(model, HW, dep, [5], [3], ACC, "eagle", 1024, Mechanisms(graph_padding="off"))
     np.testing.assert_allclose(speculative(model, none, dep, [5], [3], ACC, "eagle", 1024).t_round, off.t_round)
 
@@ -111,15 +114,20 @@ def test_bad_capture_list_is_one_line():
 
     from simulator.errors import SimulatorError
     from simulator.specs.catalog import bundled_files
+    from simulator.specs.engine import read_engine
     from simulator.specs.hardware import read_hardware
 
-    obj = yaml.safe_load(bundled_files("hardware")["h100-sxm"].read_text())
-    obj["kernels"]["graphs"]["sizes"] = [4, 2]
-    with pytest.raises(SimulatorError, match="kernels.graphs.sizes"):
-        read_hardware(obj, "x.yaml")
-    obj["kernels"]["graphs"] = {"sizes": [1, 2], "unit": "tokens"}
+    obj = yaml.safe_load(bundled_files("engines")["sglang"].read_text())
+    obj["graphs"]["sizes"] = [4, 2]
+    with pytest.raises(SimulatorError, match="graphs.sizes"):
+        read_engine(obj, "x.yaml")
+    obj["graphs"] = {"sizes": [1, 2], "unit": "tokens"}
     with pytest.raises(SimulatorError, match="source"):
-        read_hardware(obj, "x.yaml")
+        read_engine(obj, "x.yaml")
+    hw = yaml.safe_load(bundled_files("hardware")["h100-sxm"].read_text())
+    hw["kernels"]["graphs"] = {"sizes": [1, 2], "unit": "tokens", "source": "A1"}
+    with pytest.raises(SimulatorError, match="kernels.graphs.*engine fact.*engines/<engine>.yaml"):
+        read_hardware(hw, "x.yaml")
 
 
 def test_input_projections_are_priced():

@@ -10,6 +10,7 @@ import pytest
 from simulator.cost.deployment import Deployment, validate
 from simulator.cost.step import step_time
 from simulator.errors import InfeasibleError
+from simulator.pricing import bound
 from simulator.specs import load_hardware, load_model
 from simulator.validate import validate_tpot
 from simulator.validate.mapping import find_model, row_dtype
@@ -58,7 +59,7 @@ def test_gpt_oss_nvfp4_row_on_hopper_prices_as_mxfp4(tmp_path):
     assert r["r1"].status == "refused" and "fp4 tensor cores" in r["r1"].reason  # a real nvfp4 checkpoint
     m, hw = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
     dep = Deployment(dtype="mxfp4", kv_dtype="fp8", tp=8, ep=1, moe_tp=8, engine="vllm")
-    dec = step_time(m, hw, dep, [8], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
+    dec = step_time(m, bound(hw, dep), dep, [8], 1, context=1024 + 512, check_fit=False).time[0] * 1e3
     assert r["oss"].decode_ms == pytest.approx(dec, rel=1e-9)
 
 
@@ -69,13 +70,13 @@ def test_prefill_share_is_a_separate_pass_on_sglang_and_rides_in_a_decode_step_e
                           for e in ("sglang", "vllm", "trtllm")))
     m, hw = load_model("qwen3-235b-a22b"), load_hardware("h100-sxm")
     dep = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine="sglang")
-    pf = step_time(m, hw, dep, [1], 1024, context=0, check_fit=False).time[0] * 1e3
+    pf = step_time(m, bound(hw, dep), dep, [1], 1024, context=0, check_fit=False).time[0] * 1e3
     assert r["sglang"].status == "ok", r["sglang"].reason
     assert r["sglang"].prefill_ms == pytest.approx(32 / 1024 * pf, rel=1e-9)
     for e in ("vllm", "trtllm"):
         assert r[e].status == "ok", r[e].reason
-        full = step_time(m, hw, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine=e),
-                         [1], 1024, context=0, check_fit=False).time[0] * 1e3
+        d = Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8, moe_tp=1, engine=e)
+        full = step_time(m, bound(hw, d), d, [1], 1024, context=0, check_fit=False).time[0] * 1e3
         assert 0 < r[e].prefill_ms < 0.8 * 32 / 1024 * full
 
 
@@ -153,8 +154,8 @@ def test_row_below_the_hbm_floor_of_its_stated_batch_is_refused(tmp_path):
     is priced. The floor is the model's own bytes: recomputed here from step_time."""
     m, hw = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
     dep = Deployment(dtype="mxfp4", kv_dtype="fp8", tp=4, engine="vllm")
-    step = step_time(m, hw.for_engine("vllm"), dep, [512], 1, context=[1024 + 512], check_fit=False)
-    floor = float(step.hbm_bytes[0]) / hw.for_engine("vllm").hbm_bandwidth * 1e3
+    step = step_time(m, bound(hw, dep), dep, [512], 1, context=[1024 + 512], check_fit=False)
+    floor = float(step.hbm_bytes[0]) / hw.hbm_bandwidth * 1e3
     row = dict(_agg("lo", "openai/gpt-oss-120b", "h100_sxm", "vllm", "nvfp4", 512, 4, 1, 4, 1, tpot=0.9 * floor))
     hi = dict(row, id="hi", silicon_tpot_ms=1.5 * floor)
     r = _rows(tmp_path, row, hi)

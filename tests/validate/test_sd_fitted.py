@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.cost.deployment import Deployment
+from simulator.pricing import bound
 from simulator.specdec import StepCache
-from simulator.specdec.engine_round import FITTED, ROUND_PARAMS, Band, round_params
+from simulator.specdec.engine_round import FITTED, Band, round_params
 from simulator.validate.sd_corpus import read_corpus
-from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fitted_bands
+from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fitted_bands, public_params
 from simulator.validate.sd_report import fitted_matches, summary
 from simulator.validate.sd_speedup import price_row, setup
 
@@ -30,7 +32,7 @@ def test_rerunning_the_fit_reproduces_the_fitted_table(validation):
             b = FITTED[e][n]
             assert (b.low, b.central, b.high) == pytest.approx((lo, c, hi), rel=1e-4, abs=1e-9)
             assert c == pytest.approx(validation.fits[e].values[FIT_PARAMS.index(n)], rel=1e-12)
-            rng = getattr(ROUND_PARAMS[e], n)
+            rng = getattr(public_params(e), n)
             assert rng.low <= b.low <= b.central <= b.high <= rng.high  # inside the evidence's range
     # a changed table no longer matches: the check can fail
     e, n = next((e, n) for e, d in FITTED.items() for n in d)
@@ -53,14 +55,14 @@ def _priced(rid):
 def test_the_pricing_path_reads_the_fitted_values(monkeypatch):
     p = _priced("sf339-q30b-2xh100-b1-s3k1n4")
     hw = p.serving.step.hardware
-    used = round_params(hw, "sglang")
+    used = round_params(hw)
     for n, b in FITTED["sglang"].items():
         assert getattr(used, n) == b
-    assert round_params(hw, "trtllm") == ROUND_PARAMS["trtllm"]
+    assert round_params(bound(hw, Deployment(engine="trtllm"))) == public_params("trtllm")
     m = RowModel.of(p)
     assert m.predict() == pytest.approx(p.predicted(), rel=1e-12)
-    assert m.predict() == pytest.approx(m.predict(ROUND_PARAMS["sglang"].with_(**FITTED["sglang"])), rel=1e-12)
-    assert abs(m.predict() - m.predict(ROUND_PARAMS["sglang"])) > 1e-3  # the fit changes the priced speedup
+    assert m.predict() == pytest.approx(m.predict(public_params("sglang").with_(**FITTED["sglang"])), rel=1e-12)
+    assert abs(m.predict() - m.predict(public_params("sglang"))) > 1e-3  # the fit changes the priced speedup
     # change the table and the priced row follows: the path reads FITTED, not a copy
     more = {**FITTED["sglang"], "round_host": Band(8e-3, 9e-3, 10e-3, "test")}
     monkeypatch.setitem(FITTED, "sglang", more)

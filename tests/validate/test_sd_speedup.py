@@ -15,10 +15,9 @@ from hypothesis import strategies as st
 
 from simulator.cli import main
 from simulator.specdec import StepCache
-from simulator.specdec.engine_round import ROUND_PARAMS
 from simulator.specdec.tree import node_depths
 from simulator.validate.sd_corpus import COLUMNS, bundled_corpus_path, read_corpus
-from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fit_engine, params_at, validate_sd
+from simulator.validate.sd_fit import FIT_PARAMS, RowModel, fit_engine, params_at, public_params, validate_sd
 from simulator.validate.sd_report import findings, markdown, summary, text_lines
 from simulator.validate.sd_speedup import ASSUMED, Skip, _dtype, price_row, setup, tree_parents
 
@@ -109,7 +108,7 @@ def test_re_evaluation_reproduces_the_pricing_path(rows, cache, rid):
     round_only = ("round_host", "draft_step_host")
 
     def at(level):
-        return params_at(m.engine, [getattr(getattr(ROUND_PARAMS[m.engine], n), level if n in round_only
+        return params_at(m.engine, [getattr(getattr(public_params(m.engine), n), level if n in round_only
                                             else "central") for n in FIT_PARAMS])
 
     assert m.predict(at("high")) <= m.predict(at("low"))

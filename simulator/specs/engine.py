@@ -1,0 +1,355 @@
+"""Engine specs: what a serving engine *executes*, per documented release (docs/MODEL.md §3.10).
+
+A hardware profile says how fast a GPU runs each kernel (per engine: the engines' kernels differ and are calibrated
+apart); an engine spec says which work the engine runs and how: its execution modes (overlap scheduler with and
+without speculative decoding, blocking syncs per round), its serving defaults (prefill chunks mixed into decode
+iterations or not, the running-request cap under SD), its CUDA-graph capture sizes, its decode schedule (two-batch
+overlap), its op layout where engines differ, its kernel selection rule and the host-time bands of an SD round. One
+YAML file per engine (``engines/<name>.yaml``, schema ``engine/v1``); every fact names its source.
+
+A file states the sections once and then ``releases:``, oldest first, each naming a version and only what changes
+from the sections above (a deep merge, release by release: a release inherits everything the releases before it
+changed). The newest release is the default. :func:`read_engine` returns an :class:`EngineSpec`;
+:meth:`EngineSpec.release` the :class:`EngineRelease` a deployment prices (a profile bound to it by
+:func:`simulator.specs.hardware.bind`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
+
+from ..errors import ParameterError
+from ..params import Options, Param
+from .kernels import BAND_ENDS, ROUND_KEYS, GraphCapture, read_graphs
+from .schema import Provenance, Reader
+
+SCHEMA = "engine/v1"
+VENDORS = ("nvidia", "amd")
+TOP_KEYS = ("schema", "name", "display_name", "aliases", "description", "vendors", "sources", "calibration",
+            "releases", *("execution", "serving", "graphs", "schedule", "ops", "kernels", "round"))
+SECTIONS = ("execution", "serving", "graphs", "schedule", "ops", "kernels", "round")
+PREFILL_MODES = ("mixed", "separate")  # serving.prefill: prefill chunks ride in decode iterations, or run on their own
+TBO_AUTO = ("deepep", "never")  # schedule.two_batch_overlap.auto: when `--two-batch-overlap auto` splits a batch
+IN_PROJ = ("split", "merged")  # ops.linear_attention_in_proj.layout (docs/MODEL.md §3.2)
+MIN_LATENCY = ("faster", "never")  # kernels.moe_min_latency.select
+DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "ngram", "model", "ratio")
+
+
+@dataclass(frozen=True)
+class Band:
+    """A parameter known as a range: ``low <= central <= high`` with its source (or ``assumed: reason``)."""
+
+    low: float
+    central: float
+    high: float
+    source: str
+
+    def __post_init__(self):
+        if not (0 <= self.low <= self.central <= self.high):
+            raise ValueError(f"band must satisfy 0 <= low <= central <= high; got {self}")
+
+    def at(self, level: str) -> float:
+        return float(getattr(self, level))
+
+
+@dataclass(frozen=True)
+class RoundParams:
+    """One engine's round parameters (seconds, ``sample_reads`` a count): the terms of docs/MODEL.md §4.6."""
+
+    round_host: Band  # h_round: host work per SD round beside syncs, requests, tokens and draft steps
+    sync: Band  # t_sync: one blocking GPU->CPU sync (copy + stream synchronize wake-up)
+    per_request: Band  # h_req: host bookkeeping per request per round (and per decode step)
+    per_token: Band  # h_tok: host bookkeeping per accepted token (output append, stop checks)
+    draft_step_host: Band  # h_step: host work per draft step after the first (its metadata before the draft replay)
+    decode_host: Band  # h_dec: host work per plain decode step beside syncs and requests
+    sample_pass: Band  # τ_s: sampling / top-k / rejection kernels per drafted position at a 262,144 vocabulary
+    sample_reads: Band  # r_s: full-vocabulary reads per drafted position beyond the step model's sampling op
+    tree_build: Band  # τ_tree: tree-building kernels per round (build_tree / organize_draft_results)
+    tp_host: Band  # h_tp: host work per scheduler iteration (round or decode step) of an instance on several GPUs
+
+    def values(self, level: str) -> dict[str, float]:
+        return {n: float(getattr(getattr(self, n), level)) for n in round_param_names()}
+
+    def with_(self, **bands: Band) -> RoundParams:
+        """These parameters with some bands replaced (e.g. by a fit)."""
+        return replace(self, **bands)
+
+
+@functools.cache
+def round_param_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(RoundParams))  # (dataclasses.fields is slow: the corpus fit asks ~10^5 times)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Overlap defaults (scheduling on the host beside the GPU: "on"/"off"), blocking GPU->CPU syncs per SD round
+    (overlap off / on) and per decode step, KV slot kernels per round, and whether chains also run the
+    tree-building kernels. ``sd_overlap_off``: drafter kinds whose SD rounds run without overlap whatever the
+    default (vLLM keeps async scheduling off for n-gram)."""
+
+    decode_overlap: str
+    sd_overlap: str
+    sd_overlap_off: tuple[str, ...]
+    syncs_sd: int
+    syncs_sd_overlap: int
+    syncs_decode: int
+    kv_kernels: int
+    chain_builds_tree: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How the engine serves by default: prefill chunks ``mixed`` into decode iterations or run ``separate``ly, and
+    the most requests an SD server runs at once unless the user sets it (None: no limit beside memory)."""
+
+    prefill: str
+    sd_running_cap: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How a decode step is scheduled: when ``--two-batch-overlap auto`` splits a batch in two overlapped
+    micro-batches (``tbo_auto``: "deepep" = with a DeepEP dispatch under attention DP; "never")."""
+
+    tbo_auto: str
+    tbo_source: str
+
+
+@dataclass(frozen=True)
+class OpLayout:
+    """Where the engine lays an op out differently from the others: Qwen3-Next / Qwen3.5 gated-delta-net input
+    projections as four GEMMs (``split``) or two (``merged``)."""
+
+    linear_attention_in_proj: str
+    source: str
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """Which of a profile's alternative kernels an op runs: ``moe_min_latency`` "faster" (the faster of the
+    throughput and the min-latency MoE at each point) or "never"."""
+
+    moe_min_latency: str = "never"
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """Everything one engine executes at one documented release: what pricing reads of the engine (a profile bound
+    to it carries it as ``engine_spec``). Compared by identity (the catalog makes one object per release)."""
+
+    engine: str  # the catalog name (or a user file's own name)
+    display_name: str
+    version: str  # the release key (``--engine-version``)
+    since: str
+    vendors: tuple[str, ...]
+    kernel_block: str  # whose kernel parameters a hardware profile prices it with (``engines.<block>``)
+    calibration: Mapping[str, str]  # framework label of its measured tables, and per op class the kernel it runs
+    execution: Execution
+    serving: Serving
+    graphs: GraphCapture | None
+    schedule: Schedule
+    ops: OpLayout
+    kernels: KernelChoice
+    round: RoundParams
+    origin: str = field(default="", compare=False)
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} {self.version}"
+
+
+@dataclass(frozen=True, eq=False)
+class EngineSpec:
+    """One engine file: its releases (oldest first; the last is the default), names, sources and provenance."""
+
+    name: str
+    display_name: str
+    aliases: tuple[str, ...]
+    description: str
+    vendors: tuple[str, ...]
+    releases: tuple[EngineRelease, ...]
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    provenance: Mapping[str, Provenance] = field(default_factory=lambda: MappingProxyType({}), repr=False)
+    origin: str = ""
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        return tuple(r.version for r in self.releases)
+
+    @property
+    def default(self) -> EngineRelease:
+        return self.releases[-1]
+
+    def release(self, version: str | None = None) -> EngineRelease:
+        """The release ``version`` (a key of :attr:`versions`; None: the newest)."""
+        if version is None:
+            return self.default
+        for r in self.releases:
+            if r.version == version:
+                return r
+        raise ParameterError(f"the 'engine_version' parameter must be one of {list(self.versions)} for "
+                             f"{self.name}. Got {version!r} instead.", owner="Deployment", param="engine_version")
+
+    def version_key(self, stated: str) -> str | None:
+        """The release whose execution a version ``stated`` as text runs (e.g. "0.13.0", "v0.5.6.post2",
+        "1.2.0rc5"): the newest release at or below it (the oldest for an older one); None when the text starts
+        with no version number (a fork's commit, "main")."""
+        m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(stated))
+        if m is None:
+            return None
+        ver = _numbers(m.group(1))
+        older = [k for k in self.versions if _numbers(k) <= ver]
+        return older[-1] if older else self.versions[0]
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+def merge(base: Mapping, delta: Mapping) -> dict:
+    """``base`` with ``delta`` laid over it: mappings merged key by key, any other value replaced."""
+    out = dict(base)
+    for k, v in delta.items():
+        out[k] = merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
+
+
+def read_engine(obj: object, where: str) -> EngineSpec:
+    """An engine file (module docstring) checked strictly: unknown keys, missing fields, units and sources."""
+    r = Reader(where)
+    top = r.mapping(obj, "", TOP_KEYS, ("schema", "name", "vendors", "sources", "releases", "execution", "serving",
+                                        "schedule", "ops", "round"))
+    r.string(top, "schema", "", options=(SCHEMA,))
+    r.read_sources(top)
+    name = r.string(top, "name", "")
+    v = r.mapping(top["vendors"], "vendors", ("names", "source"), ("names", "source"))
+    vendors = _names(r, v, "names", "vendors", VENDORS)
+    r.source(v, "vendors")
+    cal = r.mapping(top.get("calibration", {}), "calibration", ("framework", "kernel_block", "kernels"))
+    calibration = _calibration(r, cal, name)
+    rel = top["releases"]
+    if not isinstance(rel, list) or not rel:
+        raise r.fail("releases", f"must be a non-empty list of releases, got {rel!r}",
+                     "write releases: [{version: '1.0', since: '...'}], oldest first")
+    state = {s: top[s] for s in SECTIONS if s in top}
+    releases, seen = [], set()
+    for i, item in enumerate(rel):
+        p = f"releases[{i}]"
+        m = r.mapping(item, p, ("version", "since", *SECTIONS), ("version", "since"))
+        version = str(m["version"]) if isinstance(m["version"], (str, int, float)) else m["version"]
+        if not isinstance(version, str) or not re.fullmatch(r"\d+(\.\d+)*", version):
+            raise r.fail(f"{p}.version", f"is {m['version']!r}, must be a release number such as '0.14'",
+                         "quote it: version: '0.14'")
+        if version in seen or (releases and _numbers(version) <= _numbers(releases[-1].version)):
+            raise r.fail(f"{p}.version", f"is {version!r}, not above the release before it",
+                         "list releases oldest first, each once")
+        seen.add(version)
+        state = merge(state, {s: m[s] for s in SECTIONS if s in m})
+        releases.append(_release(r, state, name, top, vendors, calibration, version, r.string(m, "since", p), where))
+    return EngineSpec(name=name, display_name=r.string(top, "display_name", "", default=name),
+                      aliases=r.names(top, "aliases"), description=r.string(top, "description", "", default=""),
+                      vendors=vendors, releases=tuple(releases), sources=MappingProxyType(dict(r.sources)),
+                      provenance=MappingProxyType(dict(r.provenance)), origin=where)
+
+
+def _names(r: Reader, obj: Mapping, key: str, path: str, options) -> tuple[str, ...]:
+    items = obj.get(key, [])
+    p = r.join(path, key)
+    if not isinstance(items, list):
+        raise r.fail(p, f"must be a list, got {items!r}", f"write e.g. [{options[0]}]")
+    for i, x in enumerate(items):
+        r._check(f"{p}[{i}]", x, Param(Options(tuple(options))))
+    return tuple(items)
+
+
+def _calibration(r: Reader, cal: Mapping, name: str) -> Mapping[str, str]:
+    out = {"framework": r.string(cal, "framework", "calibration", default=""),
+           "kernel_block": r.string(cal, "kernel_block", "calibration", default=name)}
+    for op, k in r.mapping(cal.get("kernels", {}), "calibration.kernels", ("moe", "attention")).items():
+        p = f"calibration.kernels.{op}"
+        km = r.mapping(k, p, ("kernel", "source", "reason", "note"), ("kernel", "source"))
+        r.source(km, p)
+        out[op] = r.string(km, "kernel", p)
+    return MappingProxyType(out)
+
+
+def _onoff(r: Reader, obj: Mapping, key: str, path: str) -> str:
+    v = obj.get(key)
+    if not isinstance(v, bool):
+        raise r.fail(r.join(path, key), f"must be true or false, got {v!r}", "write true (overlapped) or false")
+    return "on" if v else "off"
+
+
+def _release(r: Reader, s: dict, name: str, top: Mapping, vendors, calibration, version: str, since: str,
+             where: str) -> EngineRelease:
+    for sec in ("execution", "serving", "schedule", "ops", "round"):
+        if sec not in s:
+            raise r.fail(sec, "is missing", f"add the {sec} section (see engines/sglang.yaml)")
+    e = r.mapping(s["execution"], "execution", ("decode_overlap", "sd_overlap", "sd_overlap_off", "syncs",
+                                                "kv_kernels", "chain_builds_tree", "source", "reason", "note"),
+                  ("decode_overlap", "sd_overlap", "syncs", "kv_kernels", "chain_builds_tree", "source"))
+    sy = r.mapping(e["syncs"], "execution.syncs", ("sd", "sd_overlap", "decode"), ("sd", "sd_overlap", "decode"))
+    execution = Execution(_onoff(r, e, "decode_overlap", "execution"), _onoff(r, e, "sd_overlap", "execution"),
+                          _names(r, e, "sd_overlap_off", "execution", DRAFTER_KINDS),
+                          *(r.integer(sy, k, "execution.syncs", low=0, high=64) for k in ("sd", "sd_overlap",
+                                                                                           "decode")),
+                          r.integer(e, "kv_kernels", "execution", low=0, high=64),
+                          r.boolean(e, "chain_builds_tree", "execution"), r.source(e, "execution"))
+    sv = r.mapping(s["serving"], "serving", ("prefill", "sd_running_cap", "source", "reason", "note"),
+                   ("prefill", "source"))
+    cap = sv.get("sd_running_cap")
+    serving = Serving(r.string(sv, "prefill", "serving", options=PREFILL_MODES),
+                      None if cap is None else float(r.integer(sv, "sd_running_cap", "serving", low=1)),
+                      r.source(sv, "serving"))
+    graphs = read_graphs(r, s["graphs"], "graphs") if "graphs" in s else None
+    sc = r.mapping(s["schedule"], "schedule", ("two_batch_overlap",), ("two_batch_overlap",))
+    tbo = r.mapping(sc["two_batch_overlap"], "schedule.two_batch_overlap", ("auto", "source", "reason", "note"),
+                    ("auto", "source"))
+    schedule = Schedule(r.string(tbo, "auto", "schedule.two_batch_overlap", options=TBO_AUTO),
+                        r.source(tbo, "schedule.two_batch_overlap"))
+    ops = r.mapping(s["ops"], "ops", ("linear_attention_in_proj",), ("linear_attention_in_proj",))
+    ip = r.mapping(ops["linear_attention_in_proj"], "ops.linear_attention_in_proj",
+                   ("layout", "source", "reason", "note"), ("layout", "source"))
+    op_layout = OpLayout(r.string(ip, "layout", "ops.linear_attention_in_proj", options=IN_PROJ),
+                         r.source(ip, "ops.linear_attention_in_proj"))
+    kernels = KernelChoice()
+    if "kernels" in s:
+        km = r.mapping(s["kernels"], "kernels", ("moe_min_latency",))
+        if "moe_min_latency" in km:
+            ml = r.mapping(km["moe_min_latency"], "kernels.moe_min_latency", ("select", "source", "reason", "note"),
+                           ("select", "source"))
+            kernels = KernelChoice(r.string(ml, "select", "kernels.moe_min_latency", options=MIN_LATENCY),
+                                   r.source(ml, "kernels.moe_min_latency"))
+    return EngineRelease(name, r.string(top, "display_name", "", default=name), version, since, vendors,
+                         calibration["kernel_block"], calibration, execution, serving, graphs, schedule, op_layout,
+                         kernels, _round(r, s["round"]), where)
+
+
+def _round(r: Reader, obj: object) -> RoundParams:
+    """``round: {NAME: {low, central, high, unit, source}}`` for every :data:`ROUND_KEYS` name."""
+    m = r.mapping(obj, "round", ROUND_KEYS, ROUND_KEYS)
+    bands = {}
+    for n, dim in ROUND_KEYS.items():
+        p = f"round.{n}"
+        b = r.mapping(m[n], p, (*BAND_ENDS, "unit", "source", "reason", "note"), (*BAND_ENDS, "unit", "source"))
+        q = {"unit": b["unit"], "source": b["source"], **({"reason": b["reason"]} if "reason" in b else {})}
+        ends = [r.quantity({e: {"value": b[e], **q}}, e, p, dim) for e in BAND_ENDS]
+        if not ends[0] <= ends[1] <= ends[2]:
+            raise r.fail(p, f"has low {b['low']}, central {b['central']}, high {b['high']}",
+                         "order them low <= central <= high")
+        src = b["source"]
+        text = r.sources.get(src, f"assumed: {b.get('reason', '')}")
+        if "note" in b:
+            text = f"{b['note']}; {text}"
+        bands[n] = Band(*ends, text)
+    return RoundParams(**bands)
