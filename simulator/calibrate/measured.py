@@ -176,6 +176,29 @@ def moe_row_op(r: list[dict], dtype: str, compute: str | None = None):
                   routed[:, 1], compute=compute)
 
 
+def row_kernel(row: dict) -> str:
+    """The profile's kernel class a MoE row timed: TensorRT-LLM's ``min_latency`` kernels are fitted apart as
+    ``moe_min_latency``; every other row times the throughput kernel (``moe``)."""
+    return "moe_min_latency" if "min_latency" in row["kernel_source"] else "moe"
+
+
+def _by_kernel(rows: list[dict]) -> list[list[dict]]:
+    """``rows`` grouped by :func:`row_kernel` (throughput rows first), each group in table order."""
+    groups: dict[str, list[dict]] = {}
+    for x in rows:
+        groups.setdefault(row_kernel(x), []).append(x)
+    return [groups[k] for k in sorted(groups, key=lambda k: k != "moe")]
+
+
+def moe_row_time(r: list[dict], dtype: str, compute: str | None, hw: HardwareProfile) -> np.ndarray:
+    """Seconds of MoE rows of one kernel (:func:`row_kernel`) priced on that kernel of ``hw``: a per-op check
+    compares a kernel with its own measurements, whatever the engine's rule would run (docs/MODEL.md §3.4)."""
+    kernel = row_kernel(r[0]) if r else "moe"
+    if kernel not in hw.kernels.classes:
+        kernel = "moe"  # a profile without the alternative kernel: its throughput kernel stands in
+    return op_time(moe_row_op(r, dtype, compute), hw, REFINED, kernel=kernel).time
+
+
 def moe_fit_mask(op) -> np.ndarray:
     return np.asarray(op.weight_bytes) >= MOE_FIT_MIN_BYTES
 
@@ -260,13 +283,13 @@ def _moe(rows, hw) -> list[Sample]:
             r = [x for x in bal if x["framework"] == engine and x["moe_dtype"] == dt_csv]
             if not r or (dt == "mxfp4" and dt_csv != mxfp4_table(bal, fp4, Reference(engine, r[0]["version"]))):
                 continue  # one mxfp4 variant per GPU and engine: the one its calibration fits (MXFP4_W4A8)
-            pred = op_time(moe_row_op(r, dt, compute), hw, REFINED).time * 1e6
-            out.append(Sample("moe", dt, ENGINE_SET[engine], pred, col(r, "latency_us")))
+            pred = np.concatenate([moe_row_time(g, dt, compute, hw) for g in _by_kernel(r)]) * 1e6
+            out.append(Sample("moe", dt, ENGINE_SET[engine], pred,
+                              np.concatenate([col(g, "latency_us") for g in _by_kernel(r)])))
             if engine == FRAMEWORK:
                 cal = moe_rows(rows, dt_csv)
-                cop = moe_row_op(cal, dt, compute)
-                keep = moe_fit_mask(cop)
-                out.append(Sample("moe", dt, CALIB, (op_time(cop, hw, REFINED).time * 1e6)[keep],
+                keep = moe_fit_mask(moe_row_op(cal, dt, compute))
+                out.append(Sample("moe", dt, CALIB, (moe_row_time(cal, dt, compute, hw) * 1e6)[keep],
                                   col(cal, "latency_us")[keep]))
     return out
 

@@ -28,9 +28,12 @@ HELP = {
     "placement": "expert -> EP rank placement (default random: the expectation over random placements; balanced = "
                  "EPLB-style packing by usage, contiguous = index blocks; docs/MODEL.md §3.2)",
     "redundant_experts": "EPLB-style replicas of the N hottest experts (ep must divide experts + N; default 0)",
-    "engine": "serving engine whose measured kernel parameters price the ops (default trtllm)",
-    "engine_version": "the engine version whose execution-mode defaults apply (default: the newest documented; "
-                      "vllm 0.13: no async scheduling under SD; docs/MODEL.md §4.6)",
+    "engine": "serving engine: a name (list engines) or an engine file; what it executes and whose measured kernel "
+              "parameters price the ops (default trtllm)",
+    "engine_version": "the engine release whose execution applies (default: the newest documented; vllm 0.13: no "
+                      "async scheduling under SD; show engine NAME)",
+    "moe_backend": "the engine's MoE backend setting at launch, e.g. trtllm TRTLLM or CUTLASS (default: the "
+                   "release's; show engine NAME lists them)",
     "all_to_all": "MoE dispatch/combine kernels under attention DP (default auto: DeepEP low-latency across "
                   "scale-up domains or beyond 8 GPUs where the profile has it, else nccl; docs/MODEL.md §3.9)",
     "dispatch_dtype": "precision of dispatched tokens (default auto: the all-to-all mode's; combine is bf16)",

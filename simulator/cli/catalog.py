@@ -70,7 +70,10 @@ def _release_row(r) -> dict:
             "execution_source": ex.source, "prefill": sv.prefill, "sd_running_cap": sv.sd_running_cap,
             "serving_source": sv.source, "graphs": f"{g.cap} {g.unit}" if g else "none",
             "tbo_auto": r.schedule.tbo_auto, "linear_attention_in_proj": r.ops.linear_attention_in_proj,
-            "moe_min_latency": r.kernels.moe_min_latency, "kernel_block": r.kernel_block,
+            "moe_backend": r.kernels.default,
+            "moe_backends": {n: [{"formats": list(k.formats), "architectures": list(k.architectures),
+                                  "source": k.source} for k in rules] for n, rules in r.kernels.backends.items()},
+            "kernel_block": r.kernel_block,
             "round": {n: {"low": b.low, "central": b.central, "high": b.high, "source": b.source}
                       for n, b in vars(r.round).items()}}
 
@@ -225,8 +228,11 @@ def _show_engine(args, say) -> int:
             f"{'yes' if r['chain_builds_tree'] else 'no'}")
         say(f"    serving [{r['serving_source']}]: prefill {r['prefill']}, running requests under SD "
             f"{r['sd_running_cap'] or 'not capped'}; CUDA graphs up to {r['graphs']}; two-batch overlap auto: "
-            f"{r['tbo_auto']}; gated-delta-net input projections {r['linear_attention_in_proj']}; min-latency MoE: "
-            f"{r['moe_min_latency']}; kernels: the profile's {r['kernel_block']} block")
+            f"{r['tbo_auto']}; gated-delta-net input projections {r['linear_attention_in_proj']}; kernels: the "
+            f"profile's {r['kernel_block']} block; MoE backend {r['moe_backend']} (of " + ", ".join(
+                n + (" [alternative kernel for " + "; ".join(f"{', '.join(k['formats'])} on "
+                                                              f"{', '.join(k['architectures'])}" for k in rules) + "]"
+                     if rules else "") for n, rules in r["moe_backends"].items()) + ")")
         say("    round host time and kernels (low / central / high): " + "; ".join(
             f"{n} {b['low']:.3g}/{b['central']:.3g}/{b['high']:.3g}" for n, b in r["round"].items()))
     _print_fields(e, args.wide)

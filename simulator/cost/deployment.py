@@ -133,6 +133,7 @@ WAYS = Param(Interval(int, 1, 1024), unit="GPUs")  # ways of one kind of paralle
 # A user's engine file by path (docs/MODEL.md §3.10): any text naming a YAML file; it must load as an engine spec.
 ENGINE_FILE = Pattern(r".+\.ya?ml", "a path to an engine YAML file (engine/v1)")
 RELEASE = Pattern(r"\d+(\.\d+)*", "a release number such as '0.14'")
+BACKEND = Pattern(r"[A-Za-z0-9][A-Za-z0-9_.-]*", "a backend name the engine's file lists (show engine NAME)")
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,9 @@ class Deployment:
     engine: str = param_field(Param(Options(ENGINES), ENGINE_FILE), DEFAULT_ENGINE)
     # the engine's release whose execution applies (a version of its file's releases; None = the newest)
     engine_version: str | None = param_field(Param(RELEASE, None), None)
+    # the engine's MoE backend setting at launch (a value its file's kernels.moe_backend lists, e.g. TensorRT-LLM's
+    # moe_config.backend TRTLLM; None = the release's default): which MoE kernel the experts run
+    moe_backend: str | None = param_field(Param(BACKEND, None), None)
     # MoE dispatch/combine kernels under attention DP (docs/MODEL.md §3.9): the engine's all-to-all (nccl), or
     # DeepEP's normal (high-throughput) or low-latency mode (the profile's deepep_* collectives)
     # "auto" (default): the engine's all-to-all inside one scale-up domain, DeepEP low-latency across domains
@@ -189,6 +193,8 @@ class Deployment:
             parts.append(f"+{self.redundant_experts} redundant experts")
         if self.engine != DEFAULT_ENGINE or self.engine_version is not None:
             parts.append(self.engine + (f" {self.engine_version}" if self.engine_version is not None else ""))
+        if self.moe_backend is not None:
+            parts.append(f"moe {self.moe_backend}")
         if self.all_to_all not in ("nccl", A2A_AUTO):
             parts.append(self.all_to_all)
         if self.dispatch_dtype != A2A_AUTO:
@@ -239,14 +245,14 @@ def _bad(field: str, value, problem: str, fix: str) -> InfeasibleError:
 
 
 def engine_release(dep: Deployment) -> EngineRelease:
-    """The engine release ``dep`` names (``engine``, ``engine_version``; the catalog's one object per release): what
-    pricing binds a profile to (:meth:`~simulator.specs.hardware.HardwareProfile.bind`)."""
-    return _release(dep.engine, dep.engine_version)
+    """The engine release ``dep`` names (``engine``, ``engine_version``, launched with its ``moe_backend``; one
+    object per combination): what pricing binds a profile to (``HardwareProfile.bind``)."""
+    return _release(dep.engine, dep.engine_version, dep.moe_backend)
 
 
 @functools.lru_cache(maxsize=64)
-def _release(engine: str, version: str | None) -> EngineRelease:
-    return load_engine(engine).release(version)
+def _release(engine: str, version: str | None, backend: str | None) -> EngineRelease:
+    return load_engine(engine).release(version).with_moe_backend(backend)
 
 
 def version_key(engine: str, stated: str) -> str | None:
@@ -276,6 +282,11 @@ def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> 
     if dep.engine_version is not None and dep.engine_version not in spec.versions:
         raise _bad("engine_version", dep.engine_version, f"is not a documented release of {spec.name}",
                    f"use one of {list(spec.versions)} or leave --engine-version out (the newest)")
+    backends = spec.release(dep.engine_version).kernels.backends
+    if dep.moe_backend is not None and dep.moe_backend not in backends:
+        raise _bad("moe_backend", dep.moe_backend, f"is not a MoE backend of {spec.name} "
+                   f"{spec.release(dep.engine_version).version}", f"use one of {sorted(backends)} or leave "
+                   "--moe-backend out (the release's default)")
     if hw.vendor not in spec.vendors and not hw.what_if:
         ok = [e.name for e in list_engines() if hw.vendor in e.vendors]
         raise _bad("engine", dep.engine, f"does not run on {hw.vendor} GPUs ({hw.name})", f"use one of {ok}")

@@ -158,26 +158,30 @@ def reread_bytes(weight: np.ndarray, rows: np.ndarray, kc: KernelClass) -> np.nd
     return weight * np.maximum(0.0, rows / tile - 1.0)
 
 
-def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray = True) -> OpCost:
+def op_time(op: Op, hw: HardwareProfile, mech: Mechanisms, cuda_graphs: bool | np.ndarray = True,
+            kernel: str | None = None) -> OpCost:
     """Cost one op on ``hw`` under the mechanism switches (weights L2-cold, as in a real forward pass);
     ``cuda_graphs``: one flag, or a bool per grid point (False: the kernel's launch is paid). Where the
-    profile states an alternative kernel of the op's class for exactly its variant (``ALTERNATIVE_KERNELS``:
-    TensorRT-LLM's min-latency MoE) and the engine ``hw`` is bound to selects by speed (its file's
-    ``kernels.moe_min_latency.select: faster``), the op runs on the faster of them at each point."""
+    engine ``hw`` is bound to runs an alternative kernel of the op's class (:func:`engine_kernel`), the op runs on
+    it; ``kernel``: a class of the profile to run instead (a measured row's own kernel)."""
     if op.cls == "collective":
         return collective_time(op, hw, mech)
-    best = kernel_time(op, hw.kernels.get(op.cls, op.variant), hw, mech, cuda_graphs)
-    if hw.engine_spec is None or hw.engine_spec.kernels.moe_min_latency != "faster":
-        return best
+    return kernel_time(op, engine_kernel(op, hw, kernel), hw, mech, cuda_graphs)
+
+
+def engine_kernel(op: Op, hw: HardwareProfile, kernel: str | None = None) -> KernelClass:
+    """The kernel parameters ``op`` runs on: ``kernel`` (a class of the profile, e.g. the one a measured row timed)
+    when given; else the engine's rule (``kernels.moe_backend`` of the release ``hw`` is bound to, at the
+    deployment's backend setting: the profile's alternative kernel of the op's format where the rule names that
+    format on this architecture and the profile states it; docs/MODEL.md §3.4), never the faster of two fits."""
+    if kernel is not None:
+        return hw.kernels.get(kernel, op.variant)
+    spec = hw.engine_spec
     for alt in ALTERNATIVE_KERNELS.get(op.cls, ()):
         kc = hw.kernels.classes.get(alt, {}).get(op.variant)
-        if kc is not None:
-            other = kernel_time(op, kc, hw, mech, cuda_graphs)
-            pick = other.time < best.time
-            best = OpCost(op.name, op.cls, *(np.where(pick, getattr(other, f), getattr(best, f))
-                                            for f in ("time", "fixed", "compute", "memory", "hbm_bytes", "l2_bytes",
-                                                      "flops")))
-    return best
+        if kc is not None and spec is not None and spec.kernels.alternative(op.variant, hw.architecture):
+            return kc
+    return hw.kernels.get(op.cls, op.variant)
 
 
 # The fields of an op its kernel cost reads, stacked by op_times (one row per op).

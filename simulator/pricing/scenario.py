@@ -8,9 +8,9 @@ the mechanism switches, the drafter and its acceptance, the context, the routing
 There is one way to change a field, :meth:`Scenario.edit`: a scenario field by name, or a field of its
 :class:`~simulator.cost.deployment.Deployment` or :class:`~simulator.cost.deployment.Mechanisms` by *its* name
 (``sc.edit(engine="vllm", l2="off", context=8192)``); an unknown name is one error naming it. The engine is held
-once (``deployment.engine``, ``engine_version``) and bound in one place, :attr:`Scenario.hw` (:func:`bound`): the
-profile then carries the engine release's kernel parameters and what it executes (``hw.engine_spec``), which
-everything below pricing reads.
+once (``deployment.engine``, ``engine_version``, ``moe_backend``) and bound in one place, :attr:`Scenario.hw`
+(:func:`bound`): the profile then carries the engine release's kernel parameters and what it executes
+(``hw.engine_spec``), which everything below pricing reads.
 """
 
 from __future__ import annotations

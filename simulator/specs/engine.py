@@ -24,7 +24,8 @@ from types import MappingProxyType
 
 from ..errors import ParameterError
 from ..params import Options, Param
-from .kernels import BAND_ENDS, ROUND_KEYS, GraphCapture, read_graphs
+from .dtypes import FORMATS
+from .kernels import ARCHITECTURES, BAND_ENDS, ROUND_KEYS, GraphCapture, read_graphs
 from .schema import Provenance, Reader
 
 SCHEMA = "engine/v1"
@@ -35,7 +36,6 @@ SECTIONS = ("execution", "serving", "graphs", "schedule", "ops", "kernels", "rou
 PREFILL_MODES = ("mixed", "separate")  # serving.prefill: prefill chunks ride in decode iterations, or run on their own
 TBO_AUTO = ("deepep", "never")  # schedule.two_batch_overlap.auto: when `--two-batch-overlap auto` splits a batch
 IN_PROJ = ("split", "merged")  # ops.linear_attention_in_proj.layout (docs/MODEL.md §3.2)
-MIN_LATENCY = ("faster", "never")  # kernels.moe_min_latency.select
 DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "ngram", "model", "ratio")
 
 
@@ -131,12 +131,35 @@ class OpLayout:
 
 
 @dataclass(frozen=True)
-class KernelChoice:
-    """Which of a profile's alternative kernels an op runs: ``moe_min_latency`` "faster" (the faster of the
-    throughput and the min-latency MoE at each point) or "never"."""
+class KernelRule:
+    """Where the engine runs a profile's alternative kernel of an op class: the weight formats and GPU
+    architectures its own selection rule (a backend setting's default, read in its code) picks it for."""
 
-    moe_min_latency: str = "never"
+    formats: tuple[str, ...]
+    architectures: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """Which kernel an experts op runs (docs/MODEL.md §3.4, §3.10), per value of the engine's MoE backend setting
+    (``backends``: its name -> rules; ``default``: the value a launch without the setting runs; ``selected``: the
+    value priced). The profile's ``moe`` class (the throughput kernel the measured tables time) unless a rule of the
+    selected backend names the op's format on the GPU's architecture, then the profile's ``moe_min_latency`` class of
+    that format (where the profile states one). The engine's rule decides, never which of the fits is faster."""
+
+    default: str = "default"
+    backends: Mapping[str, tuple[KernelRule, ...]] = field(
+        default_factory=lambda: MappingProxyType({"default": ()}))
     source: str = ""
+    selected: str = ""  # "" = default
+
+    @property
+    def backend(self) -> str:
+        return self.selected or self.default
+
+    def alternative(self, variant: str, architecture: str) -> bool:
+        return any(variant in r.formats and architecture in r.architectures for r in self.backends[self.backend])
 
 
 @dataclass(frozen=True)
@@ -166,6 +189,13 @@ class EngineRelease:
     @property
     def label(self) -> str:
         return f"{self.engine} {self.version}"
+
+    def with_moe_backend(self, backend: str | None) -> EngineRelease:
+        """This release launched with its MoE backend setting at ``backend`` (None: its default), one object per
+        value (a bound profile's release stays comparable by identity)."""
+        if backend is None or backend == self.kernels.backend:
+            return self
+        return _with_backend(self, backend)
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,6 +240,14 @@ class EngineSpec:
         ver = _numbers(m.group(1))
         older = [k for k in self.versions if _numbers(k) <= ver]
         return older[-1] if older else self.versions[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _with_backend(release: EngineRelease, backend: str) -> EngineRelease:
+    if backend not in release.kernels.backends:
+        raise ParameterError(f"the 'moe_backend' parameter must be one of {sorted(release.kernels.backends)} for "
+                             f"{release.label}. Got {backend!r} instead.", owner="Deployment", param="moe_backend")
+    return replace(release, kernels=replace(release.kernels, selected=backend))
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -322,17 +360,37 @@ def _release(r: Reader, s: dict, name: str, top: Mapping, vendors, calibration, 
                    ("layout", "source", "reason", "note"), ("layout", "source"))
     op_layout = OpLayout(r.string(ip, "layout", "ops.linear_attention_in_proj", options=IN_PROJ),
                          r.source(ip, "ops.linear_attention_in_proj"))
-    kernels = KernelChoice()
-    if "kernels" in s:
-        km = r.mapping(s["kernels"], "kernels", ("moe_min_latency",))
-        if "moe_min_latency" in km:
-            ml = r.mapping(km["moe_min_latency"], "kernels.moe_min_latency", ("select", "source", "reason", "note"),
-                           ("select", "source"))
-            kernels = KernelChoice(r.string(ml, "select", "kernels.moe_min_latency", options=MIN_LATENCY),
-                                   r.source(ml, "kernels.moe_min_latency"))
+    kernels = _kernel_choice(r, s.get("kernels", {}))
     return EngineRelease(name, r.string(top, "display_name", "", default=name), version, since, vendors,
                          calibration["kernel_block"], calibration, execution, serving, graphs, schedule, op_layout,
                          kernels, _round(r, s["round"]), where)
+
+
+def _kernel_choice(r: Reader, obj: object) -> KernelChoice:
+    """``kernels: {moe_backend: {default: NAME, source: KEY, backends: {NAME: [{formats: [...], architectures:
+    [...], source: KEY}, ...]}}}``: the engine's MoE backend setting, its default and what each value runs."""
+    km = r.mapping(obj, "kernels", ("moe_backend",))
+    if "moe_backend" not in km:
+        return KernelChoice()
+    mb = r.mapping(km["moe_backend"], "kernels.moe_backend", ("default", "backends", "source", "reason", "note"),
+                   ("default", "backends", "source"))
+    bp = "kernels.moe_backend.backends"
+    backends = {}
+    for name, rules in r.mapping(mb["backends"], bp, list(mb["backends"]) if isinstance(mb["backends"], Mapping)
+                                 else ()).items():
+        if not isinstance(rules, list):
+            raise r.fail(f"{bp}.{name}", f"must be a list of rules, got {rules!r}",
+                         "write [{formats: [fp8_block], architectures: [blackwell], source: KEY}] or []")
+        out = []
+        for i, rule in enumerate(rules):
+            p = f"{bp}.{name}[{i}]"
+            m = r.mapping(rule, p, ("formats", "architectures", "source", "reason", "note"),
+                          ("formats", "architectures", "source"))
+            out.append(KernelRule(_names(r, m, "formats", p, FORMATS),
+                                  _names(r, m, "architectures", p, ARCHITECTURES), r.source(m, p)))
+        backends[str(name)] = tuple(out)
+    default = r.string(mb, "default", "kernels.moe_backend", options=tuple(backends))
+    return KernelChoice(default, MappingProxyType(backends), r.source(mb, "kernels.moe_backend"))
 
 
 def _round(r: Reader, obj: object) -> RoundParams:

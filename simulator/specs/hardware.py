@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from .bundled import engine_names
-from .kernels import DEFAULT_ENGINE, Kernels, read_engine_kernels, read_kernels
+from .kernels import ARCHITECTURES, DEFAULT_ENGINE, Kernels, read_engine_kernels, read_kernels
 from .schema import Provenance, Reader
 
 if TYPE_CHECKING:
     from .engine import EngineRelease
 
 VENDORS = ("nvidia", "amd")
-ARCHITECTURES = ("ampere", "hopper", "blackwell", "blackwell-ultra", "rubin", "cdna3", "cdna4")
 # Architectures that share kernels (same SM generation and tensor-core instructions): a what-if profile whose base is
 # of the same family is derived:<base>; otherwise its kernels only borrow another generation's shapes (spec-only).
 ARCH_FAMILY = {"blackwell-ultra": "blackwell"}

@@ -79,6 +79,8 @@ OPTIONAL_COLLECTIVES = ("deepep_normal", "deepep_low_latency")
 # ``engines: {<engine>: {kernels: ...}}`` replaces its entries (the rest is the default's: the documented fallback).
 # The engines are the catalog's (engines/*.yaml, simulator.specs.engine; each names its vendors there).
 DEFAULT_ENGINE = "trtllm"
+# GPU architectures a profile names (HardwareProfile.architecture) and an engine's kernel rules select by.
+ARCHITECTURES = ("ampere", "hopper", "blackwell", "blackwell-ultra", "rubin", "cdna3", "cdna4")
 STEP_FIXED = {
     "host_overhead": "per forward pass: scheduler, input preparation, output copy (s)",
     "launch_eager": "extra per-kernel cost without CUDA graphs (s)",

@@ -160,48 +160,52 @@ def test_mla_down_projections_are_one_fused_gemm():
     assert float(np.ravel(fused.parallel)[0]) * 128 == a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
 
 
-def test_trtllm_min_latency_moe_is_selected_where_faster():
-    """B200 TensorRT-LLM: DeepSeek nvfp4 at moe_tp 8, 4 tokens, measured 25.2 us on the min-latency kernel (87.5 us
-    on the throughput kernel; aiconfigurator-core 0.12.0 b200 tables): priced on the faster of the two."""
-    from dataclasses import replace as _replace
+def test_trtllm_moe_kernel_is_the_engines_rule_not_the_faster_fit():
+    """B200 TensorRT-LLM, DeepSeek at moe_tp 8, 4 tokens. The engine's rule picks the kernel (engines/trtllm.yaml
+    kernels.moe_backend), never the faster of the fits: nvfp4 runs CUTLASS (the throughput class, 87.5 us measured)
+    under AUTO although the min-latency fit is faster (25.2 us measured on the TRT-LLM-gen kernel, which runs only
+    with moe_config.backend TRTLLM); fp8_block runs TRT-LLM-gen under AUTO (resolve_moe_backend on SM100) and the
+    table's DeepGEMM kernel under CUTLASS (release 1.0's default); Hopper never runs an alternative."""
+    from simulator.cost.opviews import moe_op
 
+    hw0 = load_hardware("b200")
+    assert "moe_min_latency" in hw0.kernels.classes
+    assert "moe_min_latency" not in hw0.kernel_block("sglang").kernels.classes  # TRT-LLM's own kernel
+
+    def t(dtype, **dep):
+        hw = bound(hw0, Deployment(**dep))
+        return float(op_time(moe_op(7168, 2048, 256, 8, 4, dtype, tp=8, ep=1), hw, Mechanisms()).time)
+
+    def on(kernel, dtype):
+        op = moe_op(7168, 2048, 256, 8, 4, dtype, tp=8, ep=1)
+        return float(op_time(op, hw0, Mechanisms(), kernel=kernel).time)
+
+    assert on("moe_min_latency", "nvfp4") < 0.5 * on("moe", "nvfp4")  # the faster fit ...
+    assert t("nvfp4") == on("moe", "nvfp4")  # ... does not decide: AUTO runs CUTLASS for nvfp4
+    assert t("nvfp4", moe_backend="TRTLLM") == on("moe_min_latency", "nvfp4")
+    assert 15e-6 < t("nvfp4", moe_backend="TRTLLM") < 35e-6
+    assert t("fp8_block") == on("moe_min_latency", "fp8_block")  # AUTO: TRT-LLM-gen FP8 block scales on SM100
+    assert t("fp8_block", engine_version="1.0") == on("moe", "fp8_block")  # before AUTO: CUTLASS / DeepGEMM
+    assert t("fp8_block", moe_backend="CUTLASS") == on("moe", "fp8_block")
+    h100 = load_hardware("h100-sxm")
+    op = moe_op(7168, 2048, 256, 8, 4, "fp8_block", tp=8, ep=1)
+    hb = bound(h100, Deployment(moe_backend="TRTLLM"))
+    assert float(op_time(op, hb, Mechanisms()).time) == float(op_time(op, h100, Mechanisms(), kernel="moe").time)
+
+
+def test_trtllm_gen_fp8_block_copy_follows_the_sglang_fit():
+    """The B200 TRT-LLM-gen fp8_block kernel's values are the SGLang sglang_flashinfer_trtllm_moe fit of the same
+    kernel (hardware/b200.yaml source trtllm-gen-sglang); TRT-LLM prices it exactly as SGLang does."""
     from simulator.cost.opviews import moe_op
     hw = load_hardware("b200")
-    assert "moe_min_latency" in hw.kernels.classes
-    assert "moe_min_latency" not in hw.kernel_block("sglang").kernels.classes  # TRT-LLM's own kernel
-    op = moe_op(7168, 2048, 256, 8, 4, "nvfp4", tp=8, ep=1)
-    both = float(op_time(op, hw, Mechanisms()).time)
-    k = hw.kernels
-    alone = hw.with_changes(kernels=_replace(k, classes={n: v for n, v in k.classes.items()
-                                                         if n != "moe_min_latency"}))
-    throughput = float(op_time(op, alone, Mechanisms()).time)
-    assert both < 0.5 * throughput
-    assert 15e-6 < both < 35e-6
-
-
-def test_trtllm_fp8_block_moe_runs_trtllm_gen_where_faster():
-    """B200 TensorRT-LLM fp8_block: DeepGEMM (the TRT-LLM table's kernel, 135 us for DeepSeek at moe_tp 8, 4 tokens)
-    or the TRT-LLM-gen kernel (InferenceX's moe_config.backend TRTLLM; its values are the SGLang
-    sglang_flashinfer_trtllm_moe fit, hardware/b200.yaml source trtllm-gen-sglang): the faster of the two, which at
-    moe_tp 8 is TRT-LLM-gen priced exactly as SGLang prices the same kernel."""
-    from dataclasses import replace as _replace
-
-    from simulator.cost.opviews import moe_op
-    hw = load_hardware("b200")
-    assert "fp8_block" in hw.kernels.classes["moe_min_latency"]
     gen, sgl = hw.kernels.get("moe_min_latency", "fp8_block"), hw.kernel_block("sglang").kernels.get("moe", "fp8_block")
 
     def values(kc):  # the copy must follow the SGLang fit (refresh it when fit-sglang is refitted)
         return kc.fixed, kc.memory.xs, kc.memory.ys, kc.compute.xs, kc.compute.ys, dict(kc.params)
     assert values(gen) == values(sgl)
     op = moe_op(7168, 2048, 256, 8, 4, "fp8_block", tp=8, ep=1)
-    both = float(op_time(op, hw, Mechanisms()).time)
-    k = hw.kernels
-    alone = hw.with_changes(kernels=_replace(k, classes={**k.classes, "moe_min_latency": {
-        v: c for v, c in k.classes["moe_min_latency"].items() if v != "fp8_block"}}))
-    deepgemm = float(op_time(op, alone, Mechanisms()).time)
-    assert both == pytest.approx(float(op_time(op, bound(hw, Deployment(engine="sglang")), Mechanisms()).time))
-    assert both < 0.5 * deepgemm
+    trt = float(op_time(op, bound(hw, Deployment(engine="trtllm")), Mechanisms()).time)
+    assert trt == pytest.approx(float(op_time(op, bound(hw, Deployment(engine="sglang")), Mechanisms()).time))
 
 
 def test_two_batch_overlap_step_is_the_stage_formula():

@@ -117,7 +117,7 @@ def test_a_profile_is_bound_once_and_checked_below_pricing():
 
     hw, m = load_hardware("h100-sxm"), load_model("qwen3-30b-a3b")
     dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
-    with pytest.raises(ParameterError, match="bound to trtllm 1.0.*bound\\(hw, deployment\\)"):
+    with pytest.raises(ParameterError, match="bound to trtllm 1.3.*bound\\(hw, deployment\\)"):
         step_time(m, hw, dep, [1], 1)
     assert step_time(m, bound(hw, dep), dep, [1], 1).time[0] > 0
     sc = resolve("qwen3-30b-a3b", "h100-sxm", request(engine="sglang", tp=2, ep=2))
