@@ -60,8 +60,8 @@ class Mechanisms:
     graph_padding: str = param_field(Param(Options(ONOFF)), "on")
     round_overheads: str = param_field(Param(Options(ONOFF)), "on")
     # two_batch_overlap (docs/MODEL.md §3.5): under attention DP each layer runs as two micro-batches of B/2, one's
-    # MoE dispatch/combine beside the other's compute; "auto" = as the engine deploys it (its file's
-    # schedule.two_batch_overlap.auto), "on" = whenever dp > 1, "off" = never.
+    # MoE dispatch/combine beside the other's compute (SGLang's five-stage decode schedule, cost.schedule); "auto" =
+    # as the engine deploys it (its file's schedule.two_batch_overlap.auto), "on" = whenever dp > 1, "off" = never.
     two_batch_overlap: str = param_field(Param(Options((A2A_AUTO, *ONOFF))), A2A_AUTO)
     # The round phase by phase as engines run it (docs/MODEL.md §4.6; simulator.specdec.engine_round):
     # draft_extend: "on" = one draft pass per round runs over the γ + 1 verified positions (SGLang's draft-extend
@@ -233,10 +233,11 @@ def _with_all_to_all(dep: Deployment, mode: str) -> Deployment:
 def two_batch_overlap_on(mech: Mechanisms, hw: HardwareProfile, dep: Deployment) -> bool:
     """Whether a step runs as two overlapped micro-batches (needs attention DP: its dispatch/combine is what is
     hidden); ``auto``: the engine's rule (``schedule.two_batch_overlap.auto`` of the release ``hw`` is bound to:
-    "deepep" = with a DeepEP dispatch, "never"). ``dep.all_to_all`` resolved."""
+    "scale-out" = a DeepEP dispatch across more than one scale-up domain, "never"). ``dep.all_to_all`` resolved."""
     if dep.dp <= 1 or mech.two_batch_overlap == "off":
         return False
-    return mech.two_batch_overlap == "on" or (hw.engine_spec.schedule.tbo_auto == "deepep"
+    across = hw.domain_size > 0 and dep.gpus > hw.domain_size
+    return mech.two_batch_overlap == "on" or (hw.engine_spec.schedule.tbo_auto == "scale-out" and across
                                              and dep.all_to_all.startswith("deepep"))
 
 

@@ -36,6 +36,7 @@ from .imbalance import with_busiest_pairs
 from .memory import kv_bytes_per_gpu
 from .ops import BATCH, CONTEXT, CONTEXTS, TOKENS, LayerGroup, Op, Workload, attention_ops, collective_op, ffn_ops, gemm
 from .routing import OverlapInput, expert_load, layer_overlaps, mean_load
+from .schedule import shared_beside_points, shared_beside_routed, two_batch_layer
 
 A = ACTIVATION_BYTES
 CLASSES = ("gemm", "moe", "attention", "elementwise", "router", "embedding", "sampling", "collective", "host")
@@ -166,9 +167,10 @@ def head_ops(model: ModelSpec, dep: Deployment, wl: Workload) -> list[Op]:
 def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list[Op]:
     """Router, routed experts and their communication, shared experts.
 
-    Under attention TP (dp = 1) every rank already holds every token; the routed outputs are summed by an
-    all-reduce. Under attention DP tokens are dispatched to, and combined from, the expert ranks by all-to-all.
-    Shared experts use the same HBM as the routed experts, so they run after them, beside the combine."""
+    Under attention TP (dp = 1) every rank already holds every token: router, routed experts, shared experts, then
+    one all-reduce of their sum (the engines' order; their second stream for the shared experts is
+    :func:`~.schedule.shared_beside_routed`). Under attention DP tokens are dispatched to, and combined from, the
+    expert ranks by all-to-all; the shared experts run after the routed ones, beside the combine."""
     router, experts, *shared = ffn
     H, k = model.hidden_size, model.ffn.top_k
     ops = [router]
@@ -177,44 +179,13 @@ def _moe_block(ffn: list[Op], model: ModelSpec, dep: Deployment, T_attn) -> list
         ops += [collective_op("moe_dispatch", kind, T_attn * k * H * dep.dispatch_bytes, dep.gpus),
                 experts,
                 collective_op("moe_combine", kind, T_attn * k * H * A, dep.gpus, after=("experts",))]
-    else:
-        ops.append(experts)
-        if dep.gpus > 1:
-            ops.append(collective_op("moe_all_reduce", "all_reduce", T_attn * H * A, dep.gpus, after=("experts",)))
-    if shared:
-        ops += [replace(shared[0], after=("experts",)), *shared[1:]]
+        if shared:
+            ops += [replace(shared[0], after=("experts",)), *shared[1:]]
+        return ops
+    ops += [experts, *shared]
+    if dep.gpus > 1:
+        ops.append(collective_op("moe_all_reduce", "all_reduce", T_attn * H * A, dep.gpus))
     return ops
-
-
-def _overlapped(ops, costs: list[OpCost]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Both micro-batches of one layer under two-batch overlap (docs/MODEL.md §3.5), ``costs`` priced at B/2. The
-    compute of one micro-batch runs beside the dispatch or combine of the other, stage by stage, as DeepSeek's
-    decode profile and SGLang's TBO schedule it: with A the layer's compute outside the routed and shared experts,
-    X the routed experts, S the shared experts, D the dispatch and C the combine,
-
-        T = max(A + S, C) + max(A, D) + max(X, D) + max(S + X, C)
-
-    (each of A, X, S, D, C run twice). A layer without dispatch/combine runs its halves in series: 2 × its path.
-    Returns T and each op's weight on the path (the breakdown adds up to T)."""
-    names = [c.name for c in costs]
-    zero = np.zeros_like(costs[0].time)
-    comm = {"moe_dispatch", "moe_combine"}
-    path_len, path = critical_path(structure(ops), {c.name: (zero if c.name in comm else c.time) for c in costs})
-    if not comm <= set(names):
-        return 2.0 * path_len, [2.0 * path[n] for n in names]
-    t = {c.name: c.time for c in costs}
-    shared = [n for n in names if n.startswith("shared_")]
-    X, D, C = t["experts"], t["moe_dispatch"], t["moe_combine"]
-    S = sum((t[n] for n in shared), zero)
-    A = path_len - X - S  # the compute path holds every compute op in series
-    w1, w2, w3, w4 = A + S >= C, A >= D, X >= D, S + X >= C
-    group = {n: "X" if n == "experts" else "D" if n == "moe_dispatch" else "C" if n == "moe_combine"
-             else "S" if n in shared else "A" for n in names}
-    stage = {"A": lambda: w1 * 1.0 + w2, "S": lambda: w1 * 1.0 + w4, "X": lambda: w3 * 1.0 + w4,
-             "D": lambda: (~w2) * 1.0 + ~w3, "C": lambda: (~w1) * 1.0 + ~w4}
-    weights = [stage[group[n]]() * (path[n] if group[n] == "A" else 1.0) for n in names]
-    T = np.maximum(A + S, C) + np.maximum(A, D) + np.maximum(X, D) + np.maximum(S + X, C)
-    return T, weights
 
 
 def _sinks(ops: list[Op]) -> list[str]:
@@ -302,11 +273,12 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
         ~np.broadcast_to(np.asarray(eager, dtype=bool), batch.shape)
     wl = Workload(batch, tokens, ctx.copy() if ctx.ndim else int(context))
     groups, head, info = _describe(described, model, dep, wl, mech, overlap)
-    # Two-batch overlap: each layer runs as two micro-batches of B/2 where every attention rank has two requests
-    # to split (elsewhere unsplit); the once-per-step ops keep the whole batch.
+    # Two-batch overlap: each layer runs as two micro-batches of ⌈B/2⌉ (an odd batch splits one request apart:
+    # both priced at the larger half) where every attention rank has two requests to split (elsewhere unsplit);
+    # the once-per-step ops keep the whole batch.
     split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, hw, dep) else np.zeros(batch.shape, dtype=bool)
-    halves = _describe(described, model, dep, Workload(batch / 2.0, tokens, wl.context), mech, overlap)[0] \
-        if split.any() else [None] * len(groups)
+    halves = _describe(described, model, dep, Workload(np.ceil(batch / 2.0), tokens, wl.context), mech,
+                       overlap)[0] if split.any() else [None] * len(groups)
     shape = batch.shape
     total = np.zeros(shape)
     breakdown = {c: np.zeros(shape) for c in CLASSES}
@@ -345,10 +317,13 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
     plan = _plan(described, (id(groups), id(halves) if split.any() else None, id(head), shape), lists, shape)
     priced = iter(op_times(plan.ops, hw, mech, graphs, shape, plan))
     costs_of = {id(ops): [next(priced) for _ in ops] for ops in lists}
+    beside = shared_beside_points(hw, model, dep, batch, tokens, graphs)
     for g, half in zip(groups, halves, strict=True):
         costs = costs_of[id(g.ops)]
         length, on_path = critical_path(structure(g.ops), {c.name: c.time for c in costs})
         weights = [on_path[c.name] for c in costs]
+        if beside is not None:
+            length, weights = shared_beside_routed(costs, length, weights, beside)
         if half is None:
             total += g.count * length
             account(costs, weights, g.count)
@@ -357,7 +332,7 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
         total += whole * length
         account(costs, weights, whole)
         half_costs = costs_of[id(half.ops)]
-        both, stream = _overlapped(half.ops, half_costs)
+        both, stream = two_batch_layer(half.ops, half_costs, hw)
         total += g.count * split * both
         account(half_costs, stream, g.count * split, runs=2.0 * g.count * split)  # each half-batch op runs twice
     head_costs = costs_of[id(head)]

@@ -6,8 +6,8 @@ Rule, for ``gpus`` GPUs (default 8, one HGX node, capped at the GPU's scale-up d
 - dtype: the model's native format when it is not bf16 (fp8_block or mxfp4 checkpoints); for a bf16 checkpoint,
   fp8_block when the GPU has fp8 tensor cores (the study ran FP8 on H100), else bf16. When a format's block
   constraint rejects the layout, the next of fp8_block → fp8 → bf16 is tried. A dtype given by the user is kept.
-- attention: the largest tp ≤ gpus that divides the heads (and dense widths), dp = gpus / tp (dp = 1: TP8); beyond
-  one scale-up domain tp stays inside a domain (tp ≤ domain_size; the rest is attention DP over the fabric).
+- attention: the largest tp ≤ min(gpus, 8, the scale-up domain) that divides the heads (and dense widths),
+  dp = gpus / tp (dp = 1: TP8); more GPUs run attention data parallel (``ATTENTION_TP_MAX``).
 - experts: ep = gcd(experts, gpus) (EP8 when the expert count is divisible by 8), moe_tp = gpus / ep.
 - ``dp`` given (``step --dp``): tp = gpus / dp (gpus = tp · dp when both are given).
 - KV cache bf16; engine, placement, redundant experts and CUDA graphs as given (library defaults otherwise).
@@ -30,6 +30,11 @@ from ..specs.model import ModelSpec
 
 DEFAULT_GPUS = 8
 DTYPE_FALLBACK = ("fp8_block", "fp8", "bf16")
+# The widest attention tensor parallelism the default rule deploys: the engines' wide-EP recipes run attention data
+# parallel beyond one 8-GPU group, inside an NVL72 rack too (LMSYS GB200 NVL72 parts I and II: DP attention over 48
+# and 72 GPUs; SGLang's 96xH100 command: --dp-size 96 with --enable-dp-attention, sgl-project/sglang#6017;
+# TensorRT-LLM examples/wide_ep: enable_attention_dp) — TP64 attention is a layout no engine deploys.
+ATTENTION_TP_MAX = 8
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
         raise parameter_error("default_deployment", "ep", f"a divisor of the deployment's {gpus} GPUs, or change "
                               "'gpus'", lay.ep)
     dtypes = (lay.dtype,) if lay.dtype else default_dtype(model, hw)
-    top = min(gpus, hw.domain_size) if hw.domain_size > 0 else gpus  # TP groups stay inside one NVLink domain
+    top = min(gpus, hw.domain_size, ATTENTION_TP_MAX) if hw.domain_size > 0 else min(gpus, ATTENTION_TP_MAX)
     tps = (lay.tp,) if lay.tp else tuple(t for t in range(top, 0, -1) if gpus % t == 0)
     e = model.ffn.experts
     if lay.ep:

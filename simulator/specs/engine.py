@@ -34,7 +34,7 @@ TOP_KEYS = ("schema", "name", "display_name", "aliases", "description", "vendors
             "releases", *("execution", "serving", "graphs", "schedule", "ops", "kernels", "round"))
 SECTIONS = ("execution", "serving", "graphs", "schedule", "ops", "kernels", "round")
 PREFILL_MODES = ("mixed", "separate")  # serving.prefill: prefill chunks ride in decode iterations, or run on their own
-TBO_AUTO = ("deepep", "never")  # schedule.two_batch_overlap.auto: when `--two-batch-overlap auto` splits a batch
+TBO_AUTO = ("scale-out", "never")  # schedule.two_batch_overlap.auto: when `--two-batch-overlap auto` splits a batch
 IN_PROJ = ("split", "merged")  # ops.linear_attention_in_proj.layout (docs/MODEL.md §3.2)
 DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "ngram", "model", "ratio")
 
@@ -113,12 +113,29 @@ class Serving:
 
 
 @dataclass(frozen=True)
+class SharedExperts:
+    """When the engine runs a layer's shared experts on a second stream beside its router and routed experts (the
+    all-reduce after both), under attention TP: at most ``max_tokens`` tokens per rank (None: any), only in passes
+    replayed from CUDA graphs (``graph_captured``), and never where it fuses the shared expert into the routed
+    kernel instead (``fused_routed_experts``: the routed-expert counts it fuses for, with one shared expert and no
+    expert parallelism)."""
+
+    concurrent: bool = False
+    max_tokens: float | None = None
+    graph_captured: bool = False
+    fused_routed_experts: tuple[int, ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Schedule:
     """How a decode step is scheduled: when ``--two-batch-overlap auto`` splits a batch in two overlapped
-    micro-batches (``tbo_auto``: "deepep" = with a DeepEP dispatch under attention DP; "never")."""
+    micro-batches (``tbo_auto``: "scale-out" = a DeepEP dispatch under attention DP that spans more than one
+    scale-up domain, as the engine's published recipes enable it; "never"), and the shared experts' stream."""
 
     tbo_auto: str
     tbo_source: str
+    shared_experts: SharedExperts = SharedExperts()
 
 
 @dataclass(frozen=True)
@@ -350,11 +367,11 @@ def _release(r: Reader, s: dict, name: str, top: Mapping, vendors, calibration, 
                       None if cap is None else float(r.integer(sv, "sd_running_cap", "serving", low=1)),
                       r.source(sv, "serving"))
     graphs = read_graphs(r, s["graphs"], "graphs") if "graphs" in s else None
-    sc = r.mapping(s["schedule"], "schedule", ("two_batch_overlap",), ("two_batch_overlap",))
+    sc = r.mapping(s["schedule"], "schedule", ("two_batch_overlap", "shared_experts"), ("two_batch_overlap",))
     tbo = r.mapping(sc["two_batch_overlap"], "schedule.two_batch_overlap", ("auto", "source", "reason", "note"),
                     ("auto", "source"))
     schedule = Schedule(r.string(tbo, "auto", "schedule.two_batch_overlap", options=TBO_AUTO),
-                        r.source(tbo, "schedule.two_batch_overlap"))
+                        r.source(tbo, "schedule.two_batch_overlap"), _shared(r, sc.get("shared_experts")))
     ops = r.mapping(s["ops"], "ops", ("linear_attention_in_proj",), ("linear_attention_in_proj",))
     ip = r.mapping(ops["linear_attention_in_proj"], "ops.linear_attention_in_proj",
                    ("layout", "source", "reason", "note"), ("layout", "source"))
@@ -364,6 +381,22 @@ def _release(r: Reader, s: dict, name: str, top: Mapping, vendors, calibration, 
     return EngineRelease(name, r.string(top, "display_name", "", default=name), version, since, vendors,
                          calibration["kernel_block"], calibration, execution, serving, graphs, schedule, op_layout,
                          kernels, _round(r, s["round"]), where)
+
+
+def _shared(r: Reader, obj: object) -> SharedExperts:
+    """``shared_experts: {concurrent: true, max_tokens: N, graph_captured: bool, fused_routed_experts: [...],
+    source: KEY}`` (absent: in series)."""
+    if obj is None:
+        return SharedExperts()
+    p = "schedule.shared_experts"
+    m = r.mapping(obj, p, ("concurrent", "max_tokens", "graph_captured", "fused_routed_experts", "source", "reason",
+                           "note"), ("concurrent", "source"))
+    fused = m.get("fused_routed_experts", [])
+    if not isinstance(fused, list) or not all(isinstance(x, int) and x > 0 for x in fused):
+        raise r.fail(f"{p}.fused_routed_experts", f"must be a list of expert counts, got {fused!r}", "write [256]")
+    cap = r.integer(m, "max_tokens", p, low=1, default=None)
+    return SharedExperts(r.boolean(m, "concurrent", p), None if cap is None else float(cap),
+                         r.boolean(m, "graph_captured", p, default=False), tuple(fused), r.source(m, p))
 
 
 def _kernel_choice(r: Reader, obj: object) -> KernelChoice:

@@ -231,6 +231,11 @@ class Collective:
     fabric_latency: float | None = None
     fabric_latency_per_doubling: float = 0.0
     fabric_efficiency: float | None = None
+    # DeepEP low-latency in hook mode (two-batch overlap, docs/MODEL.md §3.5): the send and receive kernels' own SM
+    # time on the compute stream, as bytes per rank over these rates (dispatch: send + recv; combine: send + recv);
+    # None = not priced (no published split for the GPU)
+    hook_dispatch_rate: float | None = None
+    hook_combine_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -300,7 +305,7 @@ def _kernel_class(r: Reader, obj: object, p: str, extras: dict[str, str]) -> Ker
 
 def _collective(r: Reader, obj: object, p: str) -> Collective:
     keys = ("latency", "latency_per_gpu", "efficiency", "large_latency", "large_efficiency", "fabric_latency",
-            "fabric_latency_per_doubling", "fabric_efficiency", "note")
+            "fabric_latency_per_doubling", "fabric_efficiency", "hook_dispatch_rate", "hook_combine_rate", "note")
     c = r.mapping(obj, p, keys, ("latency", "efficiency"))
     large = "large_latency" in c or "large_efficiency" in c
     return Collective(
@@ -310,7 +315,9 @@ def _collective(r: Reader, obj: object, p: str) -> Collective:
         r.quantity(c, "large_efficiency", p, "fraction", high=1.0, open_low=True) if large else None,
         r.quantity(c, "fabric_latency", p, "time", default=None),
         r.quantity(c, "fabric_latency_per_doubling", p, "time", default=0.0),
-        r.quantity(c, "fabric_efficiency", p, "fraction", high=1.0, open_low=True, default=None))
+        r.quantity(c, "fabric_efficiency", p, "fraction", high=1.0, open_low=True, default=None),
+        r.quantity(c, "hook_dispatch_rate", p, "bandwidth", open_low=True, default=None),
+        r.quantity(c, "hook_combine_rate", p, "bandwidth", open_low=True, default=None))
 
 
 def _round(r: Reader, obj: object, path: str) -> Mapping[str, tuple[float, float, float]]:

@@ -209,8 +209,10 @@ def test_trtllm_gen_fp8_block_copy_follows_the_sglang_fit():
 
 
 def test_two_batch_overlap_step_is_the_stage_formula():
-    """T = Σ_layers [max(A+S, C) + max(A, D) + max(X, D) + max(S+X, C)] at B/2 (2 × path for layers without
-    dispatch), plus the once-per-step ops at the whole batch and the host overhead."""
+    """SGLang's five-stage decode schedule: T = Σ_layers 2·[max(S + A0, D − H_d) + H_d + X + max(A1, C − H_c) + H_c]
+    at ⌈B/2⌉ (A0 the ops before core attention and the residual, A1 the rest of the compute, H the DeepEP hook
+    kernels' SM time at the profile's published rates; 2 × path for layers without dispatch), plus the once-per-step
+    ops at the whole batch and the host overhead."""
     from simulator.cost.engine import step_fixed
     from simulator.cost.graph import critical_path, structure
     from simulator.cost.step import describe, head_ops
@@ -229,8 +231,15 @@ def test_two_batch_overlap_step_is_the_stage_formula():
         if comm <= set(t):
             X, D, C = t["experts"], t["moe_dispatch"], t["moe_combine"]
             S = sum(v for n, v in t.items() if n.startswith("shared_"))
-            A = path - X - S
-            layer = max(A + S, C) + max(A, D) + max(X, D) + max(S + X, C)
+            names = [op.name for op in g.ops]
+            A0 = sum(t[n] for n in names[:names.index("attention")]) + t["residual"]
+            A1 = path - X - S - A0
+            col = hw.kernels.collectives["deepep_low_latency"]
+            ops = {op.name: op for op in g.ops}
+            Hd = float(np.ravel(ops["moe_dispatch"].wire_bytes)[0]) / col.hook_dispatch_rate
+            Hc = float(np.ravel(ops["moe_combine"].wire_bytes)[0]) / col.hook_combine_rate
+            assert 0 < Hd < D and 0 < Hc < C  # DeepEP's published send/recv split, at 64 tokens per rank
+            layer = 2 * (max(S + A0, D - Hd) + Hd + X + max(A1, C - Hc) + Hc)
         else:
             layer = 2 * path
         want += g.count * layer

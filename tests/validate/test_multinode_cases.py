@@ -60,11 +60,15 @@ def test_findings_name_every_case():
 
 def test_a_case_deployed_without_two_batch_overlap_is_priced_without_it():
     """The GB200 posts run without TBO (part I: 'allows two-batch overlap to be disabled'; part II: a fine-grained
-    combine overlap instead): the case states it, and its default run is the no-TBO run."""
+    combine overlap instead): the case states it, and its default run is the no-TBO run. SGLang's own rule (auto)
+    agrees inside one NVL72 domain and turns it on across nodes (the LMSYS H100 case)."""
     cases = {c.name: c for c in _settings().cases}
     c = cases["sglang-48xgb200-decode-part1"]
     assert c.two_batch_overlap == "off" and cases["lmsys-72xh100-decode"].two_batch_overlap == "auto"
     p = predict(c)
     assert not p["tbo"] and p["default"] == pytest.approx(p["no_tbo"], rel=1e-12)
-    on = predict(replace(c, two_batch_overlap="auto"))
+    auto = predict(replace(c, two_batch_overlap="auto"))
+    assert not auto["tbo"] and auto["default"] == pytest.approx(p["default"], rel=1e-12)
+    on = predict(replace(c, two_batch_overlap="on"))
     assert on["tbo"] and on["default"] != p["default"]
+    assert predict(cases["lmsys-72xh100-decode"])["tbo"]
