@@ -7,8 +7,9 @@ Per layer, for the requests of one attention group (``batch / dp``):
 - GQA/MHA: ``2 · ceil(kv_heads / tp) · head_dim`` elements per token: a rank keeps its own KV heads, and when
   ``tp`` exceeds the KV heads each head is replicated on ``tp / kv_heads`` ranks (not divided below one head);
 - MLA: ``kv_lora_rank + qk_rope_head_dim`` elements per token on *every* rank of the attention group: the latent
-  is shared by all heads, so attention TP replicates it instead of dividing it; an fp8 cache is FlashMLA's layout,
-  656 bytes per token (:func:`simulator.cost.ops.mla_cache_bytes`); DeepSeek Sparse Attention adds the indexer's
+  is shared by all heads, so attention TP replicates it instead of dividing it; an fp8 cache is 576 bytes per token,
+  656 in FlashMLA's sparse layout for sparse attention (:func:`simulator.cost.ops.mla_cache_bytes`); DeepSeek
+  Sparse Attention adds the indexer's
   fp8 key cache, ``indexer_head_dim`` values with one fp32 scale per 128 (``ops.INDEXER_KEY_BYTES``) per token;
 - linear attention: the recurrent state, ``value_heads / tp · key_head_dim · value_head_dim`` fp32 per request.
 """

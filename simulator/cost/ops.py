@@ -184,17 +184,21 @@ def attention_ops(model: ModelSpec, dep: Deployment, wl: Workload, kind: str, in
 
 
 MLA_KV_HEADS = 1  # absorbed MLA attends over one latent KV head (MQA)
-# FlashMLA's FP8 KV cache (deepseek-ai/FlashMLA README, "FP8 KV cache"; DeepSeek-V3.2 inference code): per token
-# the 512-value latent in fp8 with 4 fp32 scales (one per 128 values) and the 64-value RoPE part kept in bf16:
-# 512 + 16 + 128 = 656 bytes (not 576).
+# An FP8 MLA KV cache. Dense MLA (DeepSeek-V3/R1, Kimi-K2, GLM-4.7-Flash): the 512-value latent and the 64-value
+# RoPE key both in fp8 with one per-tensor scale, 576 bytes per token (SGLang mem_cache/memory_pool.py
+# set_mla_kv_buffer; vLLM's fp8 MLA cache the same; TensorRT-LLM per-tensor fp8). Only the sparse (DSA/NSA)
+# layout FlashMLA's sparse kernels read (DeepSeek-V3.2, GLM-5: SGLang NSATokenToKVPool / nsa_kv_cache_store_fp8,
+# vLLM fp8_ds_mla; deepseek-ai/FlashMLA README "FP8 KV cache") keeps 4 fp32 scales per token (one per 128 values)
+# and the RoPE part in bf16: 512 + 16 + 128 = 656 bytes.
 MLA_FP8_SCALE_BYTES = 4.0 / 128
 
 
 def mla_cache_bytes(model: ModelSpec, kv_dtype: str) -> float:
-    """Bytes of one cached token of one MLA layer: the latent in ``kv_dtype`` (fp8: plus one fp32 scale per 128
-    values) and the RoPE key, which FP8 caches keep in bf16."""
+    """Bytes of one cached token of one MLA layer: the latent and the RoPE key in ``kv_dtype`` (dense MLA, 576 B in
+    fp8); a sparse-attention model's fp8 cache is FlashMLA's sparse layout (one fp32 scale per 128 latent values,
+    the RoPE key in bf16: 656 B)."""
     a = model.attention
-    if KV_BYTES[kv_dtype] < A:
+    if KV_BYTES[kv_dtype] < A and a.sparse:
         return a.kv_lora_rank * (KV_BYTES[kv_dtype] + MLA_FP8_SCALE_BYTES) + a.qk_rope_head_dim * A
     return (a.kv_lora_rank + a.qk_rope_head_dim) * KV_BYTES[kv_dtype]
 

@@ -52,14 +52,17 @@ def test_attention_compute_efficiency_defaults_to_flashmla():
     assert float(c.compute[0]) > float(c.memory[0])
 
 
-def test_fp8_mla_cache_is_flashmla_layout_656_bytes():
+def test_fp8_mla_cache_is_576_bytes_dense_and_656_sparse():
+    """Dense MLA in fp8: latent + RoPE key in fp8, per-tensor scale (576 B; SGLang set_mla_kv_buffer). Only the
+    sparse-attention models' FlashMLA layout keeps scales per 128 values and a bf16 RoPE key (656 B)."""
     m = load_model("deepseek-v3")
-    assert mla_cache_bytes(m, "fp8") == pytest.approx(656.0)
+    assert mla_cache_bytes(m, "fp8") == pytest.approx(576.0)
     assert mla_cache_bytes(m, "bf16") == pytest.approx(1152.0)
+    assert mla_cache_bytes(load_model("deepseek-v3.2"), "fp8") == pytest.approx(656.0)
     got = kv_bytes_per_request(m, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8), L)
-    assert got == pytest.approx(m.layers * L * 656.0)
+    assert got == pytest.approx(m.layers * L * 576.0)
     op = _attention(m, Deployment(dtype="fp8_block", kv_dtype="fp8", tp=8, ep=8), 4, context=int(L) - 1)
-    assert float(np.ravel(op.other_bytes)[0]) > 4 * L * 656.0  # the attention op reads the same layout
+    assert float(np.ravel(op.other_bytes)[0]) > 4 * L * 576.0  # the attention op reads the same layout
 
 
 def test_dsa_indexer_key_cache_is_counted():
