@@ -38,9 +38,10 @@ from dataclasses import dataclass
 
 from ..errors import ParameterError
 
-__all__ = ["DRAFT_MODEL_PLACEHOLDER", "ENGINE_FORMATS", "FormatRules", "SGLANG_ALGORITHM", "TRTLLM_DECODING_TYPE",
-           "VLLM_METHOD", "range_starts", "sglang_adaptive", "sglang_flags", "sglang_lookup", "trtllm_config",
-           "trtllm_lookup", "trtllm_yaml", "vllm_config", "vllm_lookup"]
+__all__ = ["DEEPEP_ENGINES", "DRAFT_MODEL_PLACEHOLDER", "ENGINE_FORMATS", "FormatRules", "SGLANG_ALGORITHM",
+           "TRTLLM_DECODING_TYPE", "VLLM_METHOD", "layout_supported", "parallel_args", "range_starts",
+           "sglang_adaptive", "sglang_flags", "sglang_lookup", "trtllm_config", "trtllm_lookup", "trtllm_yaml",
+           "vllm_config", "vllm_lookup"]
 
 # Written where the draft checkpoint is not known (no --draft-model): the file says so, the CLI prints the fix.
 DRAFT_MODEL_PLACEHOLDER = "REPLACE-WITH-DRAFT-CHECKPOINT"
@@ -115,15 +116,16 @@ def vllm_config(ranges, drafter_kind: str, draft_model: str | None = None) -> di
     if drafter_kind in NEEDS_CHECKPOINT:
         cfg["model"] = draft_model or DRAFT_MODEL_PLACEHOLDER
     cfg["num_speculative_tokens"] = _kmax(r)
-    cfg["num_speculative_tokens_per_batch_size"] = [[lo, hi, k] for lo, hi, k in r]
+    if len(r) > 1:  # one K everywhere is num_speculative_tokens alone (no table, no dynamic-SD cost)
+        cfg["num_speculative_tokens_per_batch_size"] = [[lo, hi, k] for lo, hi, k in r]
     return cfg
 
 
 def vllm_lookup(cfg: dict, batch: int) -> int:
     """The K vLLM runs at ``batch`` (build_dynamic_sd_schedule_lookup: the range holding it, else the previous
     range's K; clamped to num_speculative_tokens)."""
-    k = None
-    for lo, hi, kk in cfg["num_speculative_tokens_per_batch_size"]:
+    k = cfg["num_speculative_tokens"]
+    for lo, hi, kk in cfg.get("num_speculative_tokens_per_batch_size") or ():
         if lo <= batch:
             k = kk
         if lo <= batch <= hi:
@@ -146,12 +148,15 @@ def trtllm_config(ranges, drafter_kind: str, draft_model: str | None = None) -> 
         cfg["speculative_model"] = draft_model or DRAFT_MODEL_PLACEHOLDER
     while len(r) > 1 and r[-1][2] == 0:  # K = 0 above the last key is implicit
         r = r[:-1]
-    cfg["draft_len_schedule"] = {hi: k for _, hi, k in r}
+    if len(r) > 1:  # one K everywhere is max_draft_len alone
+        cfg["draft_len_schedule"] = {hi: k for _, hi, k in r}
     return cfg
 
 
 def trtllm_lookup(cfg: dict, batch: int) -> int:
     """The K TensorRT-LLM runs at ``batch`` (get_draft_len_for_batch_size: the first key >= batch, else 0)."""
+    if not cfg.get("draft_len_schedule"):
+        return int(cfg["max_draft_len"])
     keys = sorted(cfg["draft_len_schedule"])
     i = bisect.bisect_left(keys, batch)
     return int(cfg["draft_len_schedule"][keys[i]]) if i < len(keys) else 0
@@ -222,3 +227,39 @@ def sglang_flags(ranges, drafter_kind: str, draft_model: str | None = None, conf
     if adaptive:
         flags += ["--speculative-adaptive", "--speculative-adaptive-config", config_path]
     return flags
+
+
+# --- parallel layout flags (for `plan`'s launch config) -------------------------------------------------------------
+# vLLM (vllm/engine/arg_utils.py EngineArgs): --tensor-parallel-size, --data-parallel-size, --enable-expert-parallel
+# (experts over tp x dp ranks), --all2all-backend (deepep_low_latency, deepep_high_throughput). SGLang
+# (python/sglang/srt/server_args.py): --tp-size is every GPU of the replica, --dp-size with --enable-dp-attention
+# splits attention into dp groups of tp/dp, --ep-size, --moe-a2a-backend deepep with --deepep-mode low_latency|normal.
+# TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py _ParallelConfig / LLM args): tensor_parallel_size is every GPU,
+# moe_expert_parallel_size, enable_attention_dp (attention data parallel over every rank: dp = gpus, tp = 1).
+DEEPEP_ENGINES = ("sglang", "vllm")  # engines whose MoE all-to-all runs DeepEP (TRT-LLM has its own alltoall)
+
+
+def layout_supported(engine: str, tp: int, dp: int, all_to_all: str = "auto") -> bool:
+    """Whether ``engine`` launches attention TP ``tp`` × DP ``dp`` (TensorRT-LLM: attention DP over every rank or
+    none) with that all-to-all."""
+    if engine == "trtllm" and dp > 1 and tp > 1:
+        return False
+    return not (all_to_all.startswith("deepep") and engine not in DEEPEP_ENGINES)
+
+
+def parallel_args(engine: str, tp: int, dp: int, ep: int, all_to_all: str = "auto") -> list[str]:
+    """The engine's flags (vLLM, SGLang) or LLM-API fields as ``key: value`` (TensorRT-LLM) for the layout."""
+    gpus = tp * dp
+    deepep = all_to_all.startswith("deepep")
+    if engine == "vllm":
+        out = ["--tensor-parallel-size", str(tp)] + (["--data-parallel-size", str(dp)] if dp > 1 else [])
+        out += ["--enable-expert-parallel"] if ep > 1 else []
+        mode = "deepep_low_latency" if "low" in all_to_all else "deepep_high_throughput"
+        return out + (["--all2all-backend", mode] if deepep else [])
+    if engine == "sglang":
+        out = ["--tp-size", str(gpus)] + (["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else [])
+        out += ["--ep-size", str(ep)] if ep > 1 else []
+        mode = "low_latency" if "low" in all_to_all else "normal"
+        return out + (["--moe-a2a-backend", "deepep", "--deepep-mode", mode] if deepep else [])
+    return [f"tensor_parallel_size: {gpus}", f"moe_expert_parallel_size: {ep}",
+            f"enable_attention_dp: {'true' if dp > 1 else 'false'}"]

@@ -52,7 +52,9 @@ def vllm_rules(cfg: VllmSpeculativeConfig) -> None:
     """vLLM's validate_and_normalize_dynamic_sd_schedule (vllm/v1/spec_decode/dynamic/utils.py), plus the file's
     own rules: contiguous, consecutive equal K merged, K <= num_speculative_tokens, the largest K written."""
     table = cfg.num_speculative_tokens_per_batch_size
-    assert isinstance(table, list) and table
+    if table is None:  # one K everywhere: num_speculative_tokens alone
+        return
+    assert isinstance(table, list) and len(table) > 1
     prev = 0
     for i, (lo, hi, k) in enumerate(table):
         assert lo > 0 and hi > 0 and lo <= hi and k >= 0  # positive, start <= end, K >= 0
@@ -66,7 +68,10 @@ def vllm_rules(cfg: VllmSpeculativeConfig) -> None:
 
 
 def vllm_lookup(table, max_batch: int, num_spec: int) -> list[int]:
-    """vLLM's build_dynamic_sd_schedule_lookup: K per batch 1..max_batch (gaps and the tail inherit, K clamped)."""
+    """vLLM's build_dynamic_sd_schedule_lookup: K per batch 1..max_batch (gaps and the tail inherit, K clamped);
+    no table: num_speculative_tokens at every batch."""
+    if table is None:
+        return [num_spec] * max_batch
     dense, nxt, last = [0] * (max_batch + 1), 1, None
     for lo, hi, k in sorted(table):
         for b in range(nxt, min(lo, max_batch + 1)):
