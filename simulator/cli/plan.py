@@ -68,7 +68,7 @@ def cmd_plan(args) -> int:
     sla = " and ".join(s for s in (f"TPOT <= {args.tpot:g} ms" if args.tpot is not None else "",
                                    f"TTFT <= {args.ttft:g} ms" if args.ttft is not None else "") if s) or "none"
     head = (f"{pl.model} on up to {pl.budget} x {pl.hardware}, ISL {pl.isl:g} / OSL {pl.osl:g}, drafter {pl.drafter}, "
-            f"{pl.acceptance}; SLA {sla}; {pl.layouts} layouts priced ({len(pl.skipped)} refused), "
+            f"{pl.acceptance}; SLA {sla}; {pl.layouts} layouts priced ({len(pl.skipped)} refused or not priceable), "
             f"{len(pl.points)} points in {pl.seconds:.1f} s")
     print(fill(head, 100, subsequent_indent="  "))
     for sd in (False, True):
@@ -79,11 +79,13 @@ def cmd_plan(args) -> int:
         print(f"no configuration meets the SLA ({sla}); the fronts above show what is reachable")
     else:
         gain = f", {best.tokens_per_s_gpu / base.tokens_per_s_gpu:.2f}x the best without SD" if base and best.k else ""
-        print(f"best under the SLA: {best.engine} {best.layout}, {'K = ' + str(best.k) if best.k else 'no SD'}, "
-              f"{best.concurrency} requests per replica ({pl.budget // best.gpus} replicas): "
-              f"{best.tokens_per_s_gpu:.1f} tok/s/GPU, {best.tokens_per_s_user:.1f} tok/s/user, TPOT "
-              f"{best.tpot_ms:.1f} ms, TTFT {best.ttft_ms:.0f} ms{gain}")
-        print("launch config: " + json.dumps(launch_config(best, args.draft_model)))
+        n = pl.budget // best.gpus
+        print(fill(f"best under the SLA: {best.engine} {best.layout}, {'K = ' + str(best.k) if best.k else 'no SD'}, "
+                   f"{best.concurrency} requests per replica ({n} replica{'s' if n > 1 else ''} of {best.gpus} GPUs): "
+                   f"{best.tokens_per_s_gpu:.1f} tok/s/GPU, {best.tokens_per_s_user:.1f} tok/s/user, TPOT "
+                   f"{best.tpot_ms:.1f} ms, TTFT {best.ttft_ms:.0f} ms{gain}", 100, subsequent_indent="  "))
+        print(fill("launch config: " + json.dumps(launch_config(best, args.draft_model)), 100,
+                   subsequent_indent="  ", break_long_words=False, break_on_hyphens=False))
     if args.json:
         obj = {"plan": {k: getattr(pl, k) for k in ("model", "hardware", "budget", "isl", "osl", "tpot_ms", "ttft_ms",
                                                     "drafter", "acceptance", "layouts", "seconds")},

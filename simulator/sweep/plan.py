@@ -73,7 +73,7 @@ class Plan:
     acceptance: str
     points: tuple[PlanPoint, ...]
     skipped: tuple[str, ...]
-    layouts: int
+    layouts: int  # layouts priced (each once)
     seconds: float
 
     def front(self, sd: bool) -> list[PlanPoint]:
@@ -134,7 +134,7 @@ def plan(model, hardware, gpus: int, *, isl: float = 1024, osl: float = 1024, tp
     (hw,) = resolve_hardware([hardware])
     base = make_request(request, context=decode_context(isl, osl), **knobs)
     cache = StepCache()
-    points, skipped, seen = [], [], set()
+    points, skipped, seen, priced = [], [], set(), 0
     cands = layouts(int(gpus), engines)
     for i, lay in enumerate(cands):
         try:
@@ -155,6 +155,7 @@ def plan(model, hardware, gpus: int, *, isl: float = 1024, osl: float = 1024, tp
         except SimulatorError as exc:  # a layout the cost model cannot price at these batches: counted, not hidden
             skipped.append(f"{sc.deployment.label} {sc.engine}: {exc}")
             continue
+        priced += 1
         g = sc.deployment.gpus
         per_gpu, per_user = grid.tokens_per_s_gpu(g), grid.tokens_per_s_user
         tpot, ttft = grid.point.tpot_sd * 1e3, grid.ttft * 1e3
@@ -174,7 +175,7 @@ def plan(model, hardware, gpus: int, *, isl: float = 1024, osl: float = 1024, tp
         raise InfeasibleError(f"no layout of {m.name} fits {gpus} x {hw.name}: " + (skipped[0] if skipped else ""))
     first = points[0].scenario
     return Plan(m.name, hw.name, int(gpus), float(isl), float(osl), tpot_ms, ttft_ms, first.drafter.label,
-                first.accept.label, tuple(points), tuple(skipped), len(seen), time.perf_counter() - t0)
+                first.accept.label, tuple(points), tuple(skipped), priced, time.perf_counter() - t0)
 
 
 def launch_config(p: PlanPoint, draft_model: str | None = None) -> dict:
