@@ -121,7 +121,7 @@ def plot_speedup(result, path) -> list[str]:
         _, spd = best_gamma(r.gammas, r.speedup)
         st = _style(c.mode, i)
         out = [(c.mode, r.batch, spd, st)]
-        if r.speedup_low is not None and r.speedup_high is not None:
+        if getattr(r, "speedup_low", None) is not None and getattr(r, "speedup_high", None) is not None:
             band = (best_gamma(r.gammas, r.speedup_low)[1], best_gamma(r.gammas, r.speedup_high)[1])
             out.insert(0, (f"{c.mode} band", r.batch, band, {"color": st["color"], "band": True, "alpha": 0.18}))
         return out
