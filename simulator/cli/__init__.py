@@ -14,8 +14,8 @@ from ..errors import SimulatorError
 from ._common import OneLineParser, error_line
 
 # Command modules, in the order shown by --help. Each registers one top-level command.
-_COMMANDS = ("catalog", "overlap", "step", "op", "calibrate", "sweep", "explain", "schedule", "serve", "experiment",
-             "validate")
+_COMMANDS = ("catalog", "overlap", "step", "op", "calibrate", "sweep", "explain", "schedule", "serve", "plan", "report",
+             "experiment", "validate")
 
 
 def build_parser() -> argparse.ArgumentParser:

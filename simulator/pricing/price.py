@@ -115,11 +115,12 @@ def price(sc: Scenario, batch, gammas=None, *, cache: StepCache | None = None) -
 
 
 def price_pass(sc: Scenario, batch, tokens=None, *, cache: StepCache | None = None,
-               check_fit: bool = True) -> StepResult:
+               check_fit: bool = True, speculative: bool = False) -> StepResult:
     """One target forward pass T(B, s) of ``sc`` as the engine runs it (at the captured CUDA-graph batch when
     ``graph_padding`` is on, as every pass of :func:`price`): ``tokens`` new tokens per request, or, for a tree
     scenario, its node count (unique experts from the tree fit). ``check_fit``: refuse batches whose weights + KV
-    do not fit the GPUs."""
+    do not fit the GPUs. ``speculative``: the pass belongs to an SD round (the capture list an SD server uses, as
+    :func:`price` pads its verify passes)."""
     BATCH.check(batch, "batch", "price_pass")
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     overlap = sc.overlap
@@ -137,7 +138,7 @@ def price_pass(sc: Scenario, batch, tokens=None, *, cache: StepCache | None = No
     if check_fit:
         check_memory(sc.model, sc.hw, sc.deployment, float(b.max()), float(tokens), sc.context)
     return padded_step(cache or StepCache(), sc.model, sc.hw, sc.deployment, b, float(tokens), sc.context,
-                       sc.mechanisms, overlap)
+                       sc.mechanisms, overlap, speculative)
 
 
 def class_times(sc: Scenario, mode: str, batch, tokens: int) -> dict[str, float]:

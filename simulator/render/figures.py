@@ -86,7 +86,7 @@ def _draw(result, path, title: str, ylabel: str, series_of, refs=(), integer: bo
     path = Path(path)
     batch = sorted({float(b) for c in result.cases for b in c.result.batch})
     built = [Panel(_panel_title(cs[0]), [s for i, c in enumerate(cs) for s in series_of(c, i)]) for cs in groups]
-    values = [float(v) for p in built for _, _, y, _ in p.series for v in np.asarray(y, float)]
+    values = [float(v) for p in built for _, _, y, _ in p.series for v in np.asarray(y, float).ravel()]
     yr = y_range(values, [r[1] for r in refs], integer=integer, fixed=fixed)
     files = []
     for suffix, idx in split_panels(keys):
@@ -104,7 +104,7 @@ def batch_panels(path, panels: dict, title: str, ylabel: str, refs=()) -> str:
     into at most :data:`~.panels.WRAP_COLS` columns; ``refs``: horizontal reference lines [(label, y, style)]."""
     built = [Panel(name, list(series)) for name, series in panels.items()]
     batch = sorted({float(b) for p in built for _, x, _, _ in p.series for b in x})
-    values = [float(v) for p in built for _, _, y, _ in p.series for v in np.asarray(y, float)]
+    values = [float(v) for p in built for _, _, y, _ in p.series for v in np.asarray(y, float).ravel()]
     fig = draw_grid(panel_grid([(p.title, "") for p in built]), built, title=title, xlabel=BATCH_LABEL,
                     ylabel=ylabel, batch=batch, yr=y_range(values, [r[1] for r in refs]), refs=refs)
     return save(fig, path, dpi=100, compress=1)
@@ -114,13 +114,21 @@ NO_SPEEDUP = ("no speedup", 1.0, {"color": "0.4", "linestyle": ":", "linewidth":
 
 
 def plot_speedup(result, path) -> list[str]:
-    """Speedup at the best draft length per batch vs batch, prior and refined on one panel per model × GPU."""
+    """Speedup at the best draft length per batch vs batch, prior and refined on one panel per model × GPU, each
+    with its band shaded (the best low and high ends per batch: SD pays where the low end is above 1)."""
     def series(c, i):
-        _, spd = best_gamma(c.result.gammas, c.result.speedup)
-        return [(c.mode, c.result.batch, spd, _style(c.mode, i))]
+        r = c.result
+        _, spd = best_gamma(r.gammas, r.speedup)
+        st = _style(c.mode, i)
+        out = [(c.mode, r.batch, spd, st)]
+        if getattr(r, "speedup_low", None) is not None and getattr(r, "speedup_high", None) is not None:
+            band = (best_gamma(r.gammas, r.speedup_low)[1], best_gamma(r.gammas, r.speedup_high)[1])
+            out.insert(0, (f"{c.mode} band", r.batch, band, {"color": st["color"], "band": True, "alpha": 0.18}))
+        return out
 
-    return _draw(result, path, "Speculative-decoding speedup vs batch (best draft length per batch)\n"
-                 + _context_line(result), "speedup over plain decoding (x)", series, refs=(NO_SPEEDUP,))
+    return _draw(result, path, "Speculative-decoding speedup vs batch (best draft length per batch; shaded: the "
+                 "band, SD pays where its low end is above 1)\n" + _context_line(result),
+                 "speedup over plain decoding (x)", series, refs=(NO_SPEEDUP,))
 
 
 def plot_best_gamma(result, path) -> list[str]:

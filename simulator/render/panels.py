@@ -135,7 +135,8 @@ def nice_ticks(lo: float, hi: float, most: int = 5, integer: bool = False) -> li
 @dataclass
 class Panel:
     """One panel: title lines and series [(label, x, y, style)]; ``style`` holds color, linestyle, marker,
-    markerfacecolor, drawstyle (Matplotlib names)."""
+    markerfacecolor, drawstyle (Matplotlib names); a style with ``band: True`` fills between y = (low, high) in its
+    color at ``alpha``, under every curve."""
 
     title: str
     series: list[tuple[str, Sequence[float], Sequence[float], dict]] = field(default_factory=list)
@@ -207,6 +208,7 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
     curves: dict[tuple, list[np.ndarray]] = {}
     styles: dict[tuple, tuple[str, dict]] = {}
     texts = []  # (x, y, text, kwargs)
+    fills, fill_entries = [], []  # (polygon, color, alpha); legend entries of the bands
     for i, p in enumerate(panels):
         bx, by = box(i)
         frames.append([(bx, by), (bx + PANEL_W, by), (bx + PANEL_W, by + PANEL_H), (bx, by + PANEL_H), (bx, by)])
@@ -222,6 +224,15 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
             curves.setdefault(key, []).append(np.array([[bx, float(ty(by, yv))], [bx + PANEL_W, float(ty(by, yv))],
                                                         [np.nan, np.nan]]))
         for label, x, y, st in p.series:
+            if st.get("band"):  # y = (low, high): the band between them, filled (drawn under the curves)
+                lo, hi = (np.asarray(v, float) for v in y)
+                poly = np.vstack([np.column_stack([tx(bx, x), ty(by, np.clip(lo, ylo, yhi))]),
+                                  np.column_stack([tx(bx, x), ty(by, np.clip(hi, ylo, yhi))])[::-1]])
+                fills.append((poly, st["color"], st.get("alpha", 0.2)))
+                if label and label not in [f[0] for f in fill_entries]:
+                    fill_entries.append((label, {"color": st["color"], "linestyle": "-", "linewidth": 6,
+                                                 "alpha": st.get("alpha", 0.2), "marker": ""}))
+                continue
             key = (label, tuple(sorted((k, str(v)) for k, v in st.items())))
             styles.setdefault(key, (label, {k: v for k, v in st.items() if k != "drawstyle"}))
             pts = np.column_stack([tx(bx, x), ty(by, y)])
@@ -233,8 +244,8 @@ def draw_grid(grid: Grid, panels: Sequence[Panel], *, title: str, xlabel: str, y
             texts += [(bx - 0.06, float(ty(by, t)), _fmt(t), {"ha": "right", "va": "center"}) for t in yticks]
         if grid.below_is_empty(i):
             texts += [(float(tx(bx, t)), by - 0.06, _fmt(t), {"ha": "center", "va": "top"}) for t in xt]
-    scene = Scene(W, H, segments=[(grids, "0.88", 0.6), (frames, "0.25", 0.8)])
-    entries = []
+    scene = Scene(W, H, segments=[(grids, "0.88", 0.6), (frames, "0.25", 0.8)], fills=fills)
+    entries = list(fill_entries)
     for key, segs in curves.items():
         label, st = styles[key]
         scene.curves.append((np.vstack(segs), st))

@@ -29,6 +29,7 @@ class Scene:
     curves: list = field(default_factory=list)  # (N×2 array with NaN breaks, style dict)
     texts: list = field(default_factory=list)  # (x, y, text, size_pt, ha, va, rotation)
     legend: tuple | None = None  # (y_top, [(label, style)], size_pt)
+    fills: list = field(default_factory=list)  # (polygon N×2, color, alpha): bands, drawn first
 
     def savefig(self, path, dpi: int = 100, metadata=None, pil_kwargs=None, **_) -> None:
         if Path(str(path)).suffix.lower() in (".png", "") and font_path() is not None:
@@ -45,11 +46,28 @@ class Scene:
         k = dpi * SS
         wpx, hpx = round(self.width * dpi), round(self.height * dpi)
         img = Image.new("RGB", (wpx * SS, hpx * SS), "white")
-        d = ImageDraw.Draw(img)
 
         def px(xy):
             xy = np.asarray(xy, float)
             return np.column_stack([xy[:, 0] * k, (self.height - xy[:, 1]) * k])
+
+        groups: dict = {}  # bands of one colour and alpha share a layer: one blend each onto the white canvas
+        for poly, color, alpha in self.fills:
+            groups.setdefault((_rgb(color), round(255 * alpha)), []).append(poly)
+        d = ImageDraw.Draw(img)
+        for i, ((rgb, a), polys) in enumerate(groups.items()):
+            pts = [[tuple(q) for q in px(poly).tolist()] for poly in polys]
+            if i == 0:  # the first layer lies on white: its blend is one opaque colour
+                for p in pts:
+                    d.polygon(p, fill=tuple(round(255 - (255 - c) * a / 255) for c in rgb))
+                continue
+            mask = Image.new("L", img.size, 0)
+            dm = ImageDraw.Draw(mask)
+            for p in pts:
+                dm.polygon(p, fill=a)
+            box = mask.getbbox()
+            if box:
+                img.paste(Image.new("RGB", (box[2] - box[0], box[3] - box[1]), rgb), box, mask.crop(box))
 
         for segs, color, lw in self.segments:
             w = max(1, round(lw / 72 * k))
@@ -85,6 +103,8 @@ class Scene:
         ax.set_axis_off()
         ax.set_xlim(0, self.width)
         ax.set_ylim(0, self.height)
+        for poly, color, alpha in self.fills:
+            ax.fill(poly[:, 0], poly[:, 1], color=color, alpha=alpha, linewidth=0)
         for segs, color, lw in self.segments:
             ax.add_collection(LineCollection(segs, colors=color, linewidths=lw))
         for xy, st in self.curves:

@@ -123,9 +123,10 @@ def explain(model: str | ModelSpec, hardware: str | HardwareProfile = "h100-sxm"
 
 
 def explain_scenario(sc: Scenario, *, batch: int = 1, draft_len: int = 3,
-                     forced: tuple[tuple[str, str], ...] = ()) -> Attribution:
+                     forced: tuple[tuple[str, str], ...] = (), shapley: bool = True) -> Attribution:
     """:func:`explain` of a resolved scenario (its mechanisms are replaced along the walk; ``forced`` (name,
-    setting) pairs are kept in every mechanism set priced)."""
+    setting) pairs are kept in every mechanism set priced); ``shapley=False``: the walk only (neither the 2^m
+    coalitions nor the prior's readings are priced)."""
     if sc.tree is not None:
         draft_len = len(sc.tree) - 1
     if int(draft_len) < 1:
@@ -159,11 +160,11 @@ def explain_scenario(sc: Scenario, *, batch: int = 1, draft_len: int = 3,
     steps = tuple(step(label, mech) for label, mech in walk_mechanisms())
     base, target = PRESETS["prior"], PRESETS["refined"]
     names = players(base, target)
-    game = {s: step("", coalition_mechanisms(base, target, s)) for s in coalitions(names)}
+    game = {s: step("", coalition_mechanisms(base, target, s)) for s in coalitions(names)} if shapley else {}
     shap = tuple(attribute(q, names, {s: getattr(w, q) for s, w in game.items()})
-                 for q in ("decode_verify_ratio", "speedup"))
+                 for q in ("decode_verify_ratio", "speedup")) if shapley else ()
     readings = tuple((r, w.decode_verify_ratio, w.speedup)
-                     for r, w in ((r, step(r, PRESETS[r])) for r in PRIOR_READINGS))
+                     for r, w in ((r, step(r, PRESETS[r])) for r in PRIOR_READINGS)) if shapley else ()
     r = priced[target.with_(**dict(forced))]
     engine = (r.sd_overlap, r.decode_overlap, float(r.speedup_low[0, 0]), float(r.speedup_high[0, 0]))
     return Attribution(m.name, hw.name, sc.deployment, int(batch), int(draft_len), sc.drafter.label,

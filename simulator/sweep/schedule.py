@@ -7,17 +7,14 @@ every batch is priced there is no interpolation between grid points: a range is 
 (``trees``: parent lists) are priced the same way (a tree scenario) and reported per batch
 beside the best chain.
 
-Formats (:func:`vllm_config`, :func:`schedule_json`):
-- vLLM: the ``SpeculativeConfig`` fields vLLM declares (vllm/config/speculative.py):
-  ``num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None``, a list of inclusive
-  ``[range_start, range_end, K]`` from 1 (validated by ``validate_and_normalize_dynamic_sd_schedule`` in
-  vllm/v1/spec_decode/dynamic/utils.py: a list, 3-item entries, positive, sorted, non-overlapping, first range from
-  1, K ≥ 0), and ``num_speculative_tokens`` (> 0), the startup maximum the scheduled K is clamped to, written as the
-  table's largest K. Priced with vLLM's kernels unless another engine is named (:func:`engine_for`); refused for
-  data-parallel layouts (vLLM disables dynamic SD under data parallelism). vLLM has no merged context-length
-  schedule (RFC #48627): the context axis goes to the JSON format only.
-- SGLang: no static batch → draft-length table (its adaptive controller, PRs #21599 / #24055, picks
-  ``speculative_num_steps`` at run time from an accept-length moving average): refused, use JSON.
+Deployable tables (:mod:`.deployable`): within ``tolerance`` (default 1%) of the per-batch best speedup the fewer
+ranges and the smaller K win, K = 0 exactly where SD loses, and each engine's table rules hold; the per-batch optimum
+is kept beside it (``k_opt``).
+
+Formats (:mod:`.engine_configs`, every field with the engine source it was read in): ``vllm`` (SpeculativeConfig
+fields), ``trtllm`` (the ``speculative_config`` YAML with ``draft_len_schedule``), ``sglang`` (the adaptive-mode
+config file, its launch flags printed), ``json`` (everything, per context). Each engine format is priced on its own
+engine's kernels and modes; a format for another engine than the one named is refused (:func:`engine_for`).
 
 The schedule's own cost (:func:`dynamic_cost`, vLLM issue #49548) is reported beside it on vLLM: the speedup of the
 dynamic schedule, of a static K (the same config without the per-batch table) and of plain decoding, per batch.
@@ -40,18 +37,16 @@ from ..specdec import StepCache, parse_drafter
 from ..specdec.tree import tree_label
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
+from . import engine_configs as ec
+from .deployable import TOLERANCE, deployable
 from .runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, deploy, grid_values, in_mode
 
-__all__ = ["FORMATS", "Schedule", "build_schedule", "dynamic_cost", "engine_for", "k_ranges", "schedule_cost",
-           "schedule_json", "throughput_rows", "vllm_config"]
+__all__ = ["FORMATS", "Schedule", "build_schedule", "dynamic_cost", "engine_config", "engine_for", "k_ranges",
+           "schedule_cost", "schedule_json", "throughput_rows", "vllm_config"]
 
-FORMATS = ("vllm", "sglang", "json")
+FORMATS = ("vllm", "trtllm", "sglang", "json")
 FORMAT = Param(Options(FORMATS))
-SGLANG_REFUSAL = ("SGLang has no static batch-size -> draft-length table (its adaptive controller, PRs #21599 and "
-                  "#24055, picks speculative_num_steps at run time); use --format json")
-FORMAT_ENGINE = {"vllm": "vllm"}  # the engine whose kernels a format prices unless another is named
-# vLLM's SpeculativeConfig.method per drafter kind (vllm/config/speculative.py SpeculativeMethod); none for ratio:C
-VLLM_METHOD = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram", "model": "draft_model"}
+DEFAULT_TOLERANCE = 0.01  # a deployable table may give up 1% of the per-batch best speedup (issue 27)
 # Cost of a dynamic-SD schedule on vLLM (vllm-project/vllm issue #49548; docs/MODEL.md §5.3b): TPOT with a
 # num_speculative_tokens_per_batch_size schedule that never drafts (K = 0) vs no SD, 1x H100 NVL, vLLM 0.27.1 V1
 # runner, gemma-4-31B FP8: 14.374 -> 15.317 ms at concurrency 2, 77.164 -> 93.820 ms at 189.
@@ -67,17 +62,24 @@ class ContextSchedule:
 
     context: int
     batch: np.ndarray  # 1..B_max
-    k: np.ndarray  # best K per batch (0: SD does not pay)
-    speedup: np.ndarray  # speedup of the best chain (1 where K = 0)
+    k: np.ndarray  # the deployable table's K per batch (0: SD does not pay), :mod:`.deployable`
+    speedup: np.ndarray  # speedup at that K (1 where K = 0)
     best_chain_speedup: np.ndarray  # the best chain's speedup even where it is ≤ 1
     tokens_user: np.ndarray  # tokens/s per request with the schedule's K
     tokens_user_plain: np.ndarray  # tokens/s per request without SD
     tree: list = field(default_factory=list)  # per batch: (label, speedup) of the best tree, when trees are swept
     gammas: np.ndarray = field(default_factory=lambda: np.zeros(0, int))  # draft lengths priced (0 first)
     speedup_all: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (gammas, batch) speedups
+    k_opt: np.ndarray | None = None  # the per-batch best K (0 where SD loses), before the deployable rule
 
     def ranges(self) -> list[tuple[int, int, int]]:
         return k_ranges(self.batch, self.k)
+
+    @property
+    def gap(self) -> np.ndarray:
+        """1 − speedup at the table's K / the per-batch best (0 where SD loses: plain decoding either way)."""
+        best = np.where(self.best_chain_speedup > 1.0, self.best_chain_speedup, 1.0)
+        return 1.0 - self.speedup / best
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class Schedule:
     grid: np.ndarray  # batches shown in the throughput view
     contexts: tuple[ContextSchedule, ...]
     notes: tuple[str, ...] = ()
+    tolerance: float = DEFAULT_TOLERANCE
+    fmt: str = "json"  # the format whose table rules the deployable table meets
 
     @property
     def primary(self) -> ContextSchedule:
@@ -109,31 +113,50 @@ def k_ranges(batch, k) -> list[tuple[int, int, int]]:
 
 
 def engine_for(fmt: str | None, engine: str | None) -> str | None:
-    """The engine a schedule prices: the one named, else the format's own (vLLM's kernels for the vllm format),
-    else None (the deployment's default)."""
-    return engine if engine is not None else FORMAT_ENGINE.get(fmt or "")
+    """The engine a schedule prices: an engine format's own (refused in one line when another engine is named: a
+    table priced on one engine's kernels and modes is not another engine's), else the one named, else None (the
+    deployment's default)."""
+    own = fmt if fmt in ec.ENGINE_FORMATS else None
+    if own and engine is not None and engine != own:
+        raise ParameterError(f"--format {fmt} writes {own}'s config, priced on {own}'s kernels and modes, but the "
+                             f"engine given is {engine}; drop --engine, give --engine {own}, or use --format {engine}",
+                             owner="schedule", param="format")
+    return own or engine
 
 
 def check_layout(fmt: str | None, dep: Deployment) -> None:
-    """The vllm format needs dp = 1: vLLM drops ``num_speculative_tokens_per_batch_size`` under data parallelism
-    (vLLM test ``test_dynamic_sd_is_disabled_with_data_parallel``: the schedule is set to None with a warning)."""
-    if fmt == "vllm" and dep.dp > 1:
-        raise ParameterError(f"the vllm format needs a layout without data parallelism: vLLM disables dynamic "
-                             f"speculative decoding under data parallelism, and this deployment ({dep.label}) has "
-                             f"dp = {dep.dp}; give a layout with tp = gpus (e.g. --gpus {dep.tp} --tp {dep.tp}) or use "
-                             f"the json format",
-                             owner="vllm_config", param="format")
+    """vLLM drops ``num_speculative_tokens_per_batch_size`` under data parallelism (vLLM test
+    ``test_dynamic_sd_is_disabled_with_data_parallel``: the schedule is set to None with a warning); SGLang's
+    adaptive mode refuses attention DP (``adaptive_unsupported_reason``)."""
+    rules = ec.ENGINE_FORMATS.get(fmt or "")
+    if rules is not None and not rules.dp_allowed and dep.dp > 1:
+        what = ("vLLM disables dynamic speculative decoding under data parallelism" if fmt == "vllm" else
+                "SGLang's adaptive speculative mode does not run with attention DP")
+        raise ParameterError(f"the {fmt} format needs a layout without data parallelism: {what}, and this deployment "
+                             f"({dep.label}) has dp = {dep.dp}; give a layout with tp = gpus (e.g. --gpus {dep.tp} "
+                             f"--tp {dep.tp}) or use the json format", owner=f"{fmt}_config", param="format")
+
+
+def table_rules(fmt: str | None, hw: HardwareProfile, n: int) -> dict:
+    """The deployable-table rules of ``fmt`` over batches 1..n (:func:`.deployable.deployable` keywords)."""
+    rules = ec.ENGINE_FORMATS.get(fmt or "")
+    if rules is None:
+        return {}
+    graphs = hw.kernels.graphs
+    capture = graphs.for_round(True).sizes if (graphs is not None and graphs.unit == "requests") else ()
+    return {"starts": ec.range_starts(rules, tuple(capture), n), "first_is_max": rules.first_is_max}
 
 
 def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | None = None, *, batch=DEFAULT_BATCH,
                    draft_len=DEFAULT_DRAFT_LEN, contexts=(1024,), mode: str = "refined", trees=(),
-                   fmt: str | None = None, **knobs) -> Schedule:
+                   fmt: str | None = None, tolerance: float = DEFAULT_TOLERANCE, **knobs) -> Schedule:
     """The schedule of one deployment (module docstring); ``contexts[0]`` is the one engines take. ``request``
     carries every other knob (layout, engine, placement, drafter, acceptance, statistics, forced mechanisms), as in
     :func:`.runner.run_sweep`; keyword ``knobs`` change it (:func:`simulator.pricing.request`). ``fmt``: the format
-    it is for (its engine unless the request names one, :func:`engine_for`; its layout rule, :func:`check_layout`,
-    applied before pricing)."""
+    it is for (its engine, :func:`engine_for`; its layout rule, :func:`check_layout`, applied before pricing; its
+    table rules, :func:`table_rules`); ``tolerance``: the deployable table's allowance (:mod:`.deployable`)."""
     req = make_request(request, **knobs)
+    TOLERANCE.check(tolerance, "tolerance", "build_schedule")
     if fmt is not None:
         FORMAT.check(fmt, "format", "build_schedule")
         named = dict(req.layout.options).get("engine")
@@ -163,8 +186,9 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
         dense = np.arange(1, int(fit[-1]) + 1)
         sc_ctx = sc.edit(context=int(ctx))
         r = price(sc_ctx, dense, np.concatenate([[0], gam]), cache=cache).result
-        k, best = r.best()
-        k = np.where(best > 1.0, k, 0)
+        k_opt, best = r.best()
+        k_opt = np.where(best > 1.0, k_opt, 0)
+        k = deployable(r.gammas, r.speedup, tolerance, **table_rules(fmt, sc.hw, dense.size))
         idx = np.searchsorted(r.gammas, k)
         cols = np.arange(dense.size)
         tok_user = r.tokens_per_s_request[idx, cols]
@@ -175,10 +199,11 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
             spd = np.stack([c.result.speedup[0] for c in res])
             j = np.argmax(spd, axis=0)
             tree_best = [(tree_label(trees[i]), float(spd[i, c])) for c, i in enumerate(j)]
-        out.append(ContextSchedule(int(ctx), dense, k, np.where(k > 0, best, 1.0), best, tok_user, plain, tree_best,
-                                   r.gammas, r.speedup))
+        out.append(ContextSchedule(int(ctx), dense, k, r.speedup[idx, cols], best, tok_user, plain, tree_best,
+                                   r.gammas, r.speedup, k_opt))
     shown = np.asarray([b for b in grid if b <= max(c.batch[-1] for c in out)], dtype=int)
-    return Schedule(model, sc.hw, sc.deployment, sc.drafter.label, sc.accept.label, shown, tuple(out), tuple(notes))
+    return Schedule(model, sc.hw, sc.deployment, sc.drafter.label, sc.accept.label, shown, tuple(out), tuple(notes),
+                    float(tolerance), fmt or "json")
 
 
 def throughput_rows(s: Schedule, context: ContextSchedule | None = None) -> list[dict]:
@@ -196,24 +221,36 @@ def throughput_rows(s: Schedule, context: ContextSchedule | None = None) -> list
     return rows
 
 
-def vllm_config(s: Schedule) -> dict:
-    """The ``SpeculativeConfig`` fields for vLLM (module docstring): ``method`` (the drafter priced, where vLLM
-    has one), ``num_speculative_tokens`` (the table's largest K) and ``num_speculative_tokens_per_batch_size`` as a
-    list of inclusive [start, end, K] from 1. Refused under data parallelism and when SD pays at no batch."""
-    check_layout("vllm", s.deployment)
+def _paying(s: Schedule) -> list[tuple[int, int, int]]:
     c = s.primary
     if not np.any(c.k > 0):
         best = float(c.best_chain_speedup.max())
         raise InfeasibleError(f"speculative decoding does not pay at any batch 1..{int(c.batch[-1])} for "
-                              f"{s.model.name} on {s.hardware.name} (best speedup {best:.3f}); serve without "
-                              f"speculative_config")
-    cfg: dict = {}
-    method = VLLM_METHOD.get(parse_drafter(s.drafter).kind)
-    if method:
-        cfg["method"] = method
-    cfg["num_speculative_tokens"] = int(c.k.max())
-    cfg["num_speculative_tokens_per_batch_size"] = [[lo, hi, k] for lo, hi, k in c.ranges()]
-    return cfg
+                              f"{s.model.name} on {s.hardware.name} (best speedup {best:.3f}); serve without a "
+                              f"speculative config")
+    return c.ranges()
+
+
+def engine_config(s: Schedule, fmt: str, draft_model: str | None = None) -> dict:
+    """The config ``fmt`` loads (:mod:`.engine_configs`) from the schedule's deployable table at its first context:
+    vLLM's SpeculativeConfig fields, TensorRT-LLM's ``speculative_config``, SGLang's adaptive config. Refused under
+    a layout the format cannot serve (:func:`check_layout`) and when SD pays at no batch."""
+    check_layout(fmt, s.deployment)
+    kind = parse_drafter(s.drafter).kind
+    writer = {"vllm": ec.vllm_config, "trtllm": ec.trtllm_config}.get(fmt)
+    if writer is not None:
+        return writer(_paying(s), kind, draft_model)
+    return ec.sglang_adaptive(_paying(s))
+
+
+def vllm_config(s: Schedule, draft_model: str | None = None) -> dict:
+    """vLLM's ``SpeculativeConfig`` fields (:func:`engine_config`)."""
+    return engine_config(s, "vllm", draft_model)
+
+
+def launch_flags(s: Schedule, config_path: str | None = None, draft_model: str | None = None) -> list[str]:
+    """SGLang's launch flags for the schedule (the adaptive mode with ``config_path`` when the table varies K)."""
+    return ec.sglang_flags(_paying(s), parse_drafter(s.drafter).kind, draft_model, config_path, s.deployment.dp)
 
 
 def dynamic_cost(batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -276,25 +313,41 @@ def schedule_json(s: Schedule) -> dict:
     throughput view per context."""
     ctxs = []
     for c in s.contexts:
-        per_batch = [{"batch": int(b), "k": int(k), "speedup": float(sp), "best_chain_speedup": float(bc)}
-                     for b, k, sp, bc in zip(c.batch, c.k, c.speedup, c.best_chain_speedup, strict=True)]
+        k_opt = c.k if c.k_opt is None else c.k_opt
+        per_batch = [{"batch": int(b), "k": int(k), "speedup": float(sp), "k_best": int(ko),
+                      "best_chain_speedup": float(bc), "gap": float(g)}
+                     for b, k, sp, ko, bc, g in zip(c.batch, c.k, c.speedup, k_opt, c.best_chain_speedup, c.gap,
+                                                    strict=True)]
         for row, t in zip(per_batch, c.tree, strict=False):
             row["best_tree"], row["best_tree_speedup"] = t
         ctxs.append({"context": c.context, "ranges": [[lo, hi, k] for lo, hi, k in c.ranges()],
-                     "per_batch": per_batch, "throughput": throughput_rows(s, c), "schedule_cost": schedule_cost(s, c)})
+                     "ranges_best": [[lo, hi, k] for lo, hi, k in k_ranges(c.batch, k_opt)],
+                     "max_gap": float(c.gap.max()), "per_batch": per_batch, "throughput": throughput_rows(s, c),
+                     "schedule_cost": schedule_cost(s, c)})
     return {"model": s.model.name, "hardware": s.hardware.name, "deployment": s.deployment.label,
             "engine": s.deployment.engine, "gpus": s.deployment.gpus, "drafter": s.drafter,
-            "acceptance": s.acceptance, "rule": "every batch 1..B_max priced; K = argmax speedup over draft lengths "
-            ">= 1, 0 where it is <= 1; ranges are runs of equal K", "notes": list(s.notes), "contexts": ctxs}
+            "acceptance": s.acceptance, "tolerance": s.tolerance, "table_rules": s.fmt,
+            "rule": "every batch 1..B_max priced; k_best = argmax speedup over draft lengths >= 1, 0 where it is "
+            "<= 1; k = the deployable table: K = 0 exactly where SD loses, elsewhere within the tolerance of the best "
+            "speedup, fewest ranges, then the smaller K (docs/MODEL.md 5.3b)", "notes": list(s.notes), "contexts": ctxs}
 
 
-def render(s: Schedule, fmt: str) -> str:
-    """The file text of ``fmt`` (vllm | sglang | json)."""
+def render(s: Schedule, fmt: str, draft_model: str | None = None) -> str:
+    """The file text of ``fmt``: JSON (vllm, sglang, json) or the YAML TensorRT-LLM's extra_llm_api_options takes."""
     FORMAT.check(fmt, "format", "render")
-    if fmt == "sglang":
-        raise ParameterError(SGLANG_REFUSAL, owner="render", param="format")
-    obj = vllm_config(s) if fmt == "vllm" else schedule_json(s)
-    return json.dumps(obj, indent=2) + "\n"
+    if fmt == "json":
+        return json.dumps(schedule_json(s), indent=2) + "\n"
+    cfg = engine_config(s, fmt, draft_model)
+    if fmt == "trtllm":
+        c = s.primary
+        notes = [f"{s.model.name} on {s.hardware.name} ({s.deployment.label}), drafter {s.drafter}, {s.acceptance}; "
+                 f"context {c.context}; deployable table within {s.tolerance:.1%} of the per-batch best",
+                 "pass as: trtllm-serve MODEL --extra_llm_api_options THIS_FILE",
+                 f"format read in {ec.ENGINE_FORMATS['trtllm'].source}"]
+        if ec.DRAFT_MODEL_PLACEHOLDER in str(cfg.get("speculative_model", "")):
+            notes.append("replace speculative_model with the draft checkpoint (or give --draft-model)")
+        return ec.trtllm_yaml(cfg, notes)
+    return json.dumps(cfg, indent=2) + "\n"
 
 
 def plot_throughput(s: Schedule, path) -> str:

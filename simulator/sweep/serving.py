@@ -13,7 +13,7 @@ tokens costs seconds per chunk size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..specdec import StepCache
 from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, occupancy, serving_point
 from ..specdec.tree import tree_accept_length
 
-__all__ = ["ServingCase", "decode_context", "plain_step", "price_serving"]
+__all__ = ["ServingCase", "ServingGrid", "decode_context", "plain_step", "price_serving", "price_serving_grid"]
 
 
 def decode_context(isl: float, osl: float) -> int:
@@ -123,3 +123,67 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     out = ServingCase(case, grid, base, sd, al, t_chunk, t_tok, None, float(isl), float(osl), int(gamma), prefill)
     point = out.point_for(plain_step(r), r.t_round[0], r.speedup[0, out.at_concurrency])
     return replace(out, point=point)
+
+
+@dataclass(frozen=True)
+class ServingGrid:
+    """Served workloads at every (draft length, concurrency) of one scenario, from ONE :func:`price` call over the
+    decode batches all of them need and one prefill chunk (docs/MODEL.md §4.7, "Serving grid"). Arrays are
+    (draft lengths, concurrencies); γ = 0 is plain decoding (the plain server: no SD cap)."""
+
+    case: Case
+    gammas: np.ndarray
+    concurrency: np.ndarray
+    point: ServingPoint  # broadcast over (γ, C)
+    ttft: np.ndarray  # seconds to the first token, queueing included: (C/N − 1)(R + n_p)·T_iter + n_p·T_iter
+
+    @property
+    def tokens_per_s_user(self) -> np.ndarray:
+        """Output tokens/s of one request while it decodes, 1 / TPOT."""
+        return 1.0 / self.point.tpot_sd
+
+    def tokens_per_s_gpu(self, gpus: int) -> np.ndarray:
+        return self.point.throughput_sd / gpus
+
+
+def price_serving_grid(sc: Scenario, concurrency, isl: float, osl: float, gammas, *, chunk: int = DEFAULT_CHUNK,
+                       cache: StepCache | None = None) -> ServingGrid:
+    """:func:`price_serving` at every (γ, C) at once, a chain scenario (the planner's path): the same equations and
+    engine defaults, priced once (the union of ⌊B⌋, ⌈B⌉ of every arm and C, all γ, one chunk)."""
+    cache = cache or StepCache()
+    if sc.tree is not None:
+        raise ParameterError("price_serving_grid prices chains; price a tree with price_serving", owner="serving",
+                             param="tree")
+    g = np.asarray(sorted({0, *(int(x) for x in gammas)}), dtype=int)
+    c = np.asarray(concurrency, dtype=float)
+    al = np.asarray(sc.accept.accept_length(g), dtype=float)[:, None]
+    eng = ENGINE_SERVING.get(sc.engine)
+    prefill = eng.prefill if eng else "mixed"
+    cap_sd = eng.cap_sd if eng else None
+    base = occupancy(c, isl, osl, 1.0, chunk, None)
+    rows = [occupancy(c, isl, osl, float(a), chunk, None if x == 0 else cap_sd) for x, a in zip(g, al[:, 0],
+                                                                                                strict=True)]
+    sd = Occupancy(*(np.stack([getattr(o, f.name) for o in rows]) for f in fields(Occupancy)))
+    bs = {float(x) for x in c}
+    for b in (base.decode_batch.ravel(), sd.decode_batch.ravel()):
+        bs |= {max(float(np.floor(x)), 1.0) for x in b} | {max(float(np.ceil(x)), 1.0) for x in b}
+    grid = np.asarray(sorted(bs))
+    s = sc.edit(context=decode_context(isl, osl))
+    case = price(s, grid.astype(int), g, cache=cache)
+    r = case.result
+    t_chunk = t_tok = 0.0
+    c_tok = int(np.max(base.chunk_tokens))
+    if c_tok > 0:
+        pctx = int(round((float(np.max(base.chunks_per_request)) - 1) / 2 * c_tok))
+        pre = s.edit(context=pctx)
+        if pre.mechanisms.routing == "overlap":
+            pre = pre.edit(routing="independent")
+        t_chunk = float(price_pass(pre, [1], c_tok, cache=cache, check_fit=False).time[0])
+        t_tok = float(price_pass(pre, [1], 1, cache=cache, check_fit=False).time[0])
+    t0 = np.interp(np.maximum(base.decode_batch, 1.0), grid, plain_step(r))
+    t1 = np.stack([np.interp(np.maximum(sd.decode_batch[i], 1.0), grid, r.t_round[i]) for i in range(g.size)])
+    at_c = np.searchsorted(grid, c)
+    point = serving_point(base, sd, al, t0[None, :], t1, t_chunk, t_chunk, t_tok, r.speedup[:, at_c], prefill)
+    slot = (sd.rounds + sd.chunks_per_request) * point.t_iter_sd
+    ttft = (sd.concurrency / sd.running - 1.0) * slot + sd.chunks_per_request * point.t_iter_sd
+    return ServingGrid(case, g, c, point, ttft)

@@ -32,8 +32,9 @@ def test_ranges_contiguous_from_one_and_match_best_k(sched):
         expect_lo = hi + 1
         assert np.all(c.k[lo - 1:hi] == k)
     assert expect_lo - 1 == c.batch[-1] == sched.grid[-1]
-    # K = 0 exactly where the best chain does not beat plain decoding
+    # K = 0 exactly where the best chain does not beat plain decoding, within the tolerance elsewhere
     assert np.array_equal(c.k == 0, c.best_chain_speedup <= 1.0)
+    assert np.all(c.gap <= sched.tolerance + 1e-12) and len(c.ranges()) <= len(k_ranges(c.batch, c.k_opt))
 
 
 def test_json_has_every_context_and_throughput(sched):
@@ -58,7 +59,8 @@ def test_cli_writes_vllm_fields(tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, word", [
     (["--format", "yaml", "--out", "X"], "format"),
-    (["--format", "sglang", "--out", "X"], "SGLang"),
+    (["--format", "sglang", "--out", "X", "--engine", "vllm"], "engine given is vllm"),
+    (["--format", "json", "--out", "X", "--tolerance", "0.9"], "tolerance"),
     (["--format", "vllm", "--out", "X", "--gpus", "2", "--tp", "1"], "data parallelism"),
     (["--format", "json", "--out", "/proc/nope/x.json"], "out"),
     (["--format", "json", "--out", "X", "--tree", "2,0"], "tree"),

@@ -36,7 +36,8 @@ DRAFT = [1, 2, 3, 4]
 class VllmSpeculativeConfig(BaseModel):
     """The SpeculativeConfig fields the file sets, as vLLM declares them (vllm/config/speculative.py):
     ``num_speculative_tokens: int = Field(default=None, gt=0)``, ``method: SpeculativeMethod | None``,
-    ``num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None``. Strict: ints must be ints and
+    ``num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None``, ``model: str | None`` (the draft
+    checkpoint). Strict: ints must be ints and
     the schedule a list (vLLM's validator rejects anything that is not a list); no other keys."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -44,13 +45,16 @@ class VllmSpeculativeConfig(BaseModel):
     method: Literal["ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "eagle", "eagle3",
                     "mtp"] | None = None
     num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None = None
+    model: str | None = None
 
 
 def vllm_rules(cfg: VllmSpeculativeConfig) -> None:
     """vLLM's validate_and_normalize_dynamic_sd_schedule (vllm/v1/spec_decode/dynamic/utils.py), plus the file's
     own rules: contiguous, consecutive equal K merged, K <= num_speculative_tokens, the largest K written."""
     table = cfg.num_speculative_tokens_per_batch_size
-    assert isinstance(table, list) and table
+    if table is None:  # one K everywhere: num_speculative_tokens alone
+        return
+    assert isinstance(table, list) and len(table) > 1
     prev = 0
     for i, (lo, hi, k) in enumerate(table):
         assert lo > 0 and hi > 0 and lo <= hi and k >= 0  # positive, start <= end, K >= 0
@@ -64,7 +68,10 @@ def vllm_rules(cfg: VllmSpeculativeConfig) -> None:
 
 
 def vllm_lookup(table, max_batch: int, num_spec: int) -> list[int]:
-    """vLLM's build_dynamic_sd_schedule_lookup: K per batch 1..max_batch (gaps and the tail inherit, K clamped)."""
+    """vLLM's build_dynamic_sd_schedule_lookup: K per batch 1..max_batch (gaps and the tail inherit, K clamped);
+    no table: num_speculative_tokens at every batch."""
+    if table is None:
+        return [num_spec] * max_batch
     dense, nxt, last = [0] * (max_batch + 1), 1, None
     for lo, hi, k in sorted(table):
         for b in range(nxt, min(lo, max_batch + 1)):
@@ -115,19 +122,28 @@ def test_k_zero_exactly_where_the_sweep_says_sd_loses(sched):
     k = c.k[np.asarray(BATCH) - 1]
     assert np.array_equal(k == 0, best <= 1.0)
     assert np.any(best <= 1.0) and np.any(best > 1.0)
-    np.testing.assert_array_equal(k[best > 1.0], k_sweep[best > 1.0])
-    np.testing.assert_allclose(c.speedup[np.asarray(BATCH) - 1], np.where(best > 1.0, best, 1.0), rtol=1e-12)
+    np.testing.assert_array_equal(c.k_opt[np.asarray(BATCH) - 1][best > 1.0], k_sweep[best > 1.0])
+    np.testing.assert_allclose(c.best_chain_speedup[np.asarray(BATCH) - 1], best, rtol=1e-12)
+    spd = c.speedup[np.asarray(BATCH) - 1]  # the deployable table's K: within 1% of the sweep's best where SD pays
+    assert np.all(spd[best > 1.0] >= 0.99 * best[best > 1.0]) and np.all(spd[best <= 1.0] == 1.0)
 
 
-def test_vllm_format_prices_vllms_kernels_unless_an_engine_is_named(tmp_path, capsys):
-    # a high acceptance, so that SD pays under either engine's kernels and a schedule is written for both
+def test_each_format_prices_its_own_engine_and_refuses_another(tmp_path, capsys):
+    # a high acceptance, so that SD pays under every engine's kernels and a schedule is written for each
     base = ["schedule", "--model", "qwen3-30b-a3b", "--gpus", "1", "--batch", "1,4", "--draft-len", "1,2",
             "--acceptance", "0.9", "--out", str(tmp_path / "o.json")]
-    for extra, engine in (([], "vllm"), (["--engine", "sglang"], "sglang")):
-        assert main(base + ["--format", "vllm", *extra]) == 0
-        out = capsys.readouterr().out
-        assert f"engine {engine}," in out
-        assert ("schedule cost (vLLM #49548" in out) == (engine == "vllm")  # said where public data give it
+    for fmt in ("vllm", "trtllm", "sglang"):
+        for extra in ([], ["--engine", fmt]):
+            assert main(base + ["--format", fmt, *extra]) == 0
+            out = capsys.readouterr().out
+            assert f"engine {fmt}," in out
+            assert ("schedule cost (vLLM #49548" in out) == (fmt == "vllm")  # said where public data give it
+        other = "sglang" if fmt != "sglang" else "vllm"
+        (tmp_path / "o.json").unlink()
+        assert main(base + ["--format", fmt, "--engine", other]) == 2  # priced as another engine: refused
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"engine given is {other}" in err
+        assert not (tmp_path / "o.json").exists()
     assert main(base + ["--format", "json"]) == 0
     assert json.loads((tmp_path / "o.json").read_text())["engine"] == "trtllm"  # json: the deployment's default
 
