@@ -55,7 +55,7 @@ COLS = (Col("engine", "<"), Col("layout", "<", wrap=True), Col("GPUs"), Col("K")
 def cmd_plan(args) -> int:
     from ..outputs import atomic_text, check_writable
     from ..pricing import request
-    from ..specs.kernels import ENGINES
+    from ..specs.catalog import ENGINES
     from ..sweep.plan import launch_config, plan
 
     for path, name in ((args.json, "json"), (args.html, "html")):

@@ -47,7 +47,7 @@ def cmd_report(args) -> int:
     from pathlib import Path
 
     from ..outputs import atomic_text, check_writable
-    from ..specs.kernels import ENGINES
+    from ..specs.catalog import ENGINES
     from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN
     from ..sweep.deployable import TOLERANCE
     from ..sweep.htmlreport import build_report, report_html

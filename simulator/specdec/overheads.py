@@ -66,7 +66,7 @@ def capture_requests(graphs: GraphCapture, tokens: int) -> tuple[int, ...]:
 
 def graph_batch(graphs: GraphCapture, batch, tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """(padded batch, eager) per batch point for a pass of ``tokens`` tokens per request under the capture list
-    ``graphs`` (the engine's ``kernels.graphs``): the batch of the captured graph the engine replays (≥ the batch),
+    ``graphs`` (the engine file's ``graphs``): the batch of the captured graph the engine replays (≥ the batch),
     or the batch itself with eager = True above the cap. (:func:`padded_step` prices whole grids through
     :func:`_padded_batches`, the one implementation.)"""
     b = np.atleast_1d(np.asarray(batch, dtype=float))

@@ -27,7 +27,7 @@ from ..pricing import Request, Scenario, fitting_batches, resolve_hardware, reso
 from ..pricing.resolve import request as make_request
 from ..pricing.resolve import scenario_for
 from ..specdec import StepCache
-from ..specs.kernels import ENGINES
+from ..specs.catalog import ENGINES
 from . import engine_configs as ec
 from .serving import decode_context, price_serving_grid
 

@@ -142,7 +142,7 @@ def table_rules(fmt: str | None, hw: HardwareProfile, n: int) -> dict:
     rules = ec.ENGINE_FORMATS.get(fmt or "")
     if rules is None:
         return {}
-    graphs = hw.kernels.graphs
+    graphs = hw.engine_spec.graphs
     capture = graphs.for_round(True).sizes if (graphs is not None and graphs.unit == "requests") else ()
     return {"starts": ec.range_starts(rules, tuple(capture), n), "first_is_max": rules.first_is_max}
 

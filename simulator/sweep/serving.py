@@ -157,9 +157,8 @@ def price_serving_grid(sc: Scenario, concurrency, isl: float, osl: float, gammas
     g = np.asarray(sorted({0, *(int(x) for x in gammas)}), dtype=int)
     c = np.asarray(concurrency, dtype=float)
     al = np.asarray(sc.accept.accept_length(g), dtype=float)[:, None]
-    eng = ENGINE_SERVING.get(sc.engine)
-    prefill = eng.prefill if eng else "mixed"
-    cap_sd = eng.cap_sd if eng else None
+    eng = sc.hw.engine_spec.serving
+    prefill, cap_sd = eng.prefill, eng.sd_running_cap
     base = occupancy(c, isl, osl, 1.0, chunk, None)
     rows = [occupancy(c, isl, osl, float(a), chunk, None if x == 0 else cap_sd) for x, a in zip(g, al[:, 0],
                                                                                                 strict=True)]

@@ -100,7 +100,7 @@ def test_file_is_the_engines_type_and_its_lookup_runs_the_table(q235, fmt):
         ran = [trtllm_lookup(cfg.draft_len_schedule, int(b)) for b in c.batch]
     else:
         cfg = sglang_config(text)
-        capture = list(s.hardware.kernels.graphs.for_round(True).sizes)
+        capture = list(s.hardware.engine_spec.graphs.for_round(True).sizes)
         ran = [sglang_lookup(cfg, int(b), capture) for b in c.batch]
         flags = launch_flags(s, "a.json", "/ckpt/eagle")
         assert flags[flags.index("--speculative-num-draft-tokens") + 1] == str(int(c.k.max()) + 1)
