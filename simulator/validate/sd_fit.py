@@ -43,9 +43,14 @@ __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel
            "fitted_bands", "fitted_params", "params_at", "validate_sd"]
 
 FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
-# The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
-SIX_CASES = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n4",
-             "as163-q30b-4xh100-b1-s3k3n4", "tw-glm47f-1xh200-b1", "tw-glm47f-1xh200-b32")
+# The six cases of the sd-validation study (experiments/sd-validation.yaml): case -> its corpus rows (one row, or the
+# card's per-dataset rows whose mean the study's case states: the corpus keeps the rows, not their mean).
+_GLM_SETS = ("humaneval", "terminalbench", "mtbench", "swebenchverified")
+SIX_CASES = {"q30b-2xh100-b1": ("sf339-q30b-2xh100-b1-s3k1n4",), "q30b-2xh100-b4": ("sf339-q30b-2xh100-b4-s3k1n4",),
+             "q30b-2xh100-b1-top3": ("sf339-q30b-2xh100-b1-s3k3n4",),
+             "q30b-4xh100-b1-top3": ("as163-q30b-4xh100-b1-s3k3n4",),
+             "glm47f-1xh200-b1-tree": tuple(f"tw-glm47f-1xh200-b1-{d}" for d in _GLM_SETS),
+             "glm47f-1xh200-b32-tree": tuple(f"tw-glm47f-1xh200-b32-{d}" for d in _GLM_SETS)}
 WIDEN = 10.0  # the diagnostic fit's upper bounds: the public high × WIDEN (lower bounds 0); never used to predict
 PIN_SIGMA = 0.25  # a parameter is pinned when its one-σ is under this share of its public range
 
