@@ -30,17 +30,21 @@ def cache():
     return StepCache()
 
 
+@pytest.fixture(scope="module")
+def base(corpus, cache):
+    return validate_sd(corpus, "base", cache)
+
+
 def _scaled(rows, source, factor):
     return tuple(replace(r, speedup=r.speedup * factor if r.speedup else None,
                          sd_value=r.sd_value * factor if r.sd_value else None)
                  if r.source_key == source else r for r in rows)
 
 
-def test_an_authors_two_sources_are_held_out_together(corpus, cache):
+def test_an_authors_two_sources_are_held_out_together(corpus, cache, base):
     """Scaling the measurements of one of the author's sources moves no held-out prediction of the other source (it
     was never in that row's training), while a held-out prediction of another author moves (both sources trained
     it): under leave-one-source-out the first would move too."""
-    base = validate_sd(corpus, "base", cache)
     moved = validate_sd(_scaled(corpus, "angelslim-163", 1.4), "moved", cache)
     held = {o.row.id: o.held_out for o in base.priced}
     again = {o.row.id: o.held_out for o in moved.priced}
@@ -56,8 +60,8 @@ def test_an_authors_two_sources_are_held_out_together(corpus, cache):
     assert base.fits["sglang"].authors == 3
 
 
-def test_the_conformal_folds_and_the_report_are_by_author(corpus, cache):
-    v = validate_sd(corpus, "base", cache)
+def test_the_conformal_folds_and_the_report_are_by_author(corpus, base):
+    v = base
     s = summary(v)
     assert {f["author"] for f in s["error_band"]["folds"]} == {r.author for r in corpus}
     assert {a["author"] for a in s["authors"]} == {r.author for r in corpus}
