@@ -147,7 +147,7 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     """The round kernels and exposed host time (module docstring) at every level. ``gammas`` (ng,) are the draft
     steps per round, ``positions`` the drafted positions sampled per round (default: ``gammas``; a tree's nodes
     N − 1); ``gpu_round`` is the round's GPU time without T_kern, (ng, nb); ``accept_length`` (ng,) the central AL;
-    rows with γ = 0 get 0. ``params``: other parameters than the engine's :data:`ROUND_PARAMS` (e.g. a fit's);
+    rows with γ = 0 get 0. ``params``: other parameters than the engine file's bands (e.g. a fit's);
     ``levels``: the levels priced (a fit needs the central one only)."""
     release = hw.engine_spec
     b = np.atleast_1d(np.asarray(batch, dtype=float))[None, :]

@@ -5,8 +5,14 @@ drafter at one batch / concurrency / request rate. The columns, their units and 
 in ``measured/sd/README.md``; each ``source_key`` is a section of ``docs/sources/sd_corpus.md``.
 
 ``speedup`` is always "SD over plain decoding" as a throughput-like ratio: ``sd / baseline`` for
-``output_throughput``, ``baseline / sd`` for ``tpot``, ``latency`` and ``step_time``. Where a row states both values
-and a speedup, they must agree within 1 %. Nothing here prices anything: the corpus is data.
+``output_throughput``, ``baseline / sd`` for ``tpot``, ``latency``, ``runtime`` and ``step_time``. Where a row states
+both values and a speedup, they must agree within 1 %. Nothing here prices anything: the corpus is data.
+
+``author`` names who measured a row (one person, team or harness): rows of one author are one fold of every
+leave-one-out in :mod:`simulator.validate` (two sources of one author are never split between training and held out).
+``set_apart`` labels rows that are kept but neither fitted nor counted in the targets, with the reason
+(:data:`SET_APART`); the reader checks that a label says what the row shows (a row without an accept length is
+``no-al``, a stated speedup above the row's AL is ``speedup-above-al``, a contradicting source is so on every row).
 """
 
 from __future__ import annotations
@@ -23,20 +29,30 @@ from ..specs.catalog import bundled_files, measured_dir
 ENGINES = ("sglang", "vllm", "trtllm", "other")
 DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "model", "ngram", "other")
 CONCURRENCY_KINDS = ("batch", "concurrency", "request_rate")
-METRICS = ("output_throughput", "tpot", "latency", "step_time", "speedup_only")
+METRICS = ("output_throughput", "tpot", "latency", "runtime", "step_time", "speedup_only")
 LEVELS = ("serving", "step")
 OVERLAP = ("on", "off", "unknown")
 THROUGHPUT_METRICS = ("output_throughput",)  # speedup = sd / baseline; every other timed metric: baseline / sd
 SPEEDUP_TOLERANCE = 0.01  # a stated speedup may differ from the stated values' ratio by 1 % (rounding in the source)
+# Why a row is set apart (kept, reported, never fitted, not in the targets); measured/sd/README.md, "Rows set apart".
+SET_APART = {
+    "no-al": "no accept length measured at this point (a borrowed or default AL is one more unknown)",
+    "no-isl": "a served workload whose input length the source does not state",
+    "contradicting-source": "the source's own numbers (or its versions) contradict each other",
+    "duplicate-run": "the same SD run as another row, against another baseline",
+    "speedup-above-al": "the stated speedup exceeds the row's AL: not a ratio of this run's decoding",
+}
 
-COLUMNS = ("id", "source_key", "url", "engine", "engine_version", "gpu", "gpu_count", "tp", "ep", "dp", "dtype",
-           "target", "target_catalog", "drafter_kind", "drafter", "draft_steps", "topk", "draft_tokens",
+COLUMNS = ("id", "source_key", "author", "url", "engine", "engine_version", "gpu", "gpu_count", "tp", "ep", "dp",
+           "dtype", "target", "target_catalog", "drafter_kind", "drafter", "draft_steps", "topk", "draft_tokens",
            "accept_length", "batch", "concurrency_kind", "metric", "level", "unit", "baseline_value", "sd_value",
-           "speedup", "dataset", "isl", "osl", "temperature", "overlap_scheduler", "baseline_overlap", "spec_version",
-           "notes")
-REQUIRED = ("id", "source_key", "url", "engine", "gpu", "gpu_count", "target", "drafter_kind", "metric", "level")
+           "speedup", "dataset", "isl", "osl", "temperature", "overlap_scheduler", "baseline_overlap",
+           "two_batch_overlap", "spec_version", "set_apart", "notes")
+REQUIRED = ("id", "source_key", "author", "url", "engine", "gpu", "gpu_count", "target", "drafter_kind", "metric",
+            "level")
 ENUMS = {"engine": ENGINES, "drafter_kind": DRAFTER_KINDS, "concurrency_kind": CONCURRENCY_KINDS,
-         "metric": METRICS, "level": LEVELS, "overlap_scheduler": OVERLAP, "baseline_overlap": OVERLAP}
+         "metric": METRICS, "level": LEVELS, "overlap_scheduler": OVERLAP, "baseline_overlap": OVERLAP,
+         "two_batch_overlap": OVERLAP}
 INTS = ("gpu_count", "tp", "ep", "dp", "draft_steps", "topk", "draft_tokens", "isl", "osl")
 FLOATS = ("accept_length", "batch", "baseline_value", "sd_value", "speedup")
 NON_NEGATIVE = ("temperature",)  # T = 0 is greedy decoding: zero is a value here, not a missing one
@@ -48,6 +64,7 @@ class SDRow:
 
     id: str
     source_key: str
+    author: str  # who measured it (person, team or harness): one fold of every leave-one-out
     url: str
     engine: str
     engine_version: str
@@ -79,8 +96,15 @@ class SDRow:
     temperature: float | None
     overlap_scheduler: str
     baseline_overlap: str  # the plain-decoding run's mode ("" = not stated: the engine version's default)
+    two_batch_overlap: str  # both arms' two-batch overlap as deployed ("" or unknown: the pricing path's rule)
     spec_version: str
+    set_apart: tuple[str, ...]  # SET_APART codes ("" in the file: () = fitted and in the targets)
     notes: str
+
+    @property
+    def apart(self) -> bool:
+        """Kept and reported, never fitted, not in the targets (:data:`SET_APART`)."""
+        return bool(self.set_apart)
 
     @property
     def ratio(self) -> float | None:
@@ -107,6 +131,14 @@ def by_source(rows: Iterable[SDRow]) -> dict[str, tuple[SDRow, ...]]:
     out: dict[str, list[SDRow]] = {}
     for r in rows:
         out.setdefault(r.source_key, []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def by_author(rows: Iterable[SDRow]) -> dict[str, tuple[SDRow, ...]]:
+    """The rows grouped by ``author`` (one fold each), in order of first appearance, each group in file order."""
+    out: dict[str, list[SDRow]] = {}
+    for r in rows:
+        out.setdefault(r.author, []).append(r)
     return {k: tuple(v) for k, v in out.items()}
 
 
@@ -153,7 +185,26 @@ def read_corpus(path: str | Path | None = None) -> tuple[SDRow, ...]:
                               "give every row a unique id")
         seen[row.id] = line
         rows.append(row)
+    _check_sources(where, rows)
     return tuple(rows)
+
+
+def _check_sources(where: str, rows: list[SDRow]) -> None:
+    """Labels that hold for a whole source: a contradicting source is set apart on every row; one source, one author."""
+    for key, group in by_source(rows).items():
+        marked = [r for r in group if "contradicting-source" in r.set_apart]
+        if marked and len(marked) < len(group):
+            r = next(r for r in group if "contradicting-source" not in r.set_apart)
+            raise ConfigError(f"{where} row {r.id!r}", "set_apart",
+                              f"lacks 'contradicting-source' while row {marked[0].id!r} of source {key!r} has it "
+                              f"(value {';'.join(r.set_apart)!r})",
+                              "a source whose numbers contradict each other is set apart on every row")
+        authors = sorted({r.author for r in group})
+        if len(authors) > 1:
+            r = next(r for r in group if r.author != group[0].author)
+            raise ConfigError(f"{where} row {r.id!r}", "author",
+                              f"value {r.author!r} differs from {group[0].author!r} of the same source {key!r}",
+                              "give every row of a source the author who measured it (one source, one author)")
 
 
 def _check_header(where: str, header: list[str]) -> None:
@@ -187,6 +238,7 @@ def _row(where: str, line: int, raw: dict[str, str]) -> SDRow:
         values[c] = _number(loc, c, raw[c], integer=False)
     for c in NON_NEGATIVE:
         values[c] = _number(loc, c, raw[c], integer=False, allow_zero=True)
+    values["set_apart"] = _codes(loc, raw["set_apart"])
     tp, ep, dp, n = values["tp"], values["ep"], values["dp"], values["gpu_count"]
     for c, v in (("tp", tp), ("ep", ep), ("dp", dp)):
         if v is not None and v > n:
@@ -200,6 +252,15 @@ def _row(where: str, line: int, raw: dict[str, str]) -> SDRow:
     row = SDRow(**{f.name: values[f.name] for f in fields(SDRow)})
     _check_values(loc, row)
     return row
+
+
+def _codes(loc: str, text: str) -> tuple[str, ...]:
+    codes = tuple(c.strip() for c in text.split(";")) if text.strip() else ()
+    bad = [c for c in codes if c not in SET_APART]
+    if bad or len(set(codes)) != len(codes):
+        raise ConfigError(loc, "set_apart", f"value {text!r} is not a ';'-separated list of distinct codes",
+                          f"use codes among {', '.join(SET_APART)} (empty: fitted and in the targets)")
+    return codes
 
 
 def _number(loc: str, col: str, text: str, *, integer: bool, allow_zero: bool = False):
@@ -221,6 +282,31 @@ def _number(loc: str, col: str, text: str, *, integer: bool, allow_zero: bool = 
 
 
 def _check_values(loc: str, row: SDRow) -> None:
+    _check_numbers(loc, row)
+    _check_apart(loc, row)
+
+
+def _check_apart(loc: str, row: SDRow) -> None:
+    """A ``set_apart`` label must say what the row shows, and the row must carry the labels its numbers imply."""
+    codes, shown = row.set_apart, ";".join(row.set_apart)
+    if row.accept_length is None and "no-al" not in codes:
+        raise ConfigError(loc, "set_apart", f"lacks 'no-al' for a row without accept_length (value {shown!r})",
+                          "add 'no-al': a row without an AL measured at this point is kept but not fitted")
+    if row.accept_length is not None and "no-al" in codes:
+        raise ConfigError(loc, "set_apart", f"says 'no-al' but accept_length is {row.accept_length:g}",
+                          "remove 'no-al', or leave accept_length empty when the source does not state it")
+    if row.isl is not None and "no-isl" in codes:
+        raise ConfigError(loc, "set_apart", f"says 'no-isl' but isl is {row.isl}",
+                          "remove 'no-isl', or leave isl empty when the source does not state it")
+    above = row.accept_length is not None and measured_speedup(row) > row.accept_length
+    if above != ("speedup-above-al" in codes):
+        raise ConfigError(loc, "set_apart", f"value {shown!r} " + (
+            f"lacks 'speedup-above-al' for a measured speedup {measured_speedup(row):.3g} above its AL "
+            f"{row.accept_length:g}" if above else "says 'speedup-above-al' but the speedup is not above the AL"),
+            "label a row whose stated speedup exceeds its AL 'speedup-above-al' (and only such a row)")
+
+
+def _check_numbers(loc: str, row: SDRow) -> None:
     have = (row.baseline_value is not None, row.sd_value is not None)
     if row.metric == "speedup_only":
         if any(have):

@@ -1,25 +1,31 @@
 """The SD-corpus validation: every row priced (:mod:`.sd_speedup`), the engine host-time parameters that no spec sheet
-gives fitted on the corpus with leave-one-source-out cross-validation, and the errors per engine and execution mode
+gives fitted on the corpus with leave-one-author-out cross-validation, and the errors per engine and execution mode
 (docs/SD_VALIDATION.md; docs/MODEL.md §7.2).
+
+Rows. A row set apart in the corpus (``set_apart``: no AL at that point, a contradicting source, the same run twice,
+...) is priced and reported but never fitted and not in the targets; every other priced row is *validated*: fitted and
+counted. The unit of every leave-one-out is the row's ``author`` (one person, team or harness): two sources of one
+author are never split between training and held out.
 
 Fit. Per engine, the parameters :data:`FIT_PARAMS` of :func:`public_params` (the engine files' bands) minimise
 
-    Σ_rows w_row · (log predicted(θ) − log measured)²,    w_row = 1 / n_rows(source)   (each source weighs the same)
+    Σ_rows w_row · (log predicted(θ) − log measured)²,    w_row = 1 / n_rows(author)   (each author weighs the same)
 
 within their ranges (``Band.low`` … ``Band.high``: public, or a physical ceiling above one-sided evidence; scipy
 ``least_squares``, trust-region reflective, started at the central values). The GPU passes are priced once; a
 candidate θ only re-evaluates the engine terms (:func:`~simulator.specdec.engine_round.round_terms` with ``params``)
 and the serving equations. ``sync`` and ``per_token`` stay at their central values: with a fixed sync count per mode
 and an AL that varies little within a source, they are collinear with ``round_host`` and ``per_request``. Held-out
-error: each source's rows predicted by the fit on every other source. A parameter is *pinned* when rows move it
-(non-zero sensitivity), its one-σ (Gauss-Newton, at the in-sample fit) is under a quarter of its range and under its
-value, and it does not sit on a bound. Where the evidence bounds a parameter from one side only, its range's other end
-is a physical ceiling (the Band's source says which). A parameter the rows move but cannot place (one-σ wider than
-its whole range, e.g. ``round_host`` and ``tp_host`` on multi-GPU rows alone, which see only their sum) keeps its
-public central value and the others are refitted, one at a time, the widest relative to its range first.
+error: each author's rows (validated or set apart) predicted by the fit on every other author's validated rows. A
+parameter is *pinned* when rows move it (non-zero sensitivity), its one-σ (Gauss-Newton, at the in-sample fit) is
+under a quarter of its range and under its value, and it does not sit on a bound. Where the evidence bounds a
+parameter from one side only, its range's other end is a physical ceiling (the Band's source says which). A
+parameter the rows move but cannot place (one-σ wider than its whole range, e.g. ``round_host`` and ``tp_host`` on
+multi-GPU rows alone, which see only their sum) keeps its public central value and the others are refitted, one at a
+time, the widest relative to its range first.
 
-Used values (:func:`fitted_bands`). Every parameter some row moves takes the all-source fit as its central value and,
-as its band, the held-out spread: min–max over the leave-one-source-out folds joined with the fit ± one-σ, clipped to
+Used values (:func:`fitted_bands`). Every parameter some row moves takes the all-author fit as its central value and,
+as its band, the held-out spread: min–max over the leave-one-author-out folds joined with the fit ± one-σ, clipped to
 its range; a parameter no row moves, or the rows cannot place, keeps its public band. The result is
 :data:`simulator.specdec.engine_round.FITTED`, which the pricing path reads (``round_params``); a test re-runs the fit
 and checks it reproduces that table.
@@ -37,16 +43,21 @@ from ..specdec.rounds import draft_vocab
 from ..specdec.tree import is_chain, node_depths
 from ..specs.catalog import load_engine
 from .sd_band import error_bands
-from .sd_corpus import SDRow, by_source
-from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
+from .sd_corpus import SET_APART, SDRow, by_author
+from .sd_speedup import Priced, Skip, price_row, setup
 
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
            "fitted_bands", "fitted_params", "params_at", "validate_sd"]
 
 FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
-# The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
-SIX_CASES = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n4",
-             "as163-q30b-4xh100-b1-s3k3n4", "tw-glm47f-1xh200-b1", "tw-glm47f-1xh200-b32")
+# The six cases of the sd-validation study (experiments/sd-validation.yaml): case -> its corpus rows (one row, or the
+# card's per-dataset rows whose mean the study's case states: the corpus keeps the rows, not their mean).
+_GLM_SETS = ("humaneval", "terminalbench", "mtbench", "swebenchverified")
+SIX_CASES = {"q30b-2xh100-b1": ("sf339-q30b-2xh100-b1-s3k1n4",), "q30b-2xh100-b4": ("sf339-q30b-2xh100-b4-s3k1n4",),
+             "q30b-2xh100-b1-top3": ("sf339-q30b-2xh100-b1-s3k3n4",),
+             "q30b-4xh100-b1-top3": ("as163-q30b-4xh100-b1-s3k3n4",),
+             "glm47f-1xh200-b1-tree": tuple(f"tw-glm47f-1xh200-b1-{d}" for d in _GLM_SETS),
+             "glm47f-1xh200-b32-tree": tuple(f"tw-glm47f-1xh200-b32-{d}" for d in _GLM_SETS)}
 WIDEN = 10.0  # the diagnostic fit's upper bounds: the public high × WIDEN (lower bounds 0); never used to predict
 PIN_SIGMA = 0.25  # a parameter is pinned when its one-σ is under this share of its public range
 
@@ -78,6 +89,10 @@ class RowModel:
     @property
     def engine(self) -> str:
         return self.priced.serving.step.deployment.engine
+
+    @property
+    def author(self) -> str:
+        return self.priced.setup.row.author
 
     def predict(self, params: RoundParams | None = None) -> float:
         """The compared speedup under ``params`` (None: the pricing path's, i.e. the engine's FITTED values)."""
@@ -124,7 +139,7 @@ class EngineFit:
     sigma: np.ndarray  # one-σ (seconds), NaN where not estimable
     sensitivity: np.ndarray  # |∂ residual / ∂ θ| summed over rows (per unit of x, fit_engine's scale)
     rows: int
-    sources: int
+    authors: int  # the folds its rows form (one per author)
     unplaced: tuple = ()  # per parameter: moved by the rows but not placed (one-σ beyond its range): kept central
 
     def pinned(self) -> list[str]:
@@ -165,8 +180,8 @@ def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> Engin
         return EngineFit(engine, central, nan, np.zeros(len(FIT_PARAMS)), 0, 0)
     counts = {}
     for m in mine:
-        counts[m.priced.setup.row.source_key] = counts.get(m.priced.setup.row.source_key, 0) + 1
-    w = np.sqrt([1.0 / counts[m.priced.setup.row.source_key] for m in mine])
+        counts[m.author] = counts.get(m.author, 0) + 1
+    w = np.sqrt([1.0 / counts[m.author] for m in mine])  # each author weighs the same
     meas = np.log([m.priced.measured for m in mine])
     scale = _unit(lo, hi, central)
 
@@ -238,13 +253,13 @@ class Outcome:
     """One corpus row: priced or why not, measured, predicted (engine defaults, in-sample fit, held out), band."""
 
     row: SDRow
-    status: str  # priced | assumed (no AL anywhere: default acceptance; never fitted) | unmapped | refused
+    status: str  # priced (validated: fitted, in the targets) | apart (priced, never fitted) | unmapped | refused
     reason: str = ""
     setup: object = None
     measured: float = float("nan")
     central: float = float("nan")  # the engines' public central bands (before the fit)
-    fitted: float = float("nan")  # the in-sample fit
-    held_out: float = float("nan")  # fit on every other source
+    fitted: float = float("nan")  # the in-sample fit (all authors' validated rows)
+    held_out: float = float("nan")  # fit on every other author's validated rows
     band: tuple[float, float] | None = None  # held out, the model's error included (sd_band)
     mode: str = ""  # "sd off / decode on" (the execution mode priced)
     step_level: float = float("nan")  # the step-level speedup at batch C (central), beside a serving-level compare
@@ -258,11 +273,11 @@ class Outcome:
 class Validation:
     corpus: str
     outcomes: tuple[Outcome, ...]
-    fits: dict = field(default_factory=dict)  # engine -> EngineFit (all sources)
-    folds: dict = field(default_factory=dict)  # source -> {engine: EngineFit} (that source held out)
+    fits: dict = field(default_factory=dict)  # engine -> EngineFit (all authors)
+    folds: dict = field(default_factory=dict)  # author -> {engine: EngineFit} (that author held out)
     wide: dict = field(default_factory=dict)  # diagnostic: engine -> EngineFit with the ranges widened (WIDEN)
     wide_held_out: dict = field(default_factory=dict)  # diagnostic: row id -> held-out prediction under ``wide``
-    error: object = None  # sd_band.ErrorBands: the model-error band (held out per source, and all sources)
+    error: object = None  # sd_band.ErrorBands: the model-error band (held out per author, and all authors)
     models: dict = field(default_factory=dict)  # row id -> RowModel of every validated (priced) row
 
     @property
@@ -270,40 +285,46 @@ class Validation:
         return [o for o in self.outcomes if o.status == "priced"]
 
     @property
-    def assumed(self) -> list[Outcome]:
-        """Rows priced with the default acceptance (no AL stated): reported apart, not fitted, not in the targets."""
-        return [o for o in self.outcomes if o.status == "assumed"]
+    def apart(self) -> list[Outcome]:
+        """Rows set apart in the corpus and priced: reported, never fitted, not in the targets."""
+        return [o for o in self.outcomes if o.status == "apart"]
 
 
 def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | None = None) -> Validation:
-    """Price every row, fit per engine on all sources and per held-out source, and collect the outcomes."""
+    """Price every row, fit per engine on all authors' validated rows and per held-out author, and collect the
+    outcomes (module docstring)."""
     cache = cache or StepCache()
-    outcomes, models, assumed = [], {}, {}
+    outcomes, models, apart = [], {}, {}
     for r in rows:
         try:
             p = price_row(setup(r, rows), cache)
         except Skip as s:
             outcomes.append(Outcome(r, s.status, s.reason))
             continue
-        (assumed if p.setup.al_from == ASSUMED else models)[r.id] = RowModel.of(p)
-    engines = sorted({m.engine for m in models.values()})
-    # the fit trains on rows whose AL was measured at that point (a borrowed AL is one more unknown the host time
-    # would absorb); every priced row is predicted and validated
-    trainable = [m for m in models.values() if m.priced.setup.al_from == "row"]
+        (apart if r.apart else models)[r.id] = RowModel.of(p)
+    every = {**models, **apart}
+    # the fit trains on the validated rows (each states its AL at that point: the reader labels a row without one
+    # 'no-al'); every priced row, set apart or not, is predicted held out by its author
+    trainable = list(models.values())
+    engines = sorted({m.engine for m in trainable})
     fits = {e: fit_engine(trainable, e) for e in engines}
-    sources = [s for s, rs in by_source(rows).items() if any(x.id in models for x in rs)]
     wide = {e: fit_engine(trainable, e, WIDEN) for e in engines}
     folds, held, wide_held = {}, {}, {}
-    for s in sources:
-        train = [m for m in trainable if m.priced.setup.row.source_key != s]
-        test = [m for m in models.values() if m.priced.setup.row.source_key == s]
-        folds[s] = {e: fit_engine(train, e) for e in sorted({m.engine for m in test})}
-        wfold = {e: fit_engine(train, e, WIDEN) for e in sorted({m.engine for m in test})}
+    for a in (a for a, rs in by_author(rows).items() if any(x.id in every for x in rs)):
+        train = [m for m in trainable if m.author != a]
+        test = [m for m in every.values() if m.author == a]
+        same = len(train) == len(trainable)  # the author has no validated row: its fold is the all-author fit
+        folds[a] = {e: fits[e] if same and e in fits else fit_engine(train, e) for e in sorted({m.engine
+                                                                                                 for m in test})}
+        validated = sorted({m.engine for m in test if m.priced.setup.row.id in models})
+        wfold = {e: fit_engine(train, e, WIDEN) for e in validated}
         for m in test:
-            f, w = folds[s][m.engine], wfold[m.engine]
-            public = public_params(m.engine)  # a held-out source never sees the all-source FITTED values
-            held[m.priced.setup.row.id] = m.predict(params_at(m.engine, f.values) if f.rows else public)
-            wide_held[m.priced.setup.row.id] = m.predict(params_at(m.engine, w.values) if w.rows else public)
+            f, rid = folds[a][m.engine], m.priced.setup.row.id
+            public = public_params(m.engine)  # a held-out author never sees the all-author FITTED values
+            held[rid] = m.predict(params_at(m.engine, f.values) if f.rows else public)
+            if m.engine in wfold:
+                w = wfold[m.engine]
+                wide_held[rid] = m.predict(params_at(m.engine, w.values) if w.rows else public)
     eb = error_bands(models, trainable, held, fitted_params)
     by_id = {o.row.id: o for o in outcomes}
     out = []
@@ -311,22 +332,22 @@ def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | No
         if r.id in by_id:
             out.append(by_id[r.id])
             continue
-        m = models.get(r.id) or assumed[r.id]
+        m = every[r.id]
         res = m.priced.result
         fit = fits.get(m.engine)
         fitted = m.predict(params_at(m.engine, fit.values) if fit is not None and fit.rows else public_params(m.engine))
-        status, why = ("priced", "") if r.id in models else ("assumed", "no AL stated: the default acceptance")
+        status, why = ("apart", "; ".join(f"{c}: {SET_APART[c]}" for c in r.set_apart)) if r.apart else ("priced", "")
         mode = f"sd {res.sd_overlap} / decode {res.decode_overlap}"
-        p, ratio = held.get(r.id, fitted), m.priced.band_ratio()
+        p, ratio = held[r.id], m.priced.band_ratio()
         params = None if ratio is None else (p * ratio[0], p * ratio[1])
         if r.id in eb.rows:
             band = eb.rows[r.id]
-        else:  # an assumed-AL row (never validated): the all-source model-error band
+        else:  # a row set apart (never validated): the all-author model-error band
             q = eb.constant.get(m.engine, eb.constant[POOLED])
             band = None if params is None else (params[0] * np.exp(q[0]), params[1] * np.exp(q[1]))
         central = m.predict(public_params(m.engine))
-        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, central, fitted, p, band, mode,
-                           float(m.priced.serving.point.step_speedup), params))
+        out.append(Outcome(r, status, why, m.priced.setup, m.priced.measured, central, fitted,
+                           p, band, mode, float(m.priced.serving.point.step_speedup), params))
     return Validation(corpus, tuple(out), fits, folds, wide, wide_held, eb, models)
 
 

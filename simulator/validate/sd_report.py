@@ -1,6 +1,6 @@
-"""Summaries of the SD-corpus validation (:mod:`.sd_fit`): per engine and mode, per source, the fitted parameters,
-the six sd-validation cases and the issue's targets, as a dict (``--json``), text lines and Markdown
-(docs/SD_VALIDATION.md)."""
+"""Summaries of the SD-corpus validation (:mod:`.sd_fit`): per engine and mode, per author and source, the fitted
+parameters, the six sd-validation cases, the issue's targets (over the validated rows) and the rows set apart, as a
+dict (``--json``), text lines and Markdown (docs/SD_VALIDATION.md). Every held-out number is held out by author."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 
 from ..specdec.engine_round import FIT_COMMAND, FITTED
 from . import sd_band
+from .sd_corpus import SET_APART
 from .sd_fit import FIT_PARAMS, SIX_CASES, WIDEN, Outcome, Validation, fitted_bands, public_params
 
 __all__ = ["TARGETS", "findings", "markdown", "run", "summary", "text_lines"]
@@ -27,7 +28,7 @@ def _group(os: list[Outcome]) -> dict:
     losses = [o for o in os if o.measured < 1]
     banded = [o for o in os if o.band is not None]
     covered = [o for o in banded if o.band[0] <= o.measured <= o.band[1]]
-    return {"rows": len(os), "sources": len({o.row.source_key for o in os}),
+    return {"rows": len(os), "sources": len({o.row.source_key for o in os}), "authors": len({o.row.author for o in os}),
             **{f"mean_abs_error_{w}": _mean_abs(os, w) for w in WHICH},
             "bias_held_out": float(np.mean([o.error("held_out") for o in os])) if os else None,
             "losses": len(losses), "losses_predicted": sum(o.held_out < 1 for o in losses),
@@ -51,9 +52,10 @@ def summary(v: Validation) -> dict:
     groups = {}
     for o in pr:
         groups.setdefault((o.row.engine, o.mode), []).append(o)
-    by_src = {}
+    by_src, by_aut = {}, {}
     for o in v.outcomes:
         by_src.setdefault(o.row.source_key, []).append(o)
+        by_aut.setdefault(o.row.author, []).append(o)
     params = []
     wanted = fitted_bands(v)
     for e, f in v.fits.items():
@@ -67,13 +69,16 @@ def summary(v: Validation) -> dict:
                            "sigma_ms": None if not np.isfinite(f.sigma[i]) else float(f.sigma[i]) * 1e3,
                            "folds_ms": [float(min(fold)) * 1e3, float(max(fold)) * 1e3] if fold else None,
                            "used_ms": [used.low * 1e3, used.central * 1e3, used.high * 1e3],
-                           "rows": f.rows, "sources": f.sources, "verdict": verdict[i]})
+                           "rows": f.rows, "authors": f.authors, "verdict": verdict[i]})
     six = []
-    ids = {o.row.id: o for o in pr}
-    for c in SIX_CASES:
-        o = ids.get(c)
-        six.append({"id": c, "priced": o is not None, "measured": o.measured if o else None,
-                    "held_out": o.held_out if o else None, "error": o.error("held_out") if o else None})
+    ids = {o.row.id: o for o in v.outcomes if o.status in ("priced", "apart")}
+    for c, rids in SIX_CASES.items():
+        os = [ids[i] for i in rids if i in ids]
+        ok = len(os) == len(rids)
+        m, h = (float(np.mean([o.measured for o in os])), float(np.mean([o.held_out for o in os]))) if ok else (None,
+                                                                                                                None)
+        six.append({"id": c, "rows": list(rids), "priced": ok, "apart": ok and any(o.status == "apart" for o in os),
+                    "measured": m, "held_out": h, "error": h / m - 1 if ok else None})
     overall = _group(pr)
     cov = overall["band_coverage"]
     targets = {
@@ -90,15 +95,22 @@ def summary(v: Validation) -> dict:
     }
     return {
         "corpus": v.corpus, "rows": len(v.outcomes), "priced": len(pr),
-        "not_priced": {o.row.id: f"{o.status}: {o.reason}" for o in v.outcomes
-                       if o.status not in ("priced", "assumed")},
-        "assumed_al": {**_group(v.assumed), "detail": [_row(o) for o in v.assumed]},
+        "not_priced": {o.row.id: f"{o.status}: {o.reason}" + (f" (set apart: {';'.join(o.row.set_apart)})"
+                                                               if o.row.apart else "")
+                       for o in v.outcomes if o.status not in ("priced", "apart")},
+        "apart": {**_group(v.apart), "detail": [_row(o) for o in v.apart]},
         "overall": overall,
         "groups": [{"engine": e, "mode": m, **_group(os)} for (e, m), os in sorted(groups.items())],
-        "sources": [{"source": s, "rows": len(os), "priced": sum(o.status == "priced" for o in os),
+        "sources": [{"source": s, "author": os[0].row.author, "rows": len(os),
+                     "priced": sum(o.status == "priced" for o in os), "apart": sum(o.row.apart for o in os),
                      **{k: _group([o for o in os if o.status == "priced"])[k]
                         for k in ("mean_abs_error_central", "mean_abs_error_held_out", "losses",
                                   "losses_predicted")}} for s, os in by_src.items()],
+        "authors": [{"author": a, "sources": sorted({o.row.source_key for o in os}), "rows": len(os),
+                     "priced": sum(o.status == "priced" for o in os), "apart": sum(o.row.apart for o in os),
+                     **{k: _group([o for o in os if o.status == "priced"])[k]
+                        for k in ("mean_abs_error_held_out", "bias_held_out", "losses", "losses_predicted")}}
+                    for a, os in by_aut.items()],
         "params": params, "six_cases": six, "fitted_table_matches": fitted_matches(wanted),
         "targets": {k: {"value": a, "target": b, "met": bool(c)} for k, (a, b, c) in targets.items()},
         "rows_detail": [_row(o) for o in pr],
@@ -147,7 +159,7 @@ def findings(s: dict) -> list[str]:
     b = s["error_band"]
     if b:
         out.append(f"Band coverage held out: {b['covered_params_only']}/{b['rows']} with the parameter / acceptance "
-                   f"band alone, {b['covered']}/{b['rows']} widened by the model's error (split-conformal by source, "
+                   f"band alone, {b['covered']}/{b['rows']} widened by the model's error (split-conformal by author, "
                    f"stated coverage {100 * b['coverage']:.0f}%).")
     if rows:
         errs = sorted(rows, key=lambda r: -abs(r["error_held_out"]))
@@ -185,7 +197,8 @@ def findings(s: dict) -> list[str]:
 def _row(o: Outcome) -> dict:
     s = o.setup
     compare = s.compare + (" (no lengths)" if s.level == "step" and o.row.level == "serving" else "")
-    return {"id": o.row.id, "source": o.row.source_key, "engine": o.row.engine, "mode": o.mode,
+    return {"id": o.row.id, "source": o.row.source_key, "author": o.row.author, "engine": o.row.engine,
+            "mode": o.mode, "set_apart": list(o.row.set_apart),
             "compare": compare, "concurrency": s.concurrency, "draft": _draft(o), "accept_length": s.accept_length,
             "al_from": s.al_from, "isl": s.isl, "osl": s.osl, "measured": o.measured, "central": o.central,
             "fitted": o.fitted, "held_out": o.held_out, "error_held_out": o.error("held_out"),
@@ -214,12 +227,12 @@ def _f(x, fmt="{:.2f}") -> str:
 def text_lines(s: dict) -> list[str]:
     """The CLI's table: per engine and mode, then the targets."""
     o = s["overall"]
-    out = [f"rows: {s['rows']}, priced {s['priced']} (engines' central parameters / fitted in-sample / held out "
-           f"by source)",
-           f"{'engine':<7} {'mode':<20} {'rows':>4} {'src':>3} {'central':>8} {'fit':>8} {'held out':>8} "
+    out = [f"rows: {s['rows']}, validated {s['priced']}, set apart and priced {s['apart']['rows']}",
+           "mean |error|: engines' central parameters / fitted in-sample / held out by author",
+           f"{'engine':<7} {'mode':<20} {'rows':>4} {'aut':>3} {'central':>8} {'fit':>8} {'held out':>8} "
            f"{'losses':>7} {'band':>7}"]
     for g in s["groups"] + [{"engine": "all", "mode": "", **o}]:
-        out.append(f"{g['engine']:<7} {g['mode']:<20} {g['rows']:>4} {g['sources']:>3} "
+        out.append(f"{g['engine']:<7} {g['mode']:<20} {g['rows']:>4} {g['authors']:>3} "
                    f"{_pct(g['mean_abs_error_central']):>8} {_pct(g['mean_abs_error_fitted']):>8} "
                    f"{_pct(g['mean_abs_error_held_out']):>8} {g['losses_predicted']:>3}/{g['losses']:<3} "
                    f"{_pct(g['band_coverage']):>7}")
@@ -241,12 +254,14 @@ def markdown(s: dict, intro: str = "") -> str:
     L = ["# SD validation: predicted vs measured speedups over the public corpus", "",
          "Generated by `python -m simulator validate sd --report docs/SD_VALIDATION.md` (docs/MODEL.md §7.2). "
          "Error = predicted / measured − 1. *central*: the engines' central round parameters "
-         "(the engine files' `round:` bands, `engines/*.yaml`, before the fit); *fit*: fitted on every source, the "
-         "values the pricing path uses (`engine_round.FITTED`); *held out*: each source "
-         "predicted by the fit on the other sources (leave-one-source-out). Losses: measured < 1, and of those how "
-         "many the held-out prediction calls a loss. Band: the held-out prediction's `speedup_low`–`speedup_high` "
-         "(every ranged term at both ends of its band, and a borrowed AL's band, widened by the model's error "
-         "from the other sources' rows: \"The model-error band\" below).", ""]
+         "(the engine files' `round:` bands, `engines/*.yaml`, before the fit); *fit*: fitted on every author's "
+         "validated rows, the values the pricing path uses (`engine_round.FITTED`); *held out*: each author's rows "
+         "(one person, team or harness, whatever its sources) predicted by the fit on the other authors' rows "
+         "(leave-one-author-out). Validated rows are fitted and counted in the targets; rows set apart in the "
+         "corpus (`set_apart`, measured/sd/README.md) are priced and shown apart, never fitted. Losses: measured < "
+         "1, and of those how many the held-out prediction calls a loss. Band: the held-out prediction's "
+         "`speedup_low`–`speedup_high` (every ranged term at both ends of its band, and a borrowed AL's band, "
+         "widened by the model's error from the other authors' rows: \"The model-error band\" below).", ""]
     if intro:
         L += [intro, ""]
     b = s["error_band"]
@@ -262,10 +277,10 @@ def markdown(s: dict, intro: str = "") -> str:
         L.append(f"| {k} | {val} | {before} | {goal} | {'yes' if t['met'] else '**no**'} |")
     L += ["", "## Findings (computed from the tables below)", ""] + [f"- {f}" for f in findings(s)]
     L += ["", "## Per engine and execution mode", "",
-          "| engine | mode | rows | sources | central | fit | held out | bias (held out) | losses predicted | "
+          "| engine | mode | rows | authors | central | fit | held out | bias (held out) | losses predicted | "
           "false losses | band coverage |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for g in s["groups"] + [{"engine": "**all**", "mode": "", **s["overall"]}]:
-        L.append(f"| {g['engine']} | {g['mode']} | {g['rows']} | {g['sources']} | "
+        L.append(f"| {g['engine']} | {g['mode']} | {g['rows']} | {g['authors']} | "
                  f"{_pct(g['mean_abs_error_central'])} | {_pct(g['mean_abs_error_fitted'])} | "
                  f"{_pct(g['mean_abs_error_held_out'])} | {_pct(g['bias_held_out'])} | "
                  f"{g['losses_predicted']}/{g['losses']} | {g['false_losses']} | "
@@ -274,19 +289,19 @@ def markdown(s: dict, intro: str = "") -> str:
     L += ["", "## Fitted round parameters (per engine; ms)", "",
           "Range: the public evidence (low / central / high); where it bounds a parameter from one side only, the "
           "other end is a physical ceiling (the band's source in the engine file says which). Used: the band the "
-          "pricing path reads (`engine_round.FITTED`: central = the all-source fit, low–high = the held-out spread, "
+          "pricing path reads (`engine_round.FITTED`: central = the all-author fit, low–high = the held-out spread, "
           "folds joined with ± one-σ, clipped to the range; a parameter no row moves, or the rows cannot place, "
           "keeps its public band). "
           f"`FITTED` matches this fit: **{'yes' if s['fitted_table_matches'] else 'NO: copy the fit into it'}** "
           f"(regenerate: `{FIT_COMMAND}`).", "",
-          "| engine | parameter | range (low / central / high) | fitted (all sources) | one-σ | "
-          "held-out folds (min–max) | used (low / central / high) | rows / sources | verdict |",
+          "| engine | parameter | range (low / central / high) | fitted (all authors) | one-σ | "
+          "held-out folds (min–max) | used (low / central / high) | rows / authors | verdict |",
           "|---|---|---|---:|---:|---|---|---|---|"]
     for p in s["params"]:
         folds = "-" if p["folds_ms"] is None else f"{p['folds_ms'][0]:.3f}–{p['folds_ms'][1]:.3f}"
         L.append(f"| {p['engine']} | `{p['param']}` | {p['low_ms']:.3f} / {p['central_ms']:.3f} / "
                  f"{p['high_ms']:.3f} | {p['fitted_ms']:.3f} | {_f(p['sigma_ms'], '{:.3f}')} | {folds} | "
-                 + " / ".join(f"{x:.3f}" for x in p["used_ms"]) + f" | {p['rows']} / {p['sources']} | {p['verdict']} |")
+                 + " / ".join(f"{x:.3f}" for x in p["used_ms"]) + f" | {p['rows']} / {p['authors']} | {p['verdict']} |")
     d = s["diagnostic"]
     L += ["", f"## Diagnostic: the fit with the public ranges widened (lower bounds 0, upper × {d['widen']:g})", "",
           "What the rows want if the parameters were free; never used to predict (the ranges above are the "
@@ -296,30 +311,38 @@ def markdown(s: dict, intro: str = "") -> str:
         vals = d["params"][g["engine"]]
         L.append(f"| {g['engine']} | " + " | ".join(f"{vals[n]:.3f}" for n in FIT_PARAMS)
                  + f" | {_pct(g['mean_abs_error_held_out'])} | {g['losses_predicted']}/{g['losses']} |")
-    L += ["", "## The six sd-validation cases (held out)", "", "| corpus id | measured | held out | error | "
-          "within 25% |", "|---|---:|---:|---:|---|"]
+    L += ["", "## The six sd-validation cases (held out by author)", "", "A case the study states as the mean of "
+          "a card's per-dataset rows is that mean here, of the measurements and of the held-out predictions.", "",
+          "| case | corpus rows | measured | held out | error | within 25% |", "|---|---|---:|---:|---:|---|"]
     for c in s["six_cases"]:
         ok = c["error"] is not None and abs(c["error"]) <= TARGETS["six_case_error"]
-        L.append(f"| {c['id']} | {_f(c['measured'])} | {_f(c['held_out'])} | {_pct(c['error'])} | "
-                 f"{'yes' if ok else '**no**'} |")
-    L += ["", "## Per source", "", "| source | rows | priced | central | held out | losses predicted |",
-          "|---|---:|---:|---:|---:|---:|"]
+        L.append(f"| {c['id']} | {', '.join(c['rows'])}{' (set apart)' if c['apart'] else ''} | "
+                 f"{_f(c['measured'])} | {_f(c['held_out'])} | {_pct(c['error'])} | {'yes' if ok else '**no**'} |")
+    L += ["", "## Per author (one fold each)", "", "| author | sources | rows | validated | set apart | held out | "
+          "bias | losses predicted |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in s["authors"]:
+        L.append(f"| {r['author']} | {', '.join(r['sources'])} | {r['rows']} | {r['priced']} | {r['apart']} | "
+                 f"{_pct(r['mean_abs_error_held_out'])} | {_pct(r['bias_held_out'])} | "
+                 f"{r['losses_predicted']}/{r['losses']} |")
+    L += ["", "## Per source", "", "| source | author | rows | validated | set apart | central | held out | losses "
+          "predicted |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in s["sources"]:
-        L.append(f"| {r['source']} | {r['rows']} | {r['priced']} | {_pct(r['mean_abs_error_central'])} | "
-                 f"{_pct(r['mean_abs_error_held_out'])} | {r['losses_predicted']}/{r['losses']} |")
+        L.append(f"| {r['source']} | {r['author']} | {r['rows']} | {r['priced']} | {r['apart']} | "
+                 f"{_pct(r['mean_abs_error_central'])} | {_pct(r['mean_abs_error_held_out'])} | "
+                 f"{r['losses_predicted']}/{r['losses']} |")
     L += ["", "## Rows", "", "Compared: the serving-level speedup (throughput or TPOT) or the step level; "
           "\"(no lengths)\": a serving measurement whose ISL/OSL the source does not state, compared at the step "
           "level; a serving row's central prediction shows the step-level speedup at batch C beside it. "
           "Round in steps: AL / speedup, what one round costs in plain decode steps as the row implies it "
           "and as the held-out model prices it.", ""]
     L += _row_table(s["rows_detail"])
-    a = s["assumed_al"]
-    L += ["", "## Rows priced with an assumed acceptance (no AL stated; not fitted, not in the targets)", "",
-          f"The pricing path's default acceptance for the row's drafter family and target kind "
-          f"(`specdec.default_acceptance`, with its band) stands in for the unstated AL: "
-          f"{a['rows']} rows, mean |error| with the fitted "
-          f"parameters {_pct(a['mean_abs_error_fitted'])}; losses called {a['losses_predicted']}/{a['losses']} "
-          "(the held-out column is the all-source fit: these rows are never fitted).", ""]
+    a = s["apart"]
+    L += ["", "## Rows set apart and priced (not fitted, not in the targets)", "",
+          f"Kept with the reason the corpus states (`set_apart`: {', '.join(SET_APART)}; measured/sd/README.md). "
+          "A row without an AL at its point is priced with the AL of the same configuration at another batch "
+          "(\"from\") or the pricing path's default acceptance for its drafter family and target kind "
+          f"(\"default\", `specdec.default_acceptance`): {a['rows']} rows, held-out mean |error| "
+          f"{_pct(a['mean_abs_error_held_out'])}; losses called {a['losses_predicted']}/{a['losses']}.", ""]
     L += _row_table(a["detail"]) if a["detail"] else ["- none"]
     L += ["", "## Rows not priced", ""]
     L += [f"- `{k}`: {why}" for k, why in s["not_priced"].items()] or ["- none"]
@@ -335,7 +358,9 @@ def _row_table(rows: list[dict]) -> list[str]:
               + ("" if r["al_from"] == "row" else f" (from {r['al_from']})"))
         lens = "-" if r["osl"] is None else f"{r['isl']}/{r['osl']}"
         band = "-" if r["band"] is None else f"{r['band'][0]:.2f}–{r['band'][1]:.2f}"
-        L.append(f"| {r['id']} | {r['mode']} | {r['compare']} | {r['concurrency']} | {r['draft']} | {al} | {lens} | "
+        why = f" ({', '.join(r['set_apart'])})" if r["set_apart"] else ""
+        L.append(f"| {r['id']}{why} | {r['mode']} | {r['compare']} | {r['concurrency']} | {r['draft']} | {al} | "
+                 f"{lens} | "
                  f"{r['measured']:.2f} | {r['central']:.2f}{_step(r)} | {r['held_out']:.2f} | "
                  f"{_pct(r['error_held_out'])} | {band} | {_steps(r)} |")
     return L

@@ -40,9 +40,10 @@ __all__ = ["ASSUMED", "COMPARE", "Priced", "Setup", "Skip", "al_batch_spread", "
            "predict_row", "price_row", "setup", "tree_parents"]
 
 # What a row's metric is compared with at the serving level. A request's mean end-to-end latency in a closed loop of
-# C requests is C · OSL / throughput (Little's law), so its speedup is the throughput speedup (docs/MODEL.md §4.7).
+# C requests is C · OSL / throughput (Little's law), so its speedup is the throughput speedup (docs/MODEL.md §4.7); the
+# end-to-end runtime of a fixed set of requests is their output tokens / throughput, so its ratio is too.
 COMPARE = {"output_throughput": "throughput", "speedup_only": "throughput", "tpot": "tpot", "latency": "throughput",
-           "step_time": "step"}
+           "runtime": "throughput", "step_time": "step"}
 DRAFTERS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram"}
 ASSUMED = "assumed"  # al_from of a row priced with the pricing path's default acceptance (no AL stated anywhere)
 # Weight formats a row may name by another word: fp16 moves the same bytes at the same tensor-core rate as bf16.
@@ -271,7 +272,8 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
     try:
         sc, ok, why = deploy(model, hw, req, [s.concurrency], s.gamma if s.parents is None else len(s.parents))
         sc = in_mode(sc if s.parents is None else sc.edit(tree=s.parents), mode, req)
-        stated = {k: v for k, v in (("sd_overlap", r.overlap_scheduler), ("decode_overlap", r.baseline_overlap))
+        stated = {k: v for k, v in (("sd_overlap", r.overlap_scheduler), ("decode_overlap", r.baseline_overlap),
+                                    ("two_batch_overlap", r.two_batch_overlap))
                   if v in ("on", "off")}  # the execution modes the row states (else the engine's defaults)
         sc = sc.edit(**stated) if stated else sc
     except SimulatorError as exc:

@@ -1,7 +1,7 @@
 """The model-error band (simulator/validate/sd_band.py; docs/MODEL.md §4.6, §7.2): engine_round.MODEL_ERROR is what
-re-running the split-conformal fit gives; a held-out source's band never sees that source's measurements; the
-quantiles are the stated finite-sample ranks; a row whose AL was measured at another batch carries an acceptance
-band."""
+re-running the split-conformal fit gives; a held-out author's band never sees that author's measurements (from any of
+its sources); the quantiles are the stated finite-sample ranks; a row whose AL was measured at another batch carries
+an acceptance band."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_rerunning_the_fit_reproduces_model_error(validation):
     assert matches(eb.constant, MODEL_ERROR) and summary(validation)["error_band"]["matches"]
     for g, (lo, hi) in MODEL_ERROR.items():
         assert (lo, hi) == pytest.approx(eb.constant[g], abs=1e-5) and lo <= 0.0 <= hi
-    assert POOLED in MODEL_ERROR and "trtllm" in eb.pooled_engines  # two TRT-LLM sources: pooled, said so
+    assert POOLED in MODEL_ERROR and "trtllm" in eb.pooled_engines  # one TRT-LLM author: pooled, said so
     shifted = {**eb.constant, POOLED: (eb.constant[POOLED][0] - 0.01, eb.constant[POOLED][1])}
     assert not matches(shifted, MODEL_ERROR)  # the check can fail
 
@@ -45,16 +45,18 @@ def test_reported_coverage_is_the_held_out_one(validation):
         assert o.band[0] <= o.held_out <= o.band[1]
 
 
-def test_a_held_out_source_never_sees_its_own_measurements(validation):
-    """Split-conformal by source: scaling one source's measured values moves the quantiles of every other source
-    (its rows are their calibration) but not its own (each calibration row predicted without it, too)."""
-    models, src = validation.models, "angelslim-163"
+def test_a_held_out_author_never_sees_its_own_measurements(validation):
+    """Split-conformal by author: scaling one author's measured values (both of its sources, SpecForge #339 and
+    AngelSlim #163) moves the quantiles of every other author (its rows are their calibration) but not its own (each
+    calibration row predicted without it, too)."""
+    models, author = validation.models, "Zzsf11"
+    assert {m.priced.setup.row.source_key for m in models.values() if m.author == author} == {
+        "specforge-339", "angelslim-163"}
     moved = {i: replace(m, priced=replace(m.priced, measured=m.priced.measured * 1.3))
-             if m.priced.setup.row.source_key == src else m for i, m in models.items()}
-    trainable = [m for m in moved.values() if m.priced.setup.al_from == "row"]
+             if m.author == author else m for i, m in models.items()}
     held = {o.row.id: o.held_out for o in validation.priced}
-    again = error_bands(moved, trainable, held, fitted_params)
-    mine = [i for i, m in models.items() if m.priced.setup.row.source_key == src]
+    again = error_bands(moved, list(moved.values()), held, fitted_params)
+    mine = [i for i, m in models.items() if m.author == author]
     assert mine and all(again.held[i] == validation.error.held[i] for i in mine)
     assert any(again.held[i] != validation.error.held[i] for i in models if i not in mine)
 
@@ -70,8 +72,9 @@ def test_conformal_ranks():
 
 def test_a_borrowed_accept_length_carries_an_acceptance_band():
     by_id = {r.id: r for r in ROWS}
-    borrowed, own = setup(by_id["tw-glm47f-1xh200-b32"], ROWS), setup(by_id["tw-glm47f-1xh200-b1"], ROWS)
-    assert borrowed.al_from == "tw-glm47f-1xh200-b1" and own.al_from == "row"
+    borrowed = setup(by_id["tw-glm47f-1xh200-b32-humaneval"], ROWS)
+    own = setup(by_id["tw-glm47f-1xh200-b1-humaneval"], ROWS)
+    assert borrowed.al_from == "tw-glm47f-1xh200-b1-humaneval" and own.al_from == "row"
     assert borrowed.al_spread == al_batch_spread(ROWS) > 0 and own.al_spread == 0.0
     lo, hi = price_row(borrowed, StepCache()).band_ratio()
     lo1, hi1 = price_row(own, StepCache()).band_ratio()

@@ -1,6 +1,6 @@
 """The public SD measurement corpus (measured/sd/corpus.csv): the bundled file reads, is large and varied enough, holds
-the six sd-validation cases with their measured values, cites only documented sources; every kind of bad input is one
-error line naming the row and the field."""
+the six sd-validation cases with their measured values, cites only documented sources, labels what it sets apart and
+who measured each row; every kind of bad input is one error line naming the row and the field."""
 
 from __future__ import annotations
 
@@ -17,12 +17,15 @@ from simulator.errors import SimulatorError
 from simulator.validate.sd_corpus import (
     COLUMNS,
     REQUIRED,
+    SET_APART,
     SDRow,
     bundled_corpus_path,
+    by_author,
     by_source,
     measured_speedup,
     read_corpus,
 )
+from simulator.validate.sd_fit import SIX_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES_MD = ROOT / "docs/sources/sd_corpus.md"
@@ -69,28 +72,74 @@ def test_rows_state_a_comparable_measurement(rows):
             assert abs(r.speedup / r.ratio - 1) <= 0.01
 
 
-# the corpus row of each sd-validation case (the case's source names the table the row copies)
-CASE_ROWS = {"q30b-2xh100-b1": "sf339-q30b-2xh100-b1-s3k1n4", "q30b-2xh100-b4": "sf339-q30b-2xh100-b4-s3k1n4",
-             "q30b-2xh100-b1-top3": "sf339-q30b-2xh100-b1-s3k3n4",
-             "q30b-4xh100-b1-top3": "as163-q30b-4xh100-b1-s3k3n4",
-             "glm47f-1xh200-b1-tree": "tw-glm47f-1xh200-b1", "glm47f-1xh200-b32-tree": "tw-glm47f-1xh200-b32"}
-
-
 def test_the_six_sd_validation_cases_are_rows_with_their_measured_values(rows):
+    """Each case of the sd-validation study is one corpus row, or the card's per-dataset rows whose mean the study
+    states (the corpus keeps the rows, not their mean): configuration, AL and measured speedup agree."""
     cases = yaml.safe_load(STUDY.read_text(encoding="utf-8"))["analyses"]["sd_validation"]["cases"]
-    assert sorted(c["name"] for c in cases) == sorted(CASE_ROWS)
+    assert sorted(c["name"] for c in cases) == sorted(SIX_CASES)
     by_id = {r.id: r for r in rows}
     for c in cases:
-        r = by_id[CASE_ROWS[c["name"]]]
-        assert (r.target_catalog, r.gpu, r.tp, r.batch, r.draft_steps) == (
-            c["model"], c["hardware"], c["tp"], c["batch"], c["draft_len"]), c["name"]
-        if r.accept_length is not None:  # the GLM card states AL at B = 1 only
-            assert r.accept_length == pytest.approx(c["accept_length"])
-        assert measured_speedup(r) == pytest.approx(c["measured"], abs=0.005), c["name"]
-    found = [by_id[i] for i in CASE_ROWS.values()]
-    assert {r.source_key for r in found} == {"specforge-339", "angelslim-163", "thoughtworks-glm47flash"}
+        rs = [by_id[i] for i in SIX_CASES[c["name"]]]
+        for r in rs:
+            assert (r.target_catalog, r.gpu, r.tp, r.batch, r.draft_steps) == (
+                c["model"], c["hardware"], c["tp"], c["batch"], c["draft_len"]), c["name"]
+        als = [r.accept_length for r in rs if r.accept_length is not None]  # the GLM card states AL at B = 1 only
+        if als:
+            assert sum(als) / len(als) == pytest.approx(c["accept_length"], abs=0.005)
+        mean = sum(measured_speedup(r) for r in rs) / len(rs)
+        assert mean == pytest.approx(c["measured"], abs=0.005), c["name"]
+    found = {c["name"]: [by_id[i] for i in SIX_CASES[c["name"]]] for c in cases}
+    assert {r.source_key for rs in found.values() for r in rs} == {"specforge-339", "angelslim-163",
+                                                                   "thoughtworks-glm47flash"}
     # the four measured losses are losses in the corpus too
-    assert sum(measured_speedup(r) < 1 for r in found) == 4
+    assert sum(sum(measured_speedup(r) for r in rs) / len(rs) < 1 for rs in found.values()) == 4
+
+
+def test_no_row_is_the_mean_of_other_rows(rows):
+    """A source's summary row (the mean of its per-dataset rows at the same point) would count them twice."""
+    for key, group in by_source(rows).items():
+        points = {}
+        for r in group:
+            points.setdefault((r.batch, r.draft_steps, r.topk, r.draft_tokens, r.gpu, r.tp), []).append(r)
+        for same in points.values():
+            for r in same:
+                others = [x for x in same if x is not r and x.baseline_value and x.sd_value]
+                if len(others) >= 2 and r.baseline_value and r.sd_value:
+                    mean_b = sum(x.baseline_value for x in others) / len(others)
+                    mean_s = sum(x.sd_value for x in others) / len(others)
+                    assert not (abs(r.baseline_value / mean_b - 1) < 0.002 and abs(r.sd_value / mean_s - 1) < 0.002), (
+                        r.id, key)
+
+
+def test_set_apart_rows_are_labelled_with_their_reason(rows):
+    """Issue 26 item 2: rows without an AL, a contradicting source, a run used twice and a speedup above its AL are
+    kept, labelled, and not validated; the end-to-end runtime ratios say so."""
+    by_id = {r.id: r for r in rows}
+    assert all(("no-al" in r.set_apart) == (r.accept_length is None) for r in rows)
+    glm = by_source(rows)["thoughtworks-glm47flash"]
+    assert glm and all("contradicting-source" in r.set_apart for r in glm)
+    assert {r.id for r in rows if "duplicate-run" in r.set_apart} == {
+        "lmsys-mtp-ds3-16xh200-c32-n3-vs-nooverlap", "lmsys-mtp-ds3-16xh200-c32-n4-vs-nooverlap"}
+    ngram = by_source(rows)["trtllm-blog7"]
+    assert {r.metric for r in ngram} == {"runtime"}
+    assert [r.id for r in ngram if r.apart] == ["trt7-scout-8xb200-b1-ngram-k3v5"]
+    assert by_id["trt7-scout-8xb200-b1-ngram-k3v5"].set_apart == ("speedup-above-al",)
+    # the LMSYS MTP rows in their real layout and load (sglang #7998): 16 GPUs, DP attention, 2 requests per rank
+    for rid in ("lmsys-mtp-ds3-16xh200-c32-n3-vs-overlap", "lmsys-mtp-ds3-16xh200-c32-n4-vs-overlap"):
+        r = by_id[rid]
+        assert (r.gpu_count, r.tp, r.dp, r.ep, r.batch, r.two_batch_overlap) == (16, 1, 16, 16, 32, "off")
+        assert not r.apart and r.level == "step"
+    assert set(SET_APART) >= {c for r in rows for c in r.set_apart}
+
+
+def test_every_source_has_one_author_and_authors_group_sources(rows):
+    """One source, one author; the authors are the folds (SpecForge #339 and AngelSlim #163: one person)."""
+    authors = by_author(rows)
+    assert sum(len(g) for g in authors.values()) == len(rows)
+    for key, group in by_source(rows).items():
+        assert len({r.author for r in group}) == 1, key
+    assert {r.source_key for r in authors["Zzsf11"]} == {"specforge-339", "angelslim-163"}
+    assert len(authors) >= 8
 
 
 def test_measured_speedup_uses_the_metric_direction(rows):
@@ -101,14 +150,15 @@ def test_measured_speedup_uses_the_metric_direction(rows):
 
 
 # ------------------------------------------------------------------------------------------------ bad input
-GOOD = {"id": "x1", "source_key": "src", "url": "https://example.org", "engine": "sglang", "engine_version": "",
+GOOD = {"id": "x1", "source_key": "src", "author": "someone", "url": "https://example.org", "engine": "sglang",
+        "engine_version": "",
         "gpu": "h100-sxm", "gpu_count": "2", "tp": "2", "ep": "", "dp": "", "dtype": "bf16",
         "target": "Qwen3-30B-A3B", "target_catalog": "qwen3-30b-a3b", "drafter_kind": "eagle3", "drafter": "d",
         "draft_steps": "3", "topk": "1", "draft_tokens": "4", "accept_length": "1.86", "batch": "1",
         "concurrency_kind": "batch", "metric": "output_throughput", "level": "serving", "unit": "tok/s",
         "baseline_value": "200", "sd_value": "100", "speedup": "0.5", "dataset": "", "isl": "", "osl": "",
-        "temperature": "0", "overlap_scheduler": "off", "baseline_overlap": "", "spec_version": "",
-        "notes": "a, quoted note"}
+        "temperature": "0", "overlap_scheduler": "off", "baseline_overlap": "", "two_batch_overlap": "",
+        "spec_version": "", "set_apart": "", "notes": "a, quoted note"}
 
 
 def _write(tmp_path: Path, rows: list[dict], columns=COLUMNS, bom: bool = False) -> Path:
@@ -165,7 +215,8 @@ def test_missing_speedup_and_values(tmp_path):
 
 @pytest.mark.parametrize("field,value", [("engine", "tgi"), ("drafter_kind", "medusa"), ("metric", "ttft"),
                                          ("level", "kernel"), ("concurrency_kind", "qps"),
-                                         ("overlap_scheduler", "yes"), ("baseline_overlap", "no")])
+                                         ("overlap_scheduler", "yes"), ("baseline_overlap", "no"),
+                                         ("two_batch_overlap", "auto")])
 def test_bad_enum(tmp_path, field, value):
     msg = _error(_write(tmp_path, [{**GOOD, field: value}]))
     assert f"'{field}'" in msg and repr(value) in msg and "'x1'" in msg
@@ -199,7 +250,7 @@ def test_speedup_consistency_is_one_percent(tmp_path_factory, ratio, factor):
     tmp = tmp_path_factory.mktemp("h")
     for metric, b, s in (("output_throughput", 100.0, 100.0 * ratio), ("tpot", 10.0 * ratio, 10.0)):
         row = {**GOOD, "metric": metric, "baseline_value": repr(b), "sd_value": repr(s),
-               "speedup": repr(ratio * factor)}
+               "speedup": repr(ratio * factor), "accept_length": "", "set_apart": "no-al"}  # any speedup: no AL
         p = _write(tmp, [row])
         if abs(factor - 1) <= 0.0099:
             assert measured_speedup(read_corpus(p)[0]) == pytest.approx(ratio * factor)
@@ -215,3 +266,37 @@ def test_ragged_line_and_unreadable_file(tmp_path):
     missing = tmp_path / "none.csv"
     with pytest.raises(SimulatorError, match="cannot be read"):
         read_corpus(missing)
+
+
+@pytest.mark.parametrize("changes,field,words", [
+    ({"set_apart": "maybe"}, "set_apart", "codes"),
+    ({"set_apart": "no-al;no-al", "accept_length": ""}, "set_apart", "distinct"),
+    ({"accept_length": ""}, "set_apart", "lacks 'no-al'"),
+    ({"set_apart": "no-al"}, "set_apart", "says 'no-al'"),
+    ({"set_apart": "no-isl", "isl": "512"}, "set_apart", "says 'no-isl'"),
+    ({"accept_length": "1.2", "baseline_value": "100", "sd_value": "150", "speedup": ""}, "set_apart",
+     "lacks 'speedup-above-al'"),
+    ({"set_apart": "speedup-above-al"}, "set_apart", "not above"),
+])
+def test_set_apart_labels_must_say_what_the_row_shows(tmp_path, changes, field, words):
+    msg = _error(_write(tmp_path, [{**GOOD, **changes}]))
+    assert f"'{field}'" in msg and "'x1'" in msg and words in msg
+
+
+def test_set_apart_rows_read(tmp_path):
+    ok = [{**GOOD, "accept_length": "", "set_apart": "no-al; duplicate-run"},
+          {**GOOD, "id": "x2", "accept_length": "1.2", "baseline_value": "100", "sd_value": "150", "speedup": "",
+           "set_apart": "speedup-above-al"}]
+    a, b = read_corpus(_write(tmp_path, ok))
+    assert a.set_apart == ("no-al", "duplicate-run") and a.apart and b.apart
+    assert not read_corpus(_write(tmp_path, [GOOD]))[0].apart
+
+
+def test_source_wide_labels(tmp_path):
+    """A contradicting source is set apart on every row; a source has one author."""
+    two = [{**GOOD, "set_apart": "contradicting-source"}, {**GOOD, "id": "x2"}]
+    msg = _error(_write(tmp_path, two))
+    assert "'x2'" in msg and "'set_apart'" in msg and "contradicting-source" in msg
+    read_corpus(_write(tmp_path, [{**r, "set_apart": "contradicting-source"} for r in two]))
+    msg = _error(_write(tmp_path, [GOOD, {**GOOD, "id": "x2", "author": "other"}]))
+    assert "'x2'" in msg and "'author'" in msg and "'other'" in msg

@@ -59,8 +59,8 @@ def test_rows_map_to_their_cases(rows):
     # a chain priced at its draft steps when SGLang's draft tokens = steps + 1 (topk 3, 4 tokens: a chain verify)
     assert setup(_row(rows, "sf339-q30b-2xh100-b1-s3k3n4"), rows).parents is None
     # AL stated at B = 1 only: the same configuration's AL is used and named
-    b32 = setup(_row(rows, "tw-glm47f-1xh200-b32"), rows)
-    assert b32.al_from == "tw-glm47f-1xh200-b1" and b32.accept_length == pytest.approx(3.29)
+    b32 = setup(_row(rows, "tw-glm47f-1xh200-b32-humaneval"), rows)
+    assert b32.al_from == "tw-glm47f-1xh200-b1-humaneval" and b32.accept_length == pytest.approx(3.42)
     assert b32.level == "serving" and b32.compare == "throughput" and b32.osl == 512
     # MTP on TensorRT-LLM: nextn is the draft length (no root counted)
     assert setup(_row(rows, "trt1-r1-8xb200-b1-mtp3"), rows).gamma == 3
@@ -74,7 +74,7 @@ def test_rows_that_cannot_be_priced_say_why(rows):
     with pytest.raises(Skip, match="n-gram drafter has no default"):
         setup(replace(_row(rows, "trt7-scout-8xb200-b1-ngram-k3v5"), accept_length=None, source_key="x"), rows)
     with pytest.raises(Skip, match="concurrency"):
-        setup(replace(_row(rows, "tw-glm47f-1xh200-b1"), concurrency_kind="request_rate"), rows)
+        setup(replace(_row(rows, "tw-glm47f-1xh200-b1-mtbench"), concurrency_kind="request_rate"), rows)
     assert _dtype("", "fp8_block") == "fp8_block" and _dtype("fp8", "fp8_block") == "fp8_block"
     assert _dtype("fp16", "bf16") == "bf16"
     assert _dtype("nvfp4 (MoE and dense FFN), bf16 attention", "fp8_block") == "nvfp4"
@@ -85,9 +85,12 @@ def test_rows_that_cannot_be_priced_say_why(rows):
 def test_rows_are_priced_in_the_modes_they_state(rows, cache):
     """LMSYS's MTP case 1 against its no-overlap baseline (51.0 tok/s per rank) and against the overlapped one
     (60.4): the same SD run, the baseline in its own mode, so the first speedup is the larger (the measured 1.60
-    against 1.35); a row that states no baseline mode gets the engine's default (SGLang: decode overlapped)."""
-    off = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c2-n3-vs-nooverlap"), rows), cache)
-    on = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c2-n3-vs-overlap"), rows), cache)
+    against 1.35); a row that states no baseline mode gets the engine's default (SGLang: decode overlapped). Both
+    are priced in their layout (16 DP-attention ranks of 2 requests, EP 16, no two-batch overlap)."""
+    off = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c32-n3-vs-nooverlap"), rows), cache)
+    on = price_row(setup(_row(rows, "lmsys-mtp-ds3-16xh200-c32-n3-vs-overlap"), rows), cache)
+    dep = on.serving.step.deployment
+    assert (dep.tp, dep.dp, dep.ep, dep.gpus, on.setup.concurrency) == (1, 16, 16, 16, 32)
     plain = price_row(setup(_row(rows, "sf339-q30b-2xh100-b1-s3k1n4"), rows), cache)
     assert (off.result.decode_overlap, on.result.decode_overlap) == ("off", "on")
     assert off.result.sd_overlap == on.result.sd_overlap == "off" and plain.result.decode_overlap == "on"
@@ -95,7 +98,7 @@ def test_rows_are_priced_in_the_modes_they_state(rows, cache):
 
 
 @pytest.mark.parametrize("rid", ["sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n8",
-                                 "tw-glm47f-1xh200-b32", "trt1-r1-8xb200-b1-mtp2"])
+                                 "tw-glm47f-1xh200-b32-humaneval", "trt1-r1-8xb200-b1-mtp2"])
 def test_re_evaluation_reproduces_the_pricing_path(rows, cache, rid):
     p = price_row(setup(_row(rows, rid), rows), cache)
     m = RowModel.of(p)
@@ -116,9 +119,10 @@ def test_re_evaluation_reproduces_the_pricing_path(rows, cache, rid):
 
 IDS = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s7k4n16",
        "as163-q30b-4xh100-b1-s3k3n4", "as163-q30b-4xh100-b8-s4k4n16", "as163-q30b-4xh100-b32-s4k4n16")
-# one-GPU rows (GLM-4.7-Flash on 1x H200) placed in both sources, so that every fold separates the multi-GPU term
-# tp_host from round_host (on multi-GPU rows alone the two add up and cannot be told apart)
-ONE_GPU = (("tw-glm47f-1xh200-b1", "specforge-339"), ("tw-glm47f-1xh200-b1-humaneval", "angelslim-163"))
+# one-GPU rows (GLM-4.7-Flash on 1x H200) placed with both made authors, so that every fold separates the multi-GPU
+# term tp_host from round_host (on multi-GPU rows alone the two add up and cannot be told apart)
+ONE_GPU = (("tw-glm47f-1xh200-b1-mtbench", "specforge-339"), ("tw-glm47f-1xh200-b1-humaneval", "angelslim-163"))
+MADE_AUTHOR = {"specforge-339": "made-a", "angelslim-163": "made-b"}  # two folds (the real source share one author)
 
 
 def test_fit_recovers_the_parameters_that_made_the_measurements(rows, cache):
@@ -129,13 +133,16 @@ def test_fit_recovers_the_parameters_that_made_the_measurements(rows, cache):
     made = []
     for rid, src in [(r, None) for r in IDS] + list(ONE_GPU):
         m = RowModel.of(price_row(setup(_row(rows, rid), rows), cache))
+        src = src or _row(rows, rid).source_key
         made.append(replace(_row(rows, rid), speedup=m.predict(truth), baseline_value=None, sd_value=None,
-                            metric="speedup_only", unit="", source_key=src or _row(rows, rid).source_key))
-    # a row without any AL is priced with the default acceptance and never fitted: a wild measurement moves nothing
-    wild = replace(_row(rows, "amdmtp-ds3-8xmi300x-random-c8"), source_key="specforge-339", baseline_value=1.0,
-                   sd_value=50.0)
+                            metric="speedup_only", unit="", source_key=src, author=MADE_AUTHOR[src], set_apart=()))
+    # a row set apart (here: no AL, priced with the default acceptance) is never fitted: a wild measurement moves
+    # nothing
+    wild = replace(_row(rows, "amdmtp-ds3-8xmi300x-random-c8"), source_key="specforge-339", author="made-a",
+                   baseline_value=1.0, sd_value=50.0)
     v = validate_sd(tuple(made) + (wild,), "made", cache)
-    assert [o.row.id for o in v.assumed] == [wild.id] and wild.id not in {o.row.id for o in v.priced}
+    assert [o.row.id for o in v.apart] == [wild.id] and wild.id not in {o.row.id for o in v.priced}
+    assert v.apart[0].setup.al_from == ASSUMED
     f = v.fits["sglang"]
     assert f.values[:3] == pytest.approx(true[:3], rel=0.05) and f.values[4] == pytest.approx(true[4], rel=0.05)
     assert f.pinned()[:3] == ["pinned"] * 3 and f.pinned()[3] == "no row moves it"  # decode overlap hides it
@@ -170,7 +177,7 @@ def _write(path, rows_):
 def test_cli_sd_on_a_small_corpus_and_bad_rows(tmp_path, capsys):
     with open(bundled_corpus_path(), newline="", encoding="utf-8") as fh:
         src = list(csv.reader(fh))
-    keep = [r for r in src[1:] if r[0] in ("tw-glm47f-1xh200-b1", "trt1-r1-8xb200-b1-mtp1")]
+    keep = [r for r in src[1:] if r[0] in ("sf339-q30b-2xh100-b1-s3k1n4", "trt1-r1-8xb200-b1-mtp1")]
     good = tmp_path / "c.csv"
     _write(good, keep)
     assert main(["validate", "sd", str(good), "--json"]) == 0
@@ -190,4 +197,4 @@ def test_cli_sd_on_a_small_corpus_and_bad_rows(tmp_path, capsys):
     _write(tmp_path / "bad.csv", bad)
     assert main(["validate", "sd", str(tmp_path / "bad.csv")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "level" in err[0] and "tw-glm47f-1xh200-b1" in err[0]
+    assert len(err) == 1 and "level" in err[0] and "sf339-q30b-2xh100-b1-s3k1n4" in err[0]
