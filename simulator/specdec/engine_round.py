@@ -45,12 +45,15 @@ VOCAB_REF = 262144  # the vocabulary of the sampling measurement the per-pass sa
 US, MS = 1e-6, 1e-3
 
 
-def overlap_modes(mech: Mechanisms, release: EngineRelease, drafter_kind: str = "eagle") -> tuple[str, str]:
+def overlap_modes(mech: Mechanisms, release: EngineRelease, drafter_kind: str = "eagle", hybrid: bool = False,
+                  tree: bool = False) -> tuple[str, str]:
     """(sd_overlap, decode_overlap) resolved: the mechanism's setting, else the default of the engine ``release``
     (``execution`` of its file; a drafter kind its ``sd_overlap_off`` lists runs SD rounds without overlap, e.g.
-    vLLM's n-gram)."""
+    vLLM's n-gram; chain rounds of a linear-attention ``hybrid`` target run overlapped where the engine forces it,
+    ``sd_overlap_hybrid``)."""
     ex = release.execution
-    sd = mech.sd_overlap or ("off" if drafter_kind in ex.sd_overlap_off else ex.sd_overlap)
+    default = "on" if (ex.sd_overlap_hybrid and hybrid and not tree) else ex.sd_overlap
+    sd = mech.sd_overlap or ("off" if drafter_kind in ex.sd_overlap_off else default)
     return sd, mech.decode_overlap or ex.decode_overlap
 
 
@@ -143,12 +146,13 @@ class RoundTerms:
 
 def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, gammas, accept_length, gpu_round,
                 t_decode, v_draft: int, v_target: int, drafter_kind: str = "eagle", tree: bool = False,
-                positions=None, params: RoundParams | None = None, levels=LEVELS) -> RoundTerms:
+                positions=None, params: RoundParams | None = None, levels=LEVELS, hybrid: bool = False) -> RoundTerms:
     """The round kernels and exposed host time (module docstring) at every level. ``gammas`` (ng,) are the draft
     steps per round, ``positions`` the drafted positions sampled per round (default: ``gammas``; a tree's nodes
     N − 1); ``gpu_round`` is the round's GPU time without T_kern, (ng, nb); ``accept_length`` (ng,) the central AL;
     rows with γ = 0 get 0. ``params``: other parameters than the engine file's bands (e.g. a fit's);
-    ``levels``: the levels priced (a fit needs the central one only)."""
+    ``levels``: the levels priced (a fit needs the central one only); ``hybrid``: the target has linear-attention
+    layers (:func:`overlap_modes`)."""
     release = hw.engine_spec
     b = np.atleast_1d(np.asarray(batch, dtype=float))[None, :]
     g = np.atleast_1d(np.asarray(gammas, dtype=float))[:, None]
@@ -156,7 +160,7 @@ def round_terms(hw: HardwareProfile, dep: Deployment, mech: Mechanisms, batch, g
     al = np.atleast_1d(np.asarray(accept_length, dtype=float))[:, None]
     spec = g > 0
     rows = b / dep.dp  # requests per attention-DP rank: each rank's scheduler handles its own
-    sd, dec = overlap_modes(mech, release, drafter_kind)
+    sd, dec = overlap_modes(mech, release, drafter_kind, hybrid, tree)
     mode = release.execution
     zero = np.zeros(np.broadcast_shapes(g.shape, b.shape))
     params = params or round_params(hw)

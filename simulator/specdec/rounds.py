@@ -232,7 +232,7 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     gpu = round_time(g, dec.time, t_verify, t_draft_step, t_rej[:, None] + t_over + t_fuse + t_ext)
     al = acceptance.accept_length(g)
     terms = round_terms(hw, dep, mech, b, g, al, gpu, dec.time, draft_vocab(drafter, target), target.vocab_size,
-                        drafter.kind)
+                        drafter.kind, hybrid=target.attention.linear is not None)
     bands = [x.accept_length(g) for x in acceptance_band_of(acceptance, acceptance_band, drafter.kind,
                                                             target.ffn.is_moe)]
     out = assemble(g, gpu, dec.time, terms, al, bands)

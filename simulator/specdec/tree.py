@@ -223,7 +223,8 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
     gpu = dec if depth == 0 else t_draft + t_ext + ver + t_rej + t_over
     al = tree_accept_length(par, acceptance)
     terms = round_terms(hw, dep, mech, b, [depth], [al], gpu[None, :], dec, draft_vocab(drafter, target),
-                        target.vocab_size, drafter.kind, tree=not np.all(sizes == 1), positions=[n - 1])
+                        target.vocab_size, drafter.kind, tree=not np.all(sizes == 1), positions=[n - 1],
+                        hybrid=target.attention.linear is not None)
     bands = [[tree_accept_length(par, x)] for x in acceptance_band_of(acceptance, acceptance_band, drafter.kind,
                                                                        target.ffn.is_moe)]
     out = assemble([depth], gpu[None, :], dec, terms, np.array([al]), bands)

@@ -89,11 +89,13 @@ class Execution:
     """Overlap defaults (scheduling on the host beside the GPU: "on"/"off"), blocking GPU->CPU syncs per SD round
     (overlap off / on) and per decode step, KV slot kernels per round, and whether chains also run the
     tree-building kernels. ``sd_overlap_off``: drafter kinds whose SD rounds run without overlap whatever the
-    default (vLLM keeps async scheduling off for n-gram)."""
+    default (vLLM keeps async scheduling off for n-gram); ``sd_overlap_hybrid``: the engine forces overlapped SD for
+    chain drafting of linear-attention hybrids (SGLang's spec v2 for Qwen3.5/Qwen3-Next-style models)."""
 
     decode_overlap: str
     sd_overlap: str
     sd_overlap_off: tuple[str, ...]
+    sd_overlap_hybrid: bool  # chain SD rounds of a linear-attention hybrid (Qwen3.5, Qwen3-Next) run overlapped
     syncs_sd: int
     syncs_sd_overlap: int
     syncs_decode: int
@@ -350,12 +352,14 @@ def _release(r: Reader, s: dict, name: str, top: Mapping, vendors, calibration, 
     for sec in ("execution", "serving", "schedule", "ops", "round"):
         if sec not in s:
             raise r.fail(sec, "is missing", f"add the {sec} section (see engines/sglang.yaml)")
-    e = r.mapping(s["execution"], "execution", ("decode_overlap", "sd_overlap", "sd_overlap_off", "syncs",
-                                                "kv_kernels", "chain_builds_tree", "source", "reason", "note"),
+    e = r.mapping(s["execution"], "execution", ("decode_overlap", "sd_overlap", "sd_overlap_off", "sd_overlap_hybrid",
+                                                "syncs", "kv_kernels", "chain_builds_tree", "source", "reason",
+                                                "note"),
                   ("decode_overlap", "sd_overlap", "syncs", "kv_kernels", "chain_builds_tree", "source"))
     sy = r.mapping(e["syncs"], "execution.syncs", ("sd", "sd_overlap", "decode"), ("sd", "sd_overlap", "decode"))
     execution = Execution(_onoff(r, e, "decode_overlap", "execution"), _onoff(r, e, "sd_overlap", "execution"),
                           _names(r, e, "sd_overlap_off", "execution", DRAFTER_KINDS),
+                          r.boolean(e, "sd_overlap_hybrid", "execution", default=False),
                           *(r.integer(sy, k, "execution.syncs", low=0, high=64) for k in ("sd", "sd_overlap",
                                                                                            "decode")),
                           r.integer(e, "kv_kernels", "execution", low=0, high=64),

@@ -101,7 +101,7 @@ class RowModel:
         terms = round_terms(case.hardware, case.deployment, case.scenario.mechanisms, grid, [self.steps],
                             [p.serving.accept_length], self.gpu[None, :], self.t_decode, self.v_draft, self.v_target,
                             case.drafter.kind, tree=self.tree, positions=[self.positions], params=params,
-                            levels=("central",))
+                            levels=("central",), hybrid=case.model.attention.linear is not None)
         t_round = self.gpu + terms.kernels["central"][0] + terms.host["central"][0]
         return p.predicted(self.t_decode + terms.host_decode["central"], t_round)
 

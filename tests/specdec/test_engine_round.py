@@ -355,3 +355,19 @@ def test_sd_corpus_rows_price_the_mode_of_their_release():
     assert row.engine_version == "0.13.0" and row.overlap_scheduler == "unknown"
     res = predict_row(row, rows).result
     assert (res.sd_overlap, res.decode_overlap) == ("off", "off")
+
+
+def test_sglang_forces_overlapped_sd_for_linear_attention_hybrids_chains_only():
+    """SGLang enables spec v2 itself for Qwen3.5/Qwen3-Next-style hybrids (sglang PR #22908), chain drafting only:
+    their chain rounds are overlapped by default, trees and other models keep spec v1 (overlap off)."""
+    sgl = engine_release("sglang")
+    refined = PRESETS["refined"]
+    assert overlap_modes(refined, sgl, "eagle", hybrid=True) == ("on", "on")
+    assert overlap_modes(refined, sgl, "eagle", hybrid=True, tree=True) == ("off", "on")
+    assert overlap_modes(refined, sgl, "eagle", hybrid=False) == ("off", "on")
+    assert overlap_modes(refined.with_(sd_overlap="off"), sgl, "eagle", hybrid=True) == ("off", "on")
+    model = load_model("qwen3.5-397b-a17b")
+    dep = Deployment(dtype="fp8_block", tp=8, ep=8, engine="sglang")
+    r = speculative(model, bound(load_hardware("h200-sxm"), dep), dep, [1], [3], ACC, "mtp", 1024,
+                    refined, cache=CACHE)
+    assert r.sd_overlap == "on"
