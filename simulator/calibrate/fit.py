@@ -152,10 +152,14 @@ def fit_moe(rows: list[dict], hw: HardwareProfile, dtype_csv: str, source: str, 
     def res(th, mask):
         return (kernel_time(op, kernel(th), hw, REFINED).time[mask] - y[mask]) / y[mask]  # this kernel alone
 
-    lo, hi = [0.0, 0.0, 0.3, 0.01], [200.0, 5.0, 1.0, 1.0]
-    th, mf, ml, rs = fit_least_squares(res, [25.0, 0.1, 0.9, 0.3], lo, hi, groups, fit_mask,
+    # a kernel's floor is paid by every call, L2-warm or not: it cannot exceed the fastest measured call of the
+    # kernel (rows below MOE_FIT_MIN_BYTES included), a physical ceiling on the fit's box
+    ceiling = min(200.0, float(np.min(y)) * 1e6)
+    lo, hi = [0.0, 0.0, 0.3, 0.01], [ceiling, 5.0, 1.0, 1.0]
+    th, mf, ml, rs = fit_least_squares(res, [min(25.0, 0.5 * ceiling), 0.1, 0.9, 0.3], lo, hi, groups, fit_mask,
                                        col(r, "num_tokens"), "tokens", [q["kernel_source"] for q in r])
-    # a per-local-expert term at 0 and an activation efficiency at 1 are physical ends, not artefacts of the box
+    # a per-local-expert term at 0 and an activation efficiency at 1 are physical ends, not artefacts of the box (a
+    # floor pressed against the fastest measured call counts: the form then wants more than a floor there)
     bound = tuple(b for b in at_bounds(th, lo, hi, ("fixed", "per_local_expert", "eta", "activation_efficiency"))
                   if not b.startswith(("per_local_expert=lower", "activation_efficiency=upper")))
     what = (("min-latency kernel, " if cls != "moe" else "") + f"{engine_display(ref.framework)} balanced rows "
