@@ -13,10 +13,13 @@ with it). A request holds its slot for n_p + R iterations, so of the C slots
 
 and one iteration costs
 
-    T_iter = T_round(B, γ) + f · ΔT_chunk,   ΔT_chunk = max(T(1, c) − T(1, 1), 0)   prefill "mixed" (chunked into
-                                                                                      the decode iteration)
-    T_iter = T_round(B, γ) + f · T(1, c)                                                prefill "separate" (its own
-                                                                                      passes; decode waits)
+    T_iter = T_round(B, γ) + f · ΔT_chunk
+
+with ΔT_chunk a chunk's cost in an iteration: prefill "separate", its own pass, T(1, c) (decode waits); prefill
+"mixed" (chunked into the decode iteration), the extra time of the iteration's pass of n tokens carrying it,
+T(n + c) − T(n) + T_attn(c): its projections, experts, norms and collectives as c more rows of a pass whose weights
+are read once for both (n = B for a plain step, B · (γ + 1) for an SD round's verify), and its own attention
+(priced by the caller, :func:`simulator.sweep.serving.chunk_costs`).
 
 Throughput (output tokens/s) = B · AL / T_iter; TPOT (mean time between output tokens of a request while it decodes)
 = T_iter / AL. The serving-level speedups are the SD arm over the plain arm at the same C, ISL, OSL:
@@ -92,11 +95,11 @@ def occupancy(concurrency, isl, osl, accept_length, chunk: int = DEFAULT_CHUNK, 
 
 
 @declare(prefill=PREFILL)
-def iteration_time(t_step, occ: Occupancy, t_chunk, t_token, prefill: str = "mixed") -> np.ndarray:
-    """T_iter = T_round(B, γ) + f · (mixed: max(T(1, c) − T(1, 1), 0); separate: T(1, c)); ``t_step`` is the decode
-    or round time at the occupancy's decode batch, ``t_chunk`` = T(1, c), ``t_token`` = T(1, 1)."""
-    t_chunk = np.asarray(t_chunk, dtype=float)
-    extra = np.maximum(t_chunk - np.asarray(t_token, dtype=float), 0.0) if prefill == "mixed" else t_chunk
+def iteration_time(t_step, occ: Occupancy, t_chunk, prefill: str = "mixed") -> np.ndarray:
+    """T_iter = T_round(B, γ) + f · ΔT_chunk; ``t_step`` is the decode or round time at the occupancy's decode batch,
+    ``t_chunk`` = ΔT_chunk, a chunk's cost in an iteration of the ``prefill`` mode (module docstring; never
+    negative: a chunk adds work)."""
+    extra = np.maximum(np.asarray(t_chunk, dtype=float), 0.0)
     return np.asarray(t_step, dtype=float) + occ.chunks * np.where(occ.chunks > 0, extra, 0.0)
 
 
@@ -164,9 +167,9 @@ def _latency(o: Occupancy, t_iter) -> np.ndarray:
 
 
 def serving_point(base: Occupancy, sd: Occupancy, accept_length, t_decode_base, t_round_sd, t_chunk_base,
-                  t_chunk_sd, t_token, step_speedup, prefill: str = "mixed") -> ServingPoint:
+                  t_chunk_sd, step_speedup, prefill: str = "mixed") -> ServingPoint:
     """Both arms from their step times: ``t_decode_base`` = T(B_0, 1), ``t_round_sd`` = T_round(B_SD, γ),
-    ``t_chunk_*`` = T(1, c) of each arm's chunk (the same when both use the same chunk), ``t_token`` = T(1, 1)."""
-    t0 = iteration_time(t_decode_base, base, t_chunk_base, t_token, prefill)
-    t1 = iteration_time(t_round_sd, sd, t_chunk_sd, t_token, prefill)
+    ``t_chunk_*`` = ΔT_chunk of each arm (a chunk's cost in its iterations, :func:`iteration_time`)."""
+    t0 = iteration_time(t_decode_base, base, t_chunk_base, prefill)
+    t1 = iteration_time(t_round_sd, sd, t_chunk_sd, prefill)
     return ServingPoint(base, sd, np.asarray(accept_length, dtype=float), t0, t1, np.asarray(step_speedup, float))

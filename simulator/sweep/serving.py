@@ -17,6 +17,9 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ..cost.engine import op_times
+from ..cost.ops import Workload
+from ..cost.step import head_ops
 from ..errors import ParameterError
 from ..pricing import Case, Scenario, price, price_pass
 from ..specdec import StepCache
@@ -31,6 +34,46 @@ def decode_context(isl: float, osl: float) -> int:
     return int(round(isl + osl / 2))
 
 
+def chunk_costs(s: Scenario, base: Occupancy, decode_tokens, prefill: str, cache) -> tuple:
+    """The cost of one prefill chunk of ``c`` tokens (``base.chunk_tokens``, the same in both arms) in an
+    iteration, per arm: ``decode_tokens`` is a list (plain arm, SD arm) of the tokens each iteration's pass already
+    carries (B, or B·(γ + 1) of a round's verify), scalars or arrays. Returns ΔT_chunk per arm, shaped alike.
+
+    separate: its own pass, T(1, c);
+    mixed:    the chunk rides in the pass of n tokens, whose weights are read once for both:
+              T(n + c) − T(n) (the projections, experts, norms and collectives of c more rows, both at context 0 so
+              the decode attention cancels; less those rows' once-per-step ops, LM head and sampling above all: a
+              prompt chunk's tokens produce no logits) + the chunk's own attention (that of T(1, c) at its context)
+    (docs/MODEL.md §4.7). A chunk's c consecutive tokens are routed independently (no overlap statistics)."""
+    c_tok = int(np.max(base.chunk_tokens))
+    if c_tok <= 0:
+        return tuple(np.zeros_like(np.asarray(n, dtype=float)) for n in decode_tokens)
+    pctx = int(round((float(np.max(base.chunks_per_request)) - 1) / 2 * c_tok))  # mean cached tokens before a chunk
+    pre = s.edit(context=pctx, tree=None)
+    if pre.mechanisms.routing == "overlap":
+        pre = pre.edit(routing="independent")
+    alone = price_pass(pre, [1], c_tok, cache=cache, check_fit=False)
+    if prefill == "separate":
+        return tuple(np.full(np.shape(n), float(alone.time[0])) for n in decode_tokens)
+    attn = float(alone.breakdown["attention"][0])
+    flat = [np.maximum(np.rint(np.ravel(np.asarray(n, dtype=float))), 1.0) for n in decode_tokens]
+    ns = np.unique(np.concatenate(flat))
+    both = np.concatenate([ns + c_tok, ns])
+    flat0 = pre.edit(context=0)
+    rows = price_pass(flat0, both, 1, cache=cache, check_fit=False).time - _head_time(flat0, both)
+    delta = dict(zip(ns, rows[:ns.size] - rows[ns.size:], strict=True))
+    return tuple(np.reshape([delta[x] + attn for x in f], np.shape(n)) for f, n in zip(flat, decode_tokens,
+                                                                                       strict=True))
+
+
+def _head_time(sc: Scenario, batch: np.ndarray) -> np.ndarray:
+    """Seconds of the once-per-step ops (embedding, final norm, LM head, logits gather, sampling) of a pass of
+    ``batch`` one-token rows."""
+    ops = head_ops(sc.model, sc.deployment, Workload(batch, np.ones_like(batch), 0))
+    return sum((c.time for c in op_times(ops, sc.hw, sc.mechanisms, sc.deployment.cuda_graphs, batch.shape)),
+               np.zeros_like(batch))
+
+
 @dataclass(frozen=True)
 class ServingCase:
     """A served workload priced with and without SD: the step-level case over the batches both arms need (``grid``:
@@ -41,13 +84,13 @@ class ServingCase:
     base: Occupancy
     sd: Occupancy
     accept_length: float
-    t_chunk: float  # T(1, c) of one prefill chunk (0 without a prompt)
-    t_token: float  # T(1, 1) at the chunk's context
+    t_chunk: float  # ΔT_chunk: a prefill chunk's cost in an iteration of the plain arm (chunk_costs; 0: no prompt)
     point: ServingPoint
     isl: float
     osl: float
     gamma: int
     prefill: str
+    t_chunk_sd: float = 0.0  # ... and of the SD arm (mixed: it shares another pass's weight reads)
 
     @property
     def at_concurrency(self) -> int:
@@ -59,7 +102,7 @@ class ServingCase:
         ``t_round``, e.g. with other engine host times): both arms interpolated at their decode batches."""
         t0 = _interp(self.grid, t_step, float(self.base.decode_batch))
         t1 = _interp(self.grid, t_round, float(self.sd.decode_batch))
-        return serving_point(self.base, self.sd, self.accept_length, t0, t1, self.t_chunk, self.t_chunk, self.t_token,
+        return serving_point(self.base, self.sd, self.accept_length, t0, t1, self.t_chunk, self.t_chunk_sd,
                              step_speedup, self.prefill)
 
     def as_dict(self) -> dict:
@@ -111,16 +154,11 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     s = sc.edit(context=decode_context(isl, osl))
     case = price(s, grid.astype(int), None if s.tree is not None else [int(gamma)], cache=cache)
     r = case.result
-    c_tok = int(base.chunk_tokens)  # both arms chunk a prompt the same way
-    t_chunk = t_tok = 0.0
-    if c_tok > 0:
-        pctx = int(round((float(base.chunks_per_request) - 1) / 2 * c_tok))  # mean cached tokens before a chunk
-        pre = s.edit(context=pctx, tree=None)
-        if pre.mechanisms.routing == "overlap":  # a chunk of c consecutive tokens: independent routing (above)
-            pre = pre.edit(routing="independent")
-        t_chunk = float(price_pass(pre, [1], c_tok, cache=cache, check_fit=False).time[0])
-        t_tok = float(price_pass(pre, [1], 1, cache=cache, check_fit=False).time[0])
-    out = ServingCase(case, grid, base, sd, al, t_chunk, t_tok, None, float(isl), float(osl), int(gamma), prefill)
+    per_pass = len(s.tree) if s.tree is not None else int(gamma) + 1  # tokens a request brings to an SD pass
+    t_chunk, t_chunk_sd = chunk_costs(s, base, [float(base.decode_batch), float(sd.decode_batch) * per_pass],
+                                      prefill, cache)
+    out = ServingCase(case, grid, base, sd, al, float(t_chunk), None, float(isl), float(osl), int(gamma), prefill,
+                      float(t_chunk_sd))
     point = out.point_for(plain_step(r), r.t_round[0], r.speedup[0, out.at_concurrency])
     return replace(out, point=point)
 
@@ -170,19 +208,13 @@ def price_serving_grid(sc: Scenario, concurrency, isl: float, osl: float, gammas
     s = sc.edit(context=decode_context(isl, osl))
     case = price(s, grid.astype(int), g, cache=cache)
     r = case.result
-    t_chunk = t_tok = 0.0
-    c_tok = int(np.max(base.chunk_tokens))
-    if c_tok > 0:
-        pctx = int(round((float(np.max(base.chunks_per_request)) - 1) / 2 * c_tok))
-        pre = s.edit(context=pctx)
-        if pre.mechanisms.routing == "overlap":
-            pre = pre.edit(routing="independent")
-        t_chunk = float(price_pass(pre, [1], c_tok, cache=cache, check_fit=False).time[0])
-        t_tok = float(price_pass(pre, [1], 1, cache=cache, check_fit=False).time[0])
+    rows = [base.decode_batch.ravel(), (sd.decode_batch * (g + 1)[:, None]).ravel()]
+    t_chunk, t_chunk_sd = chunk_costs(s, base, rows, prefill, cache)
     t0 = np.interp(np.maximum(base.decode_batch, 1.0), grid, plain_step(r))
     t1 = np.stack([np.interp(np.maximum(sd.decode_batch[i], 1.0), grid, r.t_round[i]) for i in range(g.size)])
     at_c = np.searchsorted(grid, c)
-    point = serving_point(base, sd, al, t0[None, :], t1, t_chunk, t_chunk, t_tok, r.speedup[:, at_c], prefill)
+    point = serving_point(base, sd, al, t0[None, :], t1, np.reshape(t_chunk, base.decode_batch.shape),
+                          np.reshape(t_chunk_sd, sd.decode_batch.shape), r.speedup[:, at_c], prefill)
     slot = (sd.rounds + sd.chunks_per_request) * point.t_iter_sd
     ttft = (sd.concurrency / sd.running - 1.0) * slot + sd.chunks_per_request * point.t_iter_sd
     return ServingGrid(case, g, c, point, ttft)

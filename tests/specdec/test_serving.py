@@ -27,7 +27,8 @@ def _point(a, b, d, C, isl, osl, gamma, al, prefill="mixed", chunk=8192, caps=(N
     t_dec0 = t(base.decode_batch, 1)
     t_round = t(sd.decode_batch, gamma + 1) + gamma * d if gamma else t(sd.decode_batch, 1)
     step = al * t(C, 1) / (t(C, gamma + 1) + gamma * d if gamma else t(C, 1))
-    return serving_point(base, sd, al, t_dec0, t_round, t(1, c), t(1, c), t(1, 1), step, prefill)
+    chunk = t(1, c) if prefill == "separate" else t(1, c) - t(1, 1)  # the linear model: c more rows, same weights
+    return serving_point(base, sd, al, t_dec0, t_round, chunk, chunk, step, prefill)
 
 
 @settings(max_examples=60, deadline=None)
@@ -92,8 +93,8 @@ def test_serving_speedup_bounded_by_accept_length(a, b, d, C, isl, osl, g, al, p
 def test_mixed_prefill_never_costs_more_than_separate(a, b, C, isl, osl, al):
     occ = occupancy(C, isl, osl, al)
     t_chunk = a + b * float(occ.chunk_tokens)
-    mixed = iteration_time(a + b * C, occ, t_chunk, a + b, "mixed")
-    sep = iteration_time(a + b * C, occ, t_chunk, a + b, "separate")
+    mixed = iteration_time(a + b * C, occ, t_chunk - (a + b), "mixed")
+    sep = iteration_time(a + b * C, occ, t_chunk, "separate")
     assert mixed <= sep
     assert (mixed < sep) == bool(occ.chunks > 0)
 
@@ -134,7 +135,7 @@ def test_bad_lengths_are_refused():
     with pytest.raises(SimulatorError, match="concurrency"):
         occupancy(0, 100, 10, 1.0)
     with pytest.raises(SimulatorError, match="prefill"):
-        iteration_time(1.0, occupancy(4, 100, 10, 1.0), 1.0, 1.0, "overlapped")
+        iteration_time(1.0, occupancy(4, 100, 10, 1.0), 1.0, "overlapped")
 
 
 @pytest.fixture(scope="module")
