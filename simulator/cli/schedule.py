@@ -6,7 +6,7 @@ import argparse
 from textwrap import fill
 
 from ..render.textable import Col, render
-from ._common import csv_list
+from ._common import add_force_flag, csv_list
 from ._scenario import add_scenario_flags, request_from
 from ._table import add_wide_flag, wide
 from .explain import FIGURE_SUFFIXES
@@ -38,6 +38,7 @@ def register(sub) -> None:
     p.add_argument("--format", required=True, metavar="vllm|sglang|json", help="config format to write")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (atomically)")
     p.add_argument("--plot", metavar="PATH", help="also draw the throughput view (.png/.svg/.pdf)")
+    add_force_flag(p, file=True)
     add_wide_flag(p)
     eng = next(a for a in p._actions if a.dest == "engine")  # unset unless given: the format picks (engine_for)
     eng.help = eng.help.replace("(default trtllm)", "(default: vllm with --format vllm, else trtllm)")
@@ -45,18 +46,26 @@ def register(sub) -> None:
 
 
 def cmd_schedule(args) -> int:
-    from ..outputs import atomic_text, check_writable
+    from ..outputs import atomic_text, claim
     from ..pricing import resolve_hardware, resolve_models
     from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN
-    from ..sweep.schedule import FORMAT, build_schedule, cost_note, plot_throughput, schedule_cost, throughput_rows
+    from ..sweep.schedule import (
+        FORMAT,
+        build_schedule,
+        cost_note,
+        is_schedule_file,
+        plot_throughput,
+        schedule_cost,
+        throughput_rows,
+    )
     from ..sweep.schedule import render as render_file
 
     FORMAT.check(args.format, "format", "schedule")
     if args.format == "sglang":
         render_file(None, "sglang")  # the one-line refusal
-    check_writable(args.out, param="out")
+    claim(args.out, param="out", force=args.force, owned=is_schedule_file)  # before any work
     if args.plot:
-        check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
+        claim(args.plot, param="plot", force=args.force, suffixes=FIGURE_SUFFIXES)
     trees = trees_from(args)
     (model,) = resolve_models([args.model])
     (hw,) = resolve_hardware([args.hardware])

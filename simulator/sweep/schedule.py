@@ -282,10 +282,29 @@ def schedule_json(s: Schedule) -> dict:
             row["best_tree"], row["best_tree_speedup"] = t
         ctxs.append({"context": c.context, "ranges": [[lo, hi, k] for lo, hi, k in c.ranges()],
                      "per_batch": per_batch, "throughput": throughput_rows(s, c), "schedule_cost": schedule_cost(s, c)})
-    return {"model": s.model.name, "hardware": s.hardware.name, "deployment": s.deployment.label,
+    return {"generated_by": GENERATED_BY, "model": s.model.name, "hardware": s.hardware.name,
+            "deployment": s.deployment.label,
             "engine": s.deployment.engine, "gpus": s.deployment.gpus, "drafter": s.drafter,
             "acceptance": s.acceptance, "rule": "every batch 1..B_max priced; K = argmax speedup over draft lengths "
             ">= 1, 0 where it is <= 1; ranges are runs of equal K", "notes": list(s.notes), "contexts": ctxs}
+
+
+GENERATED_BY = "python -m simulator schedule"  # the JSON format's "generated_by" (a later run may replace the file)
+
+
+def is_schedule_file(path) -> bool:
+    """Whether ``path`` holds a schedule this command writes: the JSON format (its ``generated_by``), or vLLM's
+    fields and nothing else (:func:`vllm_config`: vLLM refuses other keys, so the file carries no mark)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.stat().st_size > 1 << 24:
+        return False
+    doc = json.loads(p.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict) or not doc:
+        return False
+    return doc.get("generated_by") == GENERATED_BY or set(doc) <= {"method", "num_speculative_tokens",
+                                                                    "num_speculative_tokens_per_batch_size"}
 
 
 def render(s: Schedule, fmt: str) -> str:
