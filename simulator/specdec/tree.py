@@ -62,7 +62,7 @@ from .rounds import (
 )
 
 __all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "speculative_tree",
-           "tree_accept_length", "tree_label"]
+           "tree_accept_length", "tree_label", "tree_survival"]
 
 
 def chain_parents(gamma: int) -> tuple:
@@ -106,6 +106,12 @@ def _per_depth(acceptance: Acceptance, depth_max: int) -> np.ndarray:
 
 def tree_accept_length(parents, acceptance: Acceptance) -> float:
     """AL(tree) = 1 + Σ_{v≠root} P(v) (module docstring): expected tokens per round, bonus included."""
+    return float(tree_survival(parents, acceptance).sum())
+
+
+def tree_survival(parents, acceptance: Acceptance) -> np.ndarray:
+    """P(a round yields ≥ k tokens), k = 1 … depth + 1: 1, then Σ P(v) over the nodes v at depth k − 1 (the accepted
+    path is one root-to-node path, so the nodes of a depth are exclusive). Sums to AL(tree)."""
     par = check_parents(parents, "tree_accept_length")
     depth = node_depths(par)
     a = _per_depth(acceptance, int(depth.max()))
@@ -124,7 +130,7 @@ def tree_accept_length(parents, acceptance: Acceptance) -> float:
         else:
             ad = a[depth[v] - 1]
             reach[v] = reach[p] * ad * (1.0 - ad) ** rank[v]
-    return float(1.0 + reach[depth > 0].sum())
+    return np.bincount(depth, weights=reach, minlength=int(depth.max()) + 1)
 
 
 def tree_label(parents) -> str:

@@ -20,8 +20,16 @@ import numpy as np
 from ..errors import ParameterError
 from ..pricing import Case, Scenario, price, price_pass
 from ..specdec import StepCache
-from ..specdec.serving import DEFAULT_CHUNK, ENGINE_SERVING, Occupancy, ServingPoint, occupancy, serving_point
-from ..specdec.tree import tree_accept_length
+from ..specdec.serving import (
+    DEFAULT_CHUNK,
+    ENGINE_SERVING,
+    Occupancy,
+    ServingPoint,
+    expected_rounds,
+    occupancy,
+    serving_point,
+)
+from ..specdec.tree import chain_parents, tree_survival
 
 __all__ = ["ServingCase", "decode_context", "plain_step", "price_serving"]
 
@@ -40,7 +48,7 @@ class ServingCase:
     grid: np.ndarray  # the priced batches, sorted
     base: Occupancy
     sd: Occupancy
-    accept_length: float
+    accept_length: float  # tokens per round a request gets, OSL / E[rounds] (the last round's excess discarded)
     t_chunk: float  # T(1, c) of one prefill chunk (0 without a prompt)
     t_token: float  # T(1, 1) at the chunk's context
     point: ServingPoint
@@ -48,6 +56,7 @@ class ServingCase:
     osl: float
     gamma: int
     prefill: str
+    round_accept_length: float = 0.0  # AL(γ) or AL(tree) of one round, what the step-level speedup uses
 
     @property
     def at_concurrency(self) -> int:
@@ -93,10 +102,12 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
         if gamma is None:
             raise ParameterError("price_serving: a chain needs its draft length (gamma)", owner="price_serving",
                                  param="gamma")
-        al = float(sc.accept.accept_length(np.asarray([int(gamma)]))[0])
+        survival = tree_survival(chain_parents(int(gamma)), sc.accept)
     else:
-        al = float(tree_accept_length(sc.tree, sc.accept))
+        survival = tree_survival(sc.tree, sc.accept)
         gamma = len(sc.tree) - 1
+    al_round = float(survival.sum())
+    al = float(osl) / expected_rounds(survival, osl)  # a request's tokens per round: its last round is cut at OSL
     eng = ENGINE_SERVING.get(sc.engine)
     prefill = prefill or (eng.prefill if eng else "mixed")
     cap_base, cap_sd = caps if caps is not None else (None, eng.cap_sd if eng else None)
@@ -120,6 +131,7 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
             pre = pre.edit(routing="independent")
         t_chunk = float(price_pass(pre, [1], c_tok, cache=cache, check_fit=False).time[0])
         t_tok = float(price_pass(pre, [1], 1, cache=cache, check_fit=False).time[0])
-    out = ServingCase(case, grid, base, sd, al, t_chunk, t_tok, None, float(isl), float(osl), int(gamma), prefill)
+    out = ServingCase(case, grid, base, sd, al, t_chunk, t_tok, None, float(isl), float(osl), int(gamma), prefill,
+                      al_round)
     point = out.point_for(plain_step(r), r.t_round[0], r.speedup[0, out.at_concurrency])
     return replace(out, point=point)
