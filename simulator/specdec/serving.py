@@ -21,8 +21,9 @@ and one iteration costs
     T_iter = T_round(B, γ) + f · T(1, c)                                                prefill "separate" (its own
                                                                                       passes; decode waits)
 
-Throughput (output tokens/s) = B · AL / T_iter (AL: AL_served with SD); TPOT (mean time between output tokens of a request while it decodes)
-= T_iter / AL. The serving-level speedups are the SD arm over the plain arm at the same C, ISL, OSL:
+Throughput (output tokens/s) = B · AL / T_iter (AL: AL_served with SD); TPOT (mean time between output tokens of a
+request while it decodes) = T_iter / AL. The serving-level speedups are the SD arm over the plain arm at the same
+C, ISL, OSL:
 
     S_tpot = AL · T_iter,0 / T_iter,SD,      S_thr = S_tpot · B_SD / B_0      (B_SD ≤ B_0 since R_SD ≤ R_0)
 
@@ -30,8 +31,8 @@ A request's end-to-end latency (queueing and prefill iterations included) is C /
 C · OSL / throughput (Little's law in the closed loop), so its speedup is S_thr.
 
 Exact consequences (tested): ISL = 0 gives n_p = f = 0, B = C and both speedups equal AL_served · T(C, 1) /
-T_round(C, γ) (the step-level speedup times AL_served / AL); OSL → ∞ gives the step-level speedup (f → 0, B → C); γ = 0 gives 1; S_thr ≤ S_tpot; "mixed" never costs
-more per iteration than "separate".
+T_round(C, γ) (the step-level speedup times AL_served / AL); OSL → ∞ gives the step-level speedup (f → 0, B → C);
+γ = 0 gives 1; S_thr ≤ S_tpot; "mixed" never costs more per iteration than "separate".
 """
 
 from __future__ import annotations

@@ -83,8 +83,8 @@ class RowModel:
         p, case = self.priced, self.priced.serving.step
         grid = p.serving.grid
         terms = round_terms(case.hardware, case.deployment, case.scenario.mechanisms, grid, [self.steps],
-                            [p.serving.round_accept_length], self.gpu[None, :], self.t_decode, self.v_draft, self.v_target,
-                            case.drafter.kind, tree=self.tree, positions=[self.positions], params=params,
+                            [p.serving.round_accept_length], self.gpu[None, :], self.t_decode, self.v_draft,
+                            self.v_target, case.drafter.kind, tree=self.tree, positions=[self.positions], params=params,
                             levels=("central",))
         t_round = self.gpu + terms.kernels["central"][0] + terms.host["central"][0]
         return p.predicted(self.t_decode + terms.host_decode["central"], t_round)
