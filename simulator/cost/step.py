@@ -296,8 +296,10 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
     # Two-batch overlap: each layer runs as two micro-batches of B/2 where every attention rank has two requests
     # to split (elsewhere unsplit); the once-per-step ops keep the whole batch.
     split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, dep) else np.zeros(batch.shape, dtype=bool)
-    halves = _describe(described, model, dep, Workload(batch / 2.0, tokens, wl.context), mech, overlap)[0] \
-        if split.any() else [None] * len(groups)
+    # the halves are described where a point splits (elsewhere the whole batch stands in: its halves are weighted 0,
+    # and a half of one request is no batch)
+    halves = _describe(described, model, dep, Workload(np.where(split, batch / 2.0, batch), tokens, wl.context),
+                       mech, overlap)[0] if split.any() else [None] * len(groups)
     shape = batch.shape
     total = np.zeros(shape)
     breakdown = {c: np.zeros(shape) for c in CLASSES}
