@@ -125,7 +125,8 @@ def cmd_sweep(args) -> int:
     print(format_table(result, wide=wide(args)))
     index = [f for f in figures if f.endswith(".md")]
     shown = (f"{len(figures) - 1} figures (index {index[0]})" if index else ", ".join(figures))
-    done = (f"{len(result)} points in {time.perf_counter() - start:.2f} s; wrote {table}"
+    missed = f" ({result.not_priced:,} not priced: see 'skipped' and 'note' above)" if result.not_priced else ""
+    done = (f"{len(result):,} points priced{missed} in {time.perf_counter() - start:.2f} s; wrote {table}"
             + (f" and {shown}" if figures else ""))
     print("\n" + (done if wide(args) else "\n".join(fill(done, WIDTH, "  "))))
     sys.stdout.flush()

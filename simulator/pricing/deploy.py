@@ -118,8 +118,9 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
 
 
 def resolved_line(dep: Deployment, context: int) -> str:
-    """The one printed form of a resolved deployment, e.g. ``resolved: fp8_block tp8 ep8 context 1024``."""
-    return f"resolved: {dep.label} context {int(context)}"
+    """The one printed form of a resolved deployment, e.g. ``resolved: 8 GPUs fp8_block tp8 ep8 context 1024`` (the
+    GPU count always: tp · dp, e.g. 16 for ``--tp 8 --dp 2``, stated even when no --gpus was given)."""
+    return f"resolved: {dep.gpus} GPUs {dep.label} context {int(context)}"
 
 
 def fitting_batches(sc, batch, tokens: int, context: int | None = None) -> tuple[list[float], str]:

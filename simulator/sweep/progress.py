@@ -35,8 +35,13 @@ class Meter:
         self.start = self.clock()
 
     def message(self, what: str = "") -> str:
+        """A running line counts settled points of the total; the last one counts what was priced (the number the
+        run's summary states) and what was not."""
         el = self.clock() - self.start
         settled = self.done + self.skipped
+        if self.total and settled >= self.total:
+            not_priced = f", {self.skipped:,} not priced" if self.skipped else ""
+            return f"{self.label}: done, {self.done:,} points priced{not_priced}, {_secs(el)}"
         pct = 100.0 * settled / self.total if self.total else 100.0
         eta = el * (self.total - settled) / settled if settled else float("nan")
         left = f", ~{_secs(eta)} left" if self.done and settled < self.total else ""

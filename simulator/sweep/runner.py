@@ -130,7 +130,7 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
         raise InfeasibleError(f"no model/hardware combination could run: {first}")
     acc = req.acceptance or cases[0].scenario.accept  # the default: the first case's (per family and target kind)
     return SweepResult(tidy_columns(cases), cases, drafter, acc, int(req.context), skipped, notes,
-                       time.perf_counter() - t0)
+                       time.perf_counter() - t0, meter.skipped)
 
 
 __all__ = ["DEFAULT_BATCH", "DEFAULT_DRAFT_LEN", "DEFAULT_MODES", "deploy", "in_mode", "grid_values",

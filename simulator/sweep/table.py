@@ -12,13 +12,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..cost.deployment import ENGINE_VERSIONS
 from ..pricing import Case
 from ..specdec import Acceptance, Drafter
+from ..specdec.tree import tree_label
 
 # Tidy-table columns: (name, numpy dtype; strings are sized to their longest value). Times in microseconds.
+# What was priced is stated on every row: the GPUs, the engine and the version whose execution modes apply, the layout,
+# the expert placement and the draft tree ("" for a chain).
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("model", "U48"), ("hardware", "U32"), ("dtype", "U12"), ("kv_dtype", "U6"), ("tp", "i4"), ("dp", "i4"),
-    ("ep", "i4"), ("moe_tp", "i4"), ("context", "i8"), ("drafter", "U48"), ("variant", "U64"), ("mode", "U12"),
+    ("model", "U48"), ("hardware", "U32"), ("gpus", "i4"), ("engine", "U12"), ("engine_version", "U12"),
+    ("dtype", "U12"), ("kv_dtype", "U6"), ("tp", "i4"), ("dp", "i4"), ("ep", "i4"), ("moe_tp", "i4"),
+    ("placement", "U12"), ("context", "i8"), ("drafter", "U48"), ("tree", "U64"), ("variant", "U64"), ("mode", "U12"),
     ("batch", "i8"), ("draft_len", "i4"), ("acceptance", "f8"), ("accept_length", "f8"), ("t_decode_us", "f8"),
     ("t_verify_us", "f8"), ("t_draft_step_us", "f8"), ("t_draft_us", "f8"), ("t_reject_us", "f8"),
     ("t_round_us", "f8"), ("verify_decode_ratio", "f8"), ("unique_experts_decode", "f8"),
@@ -47,6 +52,7 @@ class SweepResult:
     skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (model, hardware, reason)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    not_priced: int = 0  # points of the grid not priced (models or batches that do not fit; the progress line's)
 
     def __len__(self) -> int:
         return len(self.columns["model"])
@@ -109,6 +115,10 @@ def _zeros(r):
 # (per batch), "g" (per draft length), "gb" (an (ng, nb) array: per draft length and batch).
 _FIELDS = {
     "model": ("case", lambda c: c.model.name, None), "hardware": ("case", lambda c: c.hardware.name, None),
+    "gpus": ("case", lambda c: c.deployment.gpus, None), "engine": ("case", lambda c: c.deployment.engine, None),
+    "engine_version": ("case", lambda c: engine_version(c.deployment), None),
+    "placement": ("case", lambda c: c.deployment.placement, None),
+    "tree": ("case", lambda c: "" if c.scenario.tree is None else tree_label(c.scenario.tree), None),
     "dtype": ("case", lambda c: c.deployment.dtype, None), "kv_dtype": ("case", lambda c: c.deployment.kv_dtype, None),
     "tp": ("case", lambda c: c.deployment.tp, None), "dp": ("case", lambda c: c.deployment.dp, None),
     "ep": ("case", lambda c: c.deployment.ep, None), "moe_tp": ("case", lambda c: c.deployment.moe_tp, None),
@@ -142,6 +152,11 @@ _FIELDS = {
     "speedup_low": ("gb", lambda c: _or(c.result.speedup_low, c.result.speedup), None),
     "speedup_high": ("gb", lambda c: _or(c.result.speedup_high, c.result.speedup), None),
 }
+
+
+def engine_version(d) -> str:
+    """The engine version whose execution modes were priced: the one given, else the newest documented."""
+    return d.engine_version or ENGINE_VERSIONS[d.engine][-1]
 
 
 def _or(a, default):
