@@ -18,8 +18,8 @@ ATTENTION_KINDS = ("mha", "gqa", "mla")
 LAYER_KINDS = ("full", "sliding", "chunked", "linear")
 ROUTERS = ("softmax", "sigmoid")
 QK_NORM_TYPES = ("per_head", "per_layer")
-TOP_KEYS = ("schema", "name", "display_name", "aliases", "hf_id", "role", "description", "sources", "official",
-            "architecture", "attention", "ffn", "routing_overlap")
+TOP_KEYS = ("schema", "name", "display_name", "aliases", "hf_id", "role", "head_of", "description", "sources",
+            "official", "architecture", "attention", "ffn", "routing_overlap")
 ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk_norm_type", "qkv_bias", "output_gate",
              "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
              "layer_pattern", "window", "chunk", "linear", "indexer_heads", "indexer_head_dim", "indexer_topk")
@@ -151,6 +151,9 @@ class ModelSpec:
     # weight format (validate reads a row's dtype from it: a block-FP8 checkpoint runs fp8_block kernels)
     aliases: tuple[str, ...] = field(default=(), compare=False)
     hf_id: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    # a draft head (EAGLE-3) names the target whose hidden states it was trained on ("" for a full model): it drafts
+    # for that target, or one of the same width and vocabulary (specdec.drafters.check_head)
+    head_of: str = field(default="", compare=False)
 
     def layer_kind(self, i: int) -> str:
         """Attention kind of layer ``i``: full, sliding, chunked or linear."""
@@ -368,7 +371,10 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
         origin=where,
         aliases=r.names(top, "aliases"),
         hf_id=r.hub_ids(top, "hf_id", WEIGHT_DTYPES, native_dtype),
+        head_of=r.string(top, "head_of", "", default=""),
     )
+    if spec.head_of and spec.role != "drafter":
+        raise r.fail("head_of", f"is {spec.head_of!r} but role is {spec.role!r}", "a draft head has role: drafter")
     if overlap is not None:
         _check_depth(r, overlap, spec.moe_layer_count)
     return spec

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cost.deployment import preset
 from ..cost.ops import BATCH
-from ..errors import InfeasibleError, SimulatorError
+from ..errors import InfeasibleError, ParameterError, SimulatorError
 from ..pricing import (
     Case,
     Request,
@@ -93,6 +93,7 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
     cache = StepCache()
     cases: list[Case] = []
     skipped: list[tuple[str, str, str]] = []
+    refused: list[SimulatorError] = []  # why each skipped pair was refused (the first is raised when none runs)
     notes: list[str] = []
     per_pair = len(b) * (len(g) + len(trees)) * len(modes) * max(1, len(variants))
     meter = Meter("sweep", len(targets) * len(hws) * per_pair, progress)
@@ -104,6 +105,7 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
                 v.apply(sc)
         except SimulatorError as exc:
             skipped.append((model.name, hw.name, str(exc)))
+            refused.append(exc)
             meter.drop(per_pair)
             continue
         if not ok:
@@ -126,6 +128,8 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
                     cases.append(price(s.edit(tree=t), ok, cache=cache))
                     meter.add(len(ok), f"{model.name} on {hw.name}")
     if not cases:
+        if refused and isinstance(refused[0], ParameterError) and len(skipped) == len(refused):
+            raise refused[0]  # a knob no target takes (e.g. --drafter): its own one line, naming it
         first = skipped[0][2] if skipped else "nothing to run"
         raise InfeasibleError(f"no model/hardware combination could run: {first}")
     acc = req.acceptance or cases[0].scenario.accept  # the default: the first case's (per family and target kind)
