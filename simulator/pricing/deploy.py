@@ -10,6 +10,9 @@ Rule, for ``gpus`` GPUs (default 8, one HGX node, capped at the GPU's scale-up d
   one scale-up domain tp stays inside a domain (tp ≤ domain_size; the rest is attention DP over the fabric).
 - experts: ep = gcd(experts, gpus) (EP8 when the expert count is divisible by 8), moe_tp = gpus / ep.
 - ``dp`` given (``step --dp``): tp = gpus / dp (gpus = tp · dp when both are given).
+- a model named by a hub id whose checkpoint format the catalog states (``hf_id``; e.g. Qwen/Qwen3-30B-A3B-FP8:
+  fp8_block) is deployed in that format when it is not bf16, as if ``dtype`` were given (an FP8 checkpoint on a GPU
+  without fp8 is refused, never priced as bf16).
 - KV cache bf16; engine, placement, redundant experts and CUDA graphs as given (library defaults otherwise).
   The first combination :func:`~simulator.cost.deployment.validate` accepts is used.
 """
@@ -90,7 +93,9 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
     if lay.ep is not None and gpus % lay.ep:
         raise parameter_error("default_deployment", "ep", f"a divisor of the deployment's {gpus} GPUs, or change "
                               "'gpus'", lay.ep)
-    dtypes = (lay.dtype,) if lay.dtype else default_dtype(model, hw)
+    # a checkpoint named by a hub id that states a format other than bf16 is deployed in it, as --dtype would be
+    asked = lay.dtype or (model.checkpoint_dtype if model.checkpoint_dtype not in ("", "bf16") else None)
+    dtypes = (asked,) if asked else default_dtype(model, hw)
     top = min(gpus, hw.domain_size) if hw.domain_size > 0 else gpus  # TP groups stay inside one NVLink domain
     tps = (lay.tp,) if lay.tp else tuple(t for t in range(top, 0, -1) if gpus % t == 0)
     e = model.ffn.experts
@@ -112,9 +117,11 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
                     validate(model, hw, dep)
                     return dep
                 except InfeasibleError as exc:
-                    last = exc
+                    last = last or exc  # the preferred layout's reason (a later one's may mislead)
+    what = f"dtype={lay.dtype}" if lay.dtype else (f"dtype={asked} (its checkpoint's format)" if asked else
+                                                   "dtype=auto")
     raise InfeasibleError(f"no valid deployment of {model.name} on {gpus}x {hw.name} with "
-                          f"dtype={lay.dtype or 'auto'}, tp={lay.tp or 'auto'}, ep={lay.ep or 'auto'}: {last}")
+                          f"{what}, tp={lay.tp or 'auto'}, ep={lay.ep or 'auto'}: {last}")
 
 
 def resolved_line(dep: Deployment, context: int) -> str:

@@ -6,6 +6,7 @@ source checkout or an editable install they are read from the repository root ne
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from importlib import resources
 from pathlib import Path
@@ -138,7 +139,19 @@ def load_model(name_or_path: str, role: str | None = None) -> ModelSpec:
     if role is not None and not (_looks_like_path(name) or Path(name).is_file()) and name not in bundled_files(
             "models"):
         _load("models", name, role)  # raises: unknown model, with a suggestion of that role
-    return _load_model(name)
+    return _load_checkpoint(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_checkpoint(name: str) -> ModelSpec:
+    """The spec of ``name``; a hub id of a checkpoint whose format the catalog states carries that format
+    (``ModelSpec.checkpoint_dtype``), so the FP8 checkpoint is deployed in FP8 as ``--dtype`` would be (one object per
+    name: caches keyed on the spec's identity stay valid)."""
+    spec = _load_model(name)
+    hit = None if name in bundled_files("models") or Path(name).is_file() else _name_index("models").get(_key(name))
+    if hit is None or not hit[1]:
+        return spec
+    return dataclasses.replace(spec, checkpoint_dtype=hit[1])
 
 
 @functools.lru_cache(maxsize=256)

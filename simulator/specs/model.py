@@ -154,6 +154,9 @@ class ModelSpec:
     # a draft head (EAGLE-3) names the target whose hidden states it was trained on ("" for a full model): it drafts
     # for that target, or one of the same width and vocabulary (specdec.drafters.check_head)
     head_of: str = field(default="", compare=False)
+    # the weight format of the checkpoint this spec was loaded as, when a hub id stating one named it (e.g.
+    # Qwen/Qwen3-30B-A3B-FP8 -> fp8_block; "" otherwise): a format other than bf16 is deployed as given, like --dtype
+    checkpoint_dtype: str = field(default="", compare=False)
 
     def layer_kind(self, i: int) -> str:
         """Attention kind of layer ``i``: full, sliding, chunked or linear."""
