@@ -15,6 +15,7 @@ from types import MappingProxyType
 from ..errors import ConfigError
 from .hardware import HardwareProfile, read_hardware
 from .model import ModelSpec, read_model
+from .plausible import check_magnitudes
 from .routing_profile import RoutingProfile, read_routing_profile
 from .schema import closest
 from .whatif import derive_kernels, grounding
@@ -96,6 +97,7 @@ def _load(kind: str, name_or_path: str, role: str | None = None) -> tuple[object
 def _raw_hardware(name_or_path: str) -> HardwareProfile:
     obj, where = _load("hardware", name_or_path)
     hw = read_hardware(obj, where)
+    check_magnitudes(hw, where)  # a unit slip (GFLOPS for TFLOPS) is one line, not a silent 500x
     if not hw.kernels.resolved:  # its grounding: derived:<base> or spec-only:<base> (specs.whatif.grounding)
         hw = hw.with_changes(grounding=grounding(hw, _raw_hardware(hw.kernels.derive_from)))
     return hw

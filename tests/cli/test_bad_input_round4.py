@@ -5,9 +5,13 @@ Runs the CLI in process (``simulator.cli.main``), so a traceback fails the test.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from simulator.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 EXPLAIN = ["explain", "--model", "qwen3-30b-a3b"]
 
@@ -18,6 +22,17 @@ REFUSED = [
                                  "--quiet", "--out", "{tmp}/run"], "model:qwen3-0.6b"),
     ("eagle3-head-of-another-target", [*EXPLAIN, "--drafter", "eagle3:gpt-oss-120b-eagle3"], "gpt-oss-120b's hidden"),
     ("model-typed-short", ["explain", "--model", "qwen3-235b"], "did you mean 'qwen3-235b-a22b'"),
+    ("eager-with-graph-padding", [*EXPLAIN, "--eager", "--graph-padding", "on"], "--graph-padding: 'on'"),
+    ("fp8-peak-in-gflops", [*EXPLAIN, "--hardware", "{gflops}"], "compute.peak_flops.fp8' is 1.979 TFLOPS"),
+    ("hbm-bandwidth-in-gbps", [*EXPLAIN, "--hardware", "{gbps}"], "memory.hbm_bandwidth' is 0.00335 TB/s"),
+    ("negative-popularity-weight", ["overlap", "predict", "--experts", "4", "--top-k", "1", "--tokens", "2",
+                                    "--popularity", "{pop}"], "weight 3 of 4 is -0.1"),
+    ("write-profile-folder", ["overlap", "fit", "{trace}", "--write-profile", "{tmp}/profiles/"],
+     "--write-profile: cannot write"),
+    ("write-profile-not-yaml", ["overlap", "fit", "{trace}", "--write-profile", "{tmp}/p.txt"],
+     "--write-profile: cannot write"),
+    ("write-profile-thirds-of-one-layer", ["overlap", "fit", "{trace1}", "--write-profile", "{tmp}/p.yaml"],
+     "--profile-split: must be per_layer"),
     ("fp8-checkpoint-on-a100", ["explain", "--model", "Qwen/Qwen3-30B-A3B-FP8", "--hardware", "a100-sxm"],
      "dtype=fp8_block (its checkpoint's format)"),
 ]
@@ -32,12 +47,33 @@ ACCEPTED = [
 ]
 
 
+def _inputs(tmp: Path) -> dict:
+    """Files the cases read, written into ``tmp/in`` (the cases' outputs go to ``tmp``, which must stay empty)."""
+    import numpy as np
+
+    d = tmp / "in"
+    d.mkdir()
+    hw = (ROOT / "hardware/h100-sxm.yaml").read_text(encoding="utf-8")
+    fp8, bw = "fp8: {value: 1978.9, unit: TFLOPS", "hbm_bandwidth: {value: 3.35, unit: TB/s"
+    assert fp8 in hw and bw in hw
+    (d / "gflops.yaml").write_text(hw.replace(fp8, fp8.replace("TFLOPS", "GFLOPS")), encoding="utf-8")
+    (d / "gbps.yaml").write_text(hw.replace(bw, bw.replace("TB/s", "GB/s")), encoding="utf-8")
+    (d / "pop.txt").write_text("0.5\n0.3\n-0.1\n0.3\n")
+    rng = np.random.default_rng(0)
+    for name, layers in (("trace", 3), ("trace1", 1)):
+        ids = np.stack([rng.permutation(8)[:2] for _ in range(2 * 16 * layers)]).reshape(2, 16, layers, 2)
+        np.save(d / f"{name}.npy", ids)
+    return {"gflops": d / "gflops.yaml", "gbps": d / "gbps.yaml", "pop": d / "pop.txt", "trace": d / "trace.npy",
+            "trace1": d / "trace1.npy"}
+
+
 @pytest.mark.parametrize("argv,text", [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
 def test_refused_in_one_line(tmp_path, capsys, argv, text):
-    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    files = _inputs(tmp_path)
+    assert main([a.format(tmp=tmp_path, **files) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and text in err[0], err
-    assert not list(tmp_path.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]  # nothing written
 
 
 @pytest.mark.parametrize("argv", [c[1] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
