@@ -28,7 +28,8 @@ FLAGS = {
     "num_experts": "--experts", "samples": "--samples", "seed": "--seed", "seq_tokens": "--seq-tokens",
     "format": "--format",
     "hw": "--hardware", "out": "--out", "plot": "--plot", "report": "--report", "write": "--write",
-    "report_dir": "--report-dir", "write_profile": "--write-profile", "split": "--profile-split",
+    "report_dir": "--report-dir", "write_profile": "--write-profile", "split": "--profile-split", "isl": "--isl",
+    "osl": "--osl",
 }
 
 

@@ -49,6 +49,7 @@ def cmd_serve(args) -> int:
     from ..errors import InfeasibleError, ParameterError
     from ..params import Interval, Param
     from ..pricing import fitting_batches, resolve
+    from ..pricing.deploy import check_context
     from ..specdec import StepCache
     from ..specdec.rounds import DRAFT_LENS
     from ..specdec.serving import CONCURRENCY, PREFILL
@@ -70,6 +71,7 @@ def cmd_serve(args) -> int:
     trees = trees_from(args)
     Param(*DRAFT_LENS.constraints, unit=DRAFT_LENS.unit).check(args.draft_len, "draft_len", "serve")
     sc = resolve(args.model, args.hardware, request_from(args), mode=args.mode).edit(context=ctx)
+    check_context(sc.model, args.isl, args.osl, param="isl", added="output tokens", owner="serve")  # before memory
     shapes = [(f"γ = {int(args.draft_len)}", sc, int(args.draft_len))] + [
         (tree_label(t), sc.edit(tree=t), None) for t in trees]  # the chain, and each tree beside it
     tokens = max([int(args.draft_len) + 1] + [len(t) for t in trees])

@@ -130,6 +130,19 @@ def resolved_line(dep: Deployment, context: int) -> str:
     return f"resolved: {dep.gpus} GPUs {dep.label} context {int(context)}"
 
 
+def check_context(model: ModelSpec, context: float, tokens: float = 0, *, param: str = "context",
+                  owner: str = "price", added: str = "a pass adds") -> None:
+    """``context`` cached tokens plus ``tokens`` new ones per request within the model's longest sequence
+    (``ModelSpec.max_context``: its config's positions, or the card's rope-scaled maximum; unchecked when the spec
+    states none), else one error naming ``param`` with the most it may be."""
+    most = model.max_context
+    if most and context + tokens > most:
+        room = f"{most - int(tokens):,} tokens" + (f" (its {most:,} less the {int(tokens):,} {added})" if tokens
+                                                   else "")
+        raise parameter_error(owner, param, f"at most {room} for {model.name}, whose longest context is {most:,} "
+                              f"tokens (max_context in its model YAML)", int(context))
+
+
 def fitting_batches(sc, batch, tokens: int, context: int | None = None) -> tuple[list[float], str]:
     """The batches at which the scenario's SD server fits (ascending): the target's weights and KV plus its
     drafter's weights (:func:`~simulator.specdec.drafters.drafter_weights`) on every GPU, at ``context`` (default

@@ -26,6 +26,7 @@ from ..pricing import (
     resolve_hardware,
     resolve_models,
 )
+from ..pricing.deploy import check_context
 from ..pricing.resolve import request as make_request
 from ..pricing.resolve import scenario_for
 from ..specdec import StepCache, default_acceptance, parse_drafter
@@ -60,6 +61,7 @@ def deploy(model: ModelSpec, hw: HardwareProfile, request: Request, batch,
            max_gamma: int) -> tuple[Scenario, list[float], str]:
     """(refined scenario by the default rule, the batches that fit, why the others do not ("" if all fit))."""
     sc = scenario_for(model, hw, request)
+    check_context(model, sc.context, int(max_gamma) + 1)  # within the model's longest context, else skipped
     ok, why = fitting_batches(sc, batch, int(max_gamma) + 1)
     return sc, ok, why
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..pricing import Case, Scenario, price, price_pass
+from ..pricing.deploy import check_context
 from ..specdec import StepCache
 from ..specdec.serving import (
     DEFAULT_CHUNK,
@@ -98,6 +99,7 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     runs at once (None in a place: all C; the rest queue). ``prefill`` and ``caps`` default to the engine's
     (:data:`simulator.specdec.serving.ENGINE_SERVING`: the SD arm's scheduler limit, none for the plain arm)."""
     cache = cache or StepCache()
+    check_context(sc.model, isl, osl, param="isl", added="output tokens", owner="price_serving")  # prompt and output
     if sc.tree is None:
         if gamma is None:
             raise ParameterError("price_serving: a chain needs its draft length (gamma)", owner="price_serving",

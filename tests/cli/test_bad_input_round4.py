@@ -33,11 +33,16 @@ REFUSED = [
      "--write-profile: cannot write"),
     ("write-profile-thirds-of-one-layer", ["overlap", "fit", "{trace1}", "--write-profile", "{tmp}/p.yaml"],
      "--profile-split: must be per_layer"),
+    ("prompt-beyond-the-models-context", ["serve", "--model", "qwen3-30b-a3b", "--isl", "1000000"],
+     "--isl: must be at most 130,560 tokens"),
+    ("context-beyond-the-models-context", [*EXPLAIN, "--context", "200000"], "--context: must be at most 131,068"),
     ("fp8-checkpoint-on-a100", ["explain", "--model", "Qwen/Qwen3-30B-A3B-FP8", "--hardware", "a100-sxm"],
      "dtype=fp8_block (its checkpoint's format)"),
 ]
 ACCEPTED = [
     ("eagle3-head-of-its-target", ["explain", "--model", "gpt-oss-120b", "--drafter", "eagle3:gpt-oss-120b-eagle3"]),
+    ("long-prompt-within-the-models-context", ["serve", "--model", "qwen3-30b-a3b", "--isl", "100000", "--osl",
+                                               "1000", "--concurrency", "1"]),
     ("fp8-checkpoint-on-h100", ["explain", "--model", "Qwen/Qwen3-30B-A3B-FP8"]),
     ("bf16-checkpoint-on-a100", ["explain", "--model", "Qwen/Qwen3-30B-A3B", "--hardware", "a100-sxm"]),
     ("fp8-checkpoint-as-bf16-when-asked", ["explain", "--model", "Qwen/Qwen3-30B-A3B-FP8", "--hardware", "a100-sxm",
@@ -89,3 +94,20 @@ def test_a_hub_id_keeps_its_checkpoints_format():
     assert resolve("Qwen/Qwen3-30B-A3B-FP8", "h100-sxm").deployment.dtype == "fp8_block"
     assert resolve("Qwen/Qwen3-30B-A3B-FP8", "h100-sxm").model.name == "qwen3-30b-a3b"
     assert resolve("qwen3-30b-a3b", "a100-sxm").deployment.dtype == "bf16"
+
+
+def test_every_target_states_its_longest_context_with_a_source():
+    from simulator.specs.catalog import list_models
+
+    targets = [m for m in list_models() if m.role == "target"]
+    assert targets and all(m.max_context >= 4096 for m in targets), [m.name for m in targets if not m.max_context]
+    for m in targets:
+        assert m.provenance["max_context"].source in m.sources, m.name
+
+
+def test_a_sweep_skips_the_models_a_context_exceeds(tmp_path, capsys):
+    argv = ["sweep", "--model", "olmoe-1b-7b,qwen3-30b-a3b", "--context", "8000", "--batch", "1", "--draft-len", "1",
+            "--no-plots", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "skipped olmoe-1b-7b on h100-sxm" in err and "4,096" in err and "qwen3-30b-a3b" in out
