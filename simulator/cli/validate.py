@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import add_force_flag, add_json_flag, command_text, print_json
+from ._common import add_force_flag, add_json_flag, command_text, print_json, progress
 
 
 def register(sub) -> None:
@@ -51,6 +51,7 @@ def register(sub) -> None:
                                                                  "(default: the bundled corpus)")
     d.add_argument("--report", metavar="PATH.md", help="also write the Markdown report (e.g. docs/SD_VALIDATION.md)")
     add_force_flag(d, file=True)
+    d.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_json_flag(d)
     d.set_defaults(func=cmd_sd)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
@@ -118,7 +119,7 @@ def cmd_sd(args: argparse.Namespace) -> int:
 
     if args.report:  # before any work: exactly this file is written, or one line says why not
         claim(args.report, param="report", force=args.force, suffixes=(".md",))
-    s = run(args.file)
+    s = run(args.file, progress=None if args.quiet else lambda m: progress(m))
     if args.report:
         atomic_text(args.report, markdown(s, command=command_text(args)), param="report")
     if args.json:

@@ -37,6 +37,7 @@ T_round(C, γ) (the step-level speedup times AL_served / AL); OSL → ∞ gives 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -84,7 +85,7 @@ ENGINE_SERVING = {
 }
 
 
-EXACT_ROUNDS = 4096  # tokens up to which E[N(n)] is computed exactly; beyond, it grows by 1 / AL per token
+EXACT_ROUNDS = 2048  # tokens up to which E[N(n)] is computed exactly; beyond, it grows by 1 / AL per token
 
 
 def expected_rounds(survival, tokens: float) -> float:
@@ -99,13 +100,18 @@ def expected_rounds(survival, tokens: float) -> float:
     n = float(tokens)
     if not (math.isfinite(n) and n > 0):
         raise ParameterError(f"tokens must be a finite number > 0; got {tokens!r}")
-    from scipy.signal import lfilter
+    return _rounds(tuple(float(x) for x in s), min(int(math.ceil(n)), EXACT_ROUNDS)) + \
+        max(n - EXACT_ROUNDS, 0.0) / float(s.sum())
 
-    pmf = s - np.append(s[1:], 0.0)  # P(X = x), x = 1 … len(s)
-    m = min(int(math.ceil(n)), EXACT_ROUNDS)
-    # the recurrence as a linear filter with zero initial state (E[N(m <= 0)] = 0): e[k] − Σ_x P(X = x) e[k − x] = 1
-    e = lfilter([1.0], np.concatenate([[1.0], -pmf]), np.ones(m))
-    return float(e[-1] + max(n - m, 0.0) / float(s.sum()))
+
+@functools.lru_cache(maxsize=1024)
+def _rounds(survival: tuple, m: int) -> float:
+    """E[N(m)] by the recurrence, in plain floats (a few thousand steps of at most a draft length's terms)."""
+    pmf = [a - b for a, b in zip(survival, (*survival[1:], 0.0), strict=True)]  # P(X = x), x = 1 … len
+    e = [0.0] * (m + 1)
+    for k in range(1, m + 1):
+        e[k] = 1.0 + sum(q * e[k - x] for x, q in enumerate(pmf, 1) if x <= k)
+    return e[m]
 
 
 @dataclass(frozen=True)

@@ -27,22 +27,23 @@ and checks it reproduces that table.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..specdec import StepCache
-from ..specdec.engine_round import POOLED, ROUND_PARAMS, Band, RoundParams, round_terms
+from ..specdec.engine_round import POOLED, ROUND_PARAMS, RoundParams, exposed, round_terms
 from ..specdec.rounds import draft_vocab
 from ..specdec.tree import is_chain, node_depths
 from .sd_band import error_bands
 from .sd_corpus import SDRow, by_source
 from .sd_speedup import ASSUMED, Priced, Skip, price_row, setup
+from .sd_stack import FIT_PARAMS, RowStack, linear_terms, params_at, stacked_row
 
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
            "fitted_bands", "fitted_params", "params_at", "validate_sd"]
 
-FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml) by their corpus ids.
 SIX_CASES = ("sf339-q30b-2xh100-b1-s3k1n4", "sf339-q30b-2xh100-b4-s3k1n4", "sf339-q30b-2xh100-b1-s3k3n4",
              "as163-q30b-4xh100-b1-s3k3n4", "tw-glm47f-1xh200-b1", "tw-glm47f-1xh200-b32")
@@ -74,7 +75,7 @@ class RowModel:
         return cls(p, r.t_round[0] - kern - host, np.asarray(r.t_decode, float), draft_vocab(case.drafter, case.model),
                    case.model.vocab_size, tree, (len(par) - 1) if par is not None else steps, steps)
 
-    @property
+    @functools.cached_property
     def engine(self) -> str:
         return self.priced.serving.step.deployment.engine
 
@@ -89,6 +90,24 @@ class RowModel:
         t_round = self.gpu + terms.kernels["central"][0] + terms.host["central"][0]
         return p.predicted(self.t_decode + terms.host_decode["central"], t_round)
 
+    @functools.cached_property
+    def _linear(self) -> tuple:
+        """The engine terms as affine functions of :data:`FIT_PARAMS` (:func:`.sd_stack.linear_terms`)."""
+        return linear_terms(self)
+
+    @functools.cached_property
+    def _stacked(self) -> dict:
+        """This row's part of a :class:`~.sd_stack.RowStack`."""
+        return stacked_row(self)
+
+    def predict_at(self, values) -> float:
+        """:meth:`predict` at ``params_at(engine, values)``, from the affine engine terms (:attr:`_linear`): the same
+        number, without re-deriving the terms for every candidate θ of a fit."""
+        k, h0, dh, d0, dd, sd, dec = self._linear
+        v = np.asarray(values, dtype=float)
+        host = exposed(h0 + v @ dh, self.gpu + k, sd)
+        return self.priced.predicted(self.t_decode + exposed(d0 + v @ dd, self.t_decode, dec), self.gpu + k + host)
+
 
 def _bounds(engine: str):
     base = ROUND_PARAMS[engine]
@@ -102,13 +121,6 @@ def _unit(lo, hi, central) -> np.ndarray:
     ceiling can sit orders of magnitude above the central value; the range as the unit would leave the solver's
     steps, and the at-a-bound test, coarse)."""
     return np.where(hi > lo, np.where(central > lo, np.minimum(hi - lo, 2 * (central - lo)), hi - lo), 1.0)
-
-
-def params_at(engine: str, values) -> RoundParams:
-    """The engine's parameters with :data:`FIT_PARAMS` set to ``values`` (seconds; band = the point)."""
-    base = ROUND_PARAMS[engine]
-    return base.with_(**{n: Band(float(v), float(v), float(v), "fit on the SD corpus")
-                         for n, v in zip(FIT_PARAMS, values, strict=True)})
 
 
 @dataclass(frozen=True)
@@ -168,8 +180,10 @@ def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> Engin
 
     ub = np.where(hi > lo, (hi - lo) / scale, 0.0)
 
+    stack = RowStack.of(mine)  # every row at once per candidate θ
+
     def resid(x):
-        return w * (np.log([m.predict(params_at(engine, lo + x * scale)) for m in mine]) - meas)
+        return w * (np.log(stack.predict_at(lo + x * scale)) - meas)
 
     def solve(free):
         """Fit the ``free`` parameters, the others at their central values: x (all), jacobian (all columns: forward
@@ -269,17 +283,26 @@ class Validation:
         return [o for o in self.outcomes if o.status == "assumed"]
 
 
-def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | None = None) -> Validation:
-    """Price every row, fit per engine on all sources and per held-out source, and collect the outcomes."""
+def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | None = None,
+                progress=None) -> Validation:
+    """Price every row, fit per engine on all sources and per held-out source, and collect the outcomes.
+    ``progress``: a callback for a line at most every half second (rows priced, then the fits)."""
+    from ..sweep.progress import Meter
+
     cache = cache or StepCache()
     outcomes, models, assumed = [], {}, {}
+    meter = Meter("validate sd", len(rows), progress, unit="rows")
     for r in rows:
         try:
             p = price_row(setup(r, rows), cache)
         except Skip as s:
             outcomes.append(Outcome(r, s.status, s.reason))
+            meter.drop(1)
             continue
         (assumed if p.setup.al_from == ASSUMED else models)[r.id] = RowModel.of(p)
+        meter.add(1, r.id)
+    if progress is not None:
+        progress(f"validate sd: fitting the engines' host times on {len(models)} rows, leave-one-source-out")
     engines = sorted({m.engine for m in models.values()})
     # the fit trains on rows whose AL was measured at that point (a borrowed AL is one more unknown the host time
     # would absorb); every priced row is predicted and validated

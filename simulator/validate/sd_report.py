@@ -36,14 +36,15 @@ def _group(os: list[Outcome]) -> dict:
             "band_coverage": len(covered) / len(banded) if banded else None}
 
 
-def run(path=None) -> dict:
-    """Read a corpus (default: the bundled one), validate it and summarise (``python -m simulator validate sd``)."""
+def run(path=None, progress=None) -> dict:
+    """Read a corpus (default: the bundled one), validate it and summarise (``python -m simulator validate sd``);
+    ``progress``: a callback for progress lines (rows priced, then the fits)."""
     from .sd_corpus import bundled_corpus_path, read_corpus
     from .sd_fit import validate_sd
 
     rows = read_corpus(path)
     name = Path(path).name if path is not None else "measured/sd/" + bundled_corpus_path().name
-    return summary(validate_sd(rows, name))
+    return summary(validate_sd(rows, name, progress=progress))
 
 
 def summary(v: Validation) -> dict:
@@ -214,8 +215,10 @@ def _f(x, fmt="{:.2f}") -> str:
 def text_lines(s: dict) -> list[str]:
     """The CLI's table: per engine and mode, then the targets."""
     o = s["overall"]
-    out = [f"rows: {s['rows']}, priced {s['priced']} (engines' central parameters / fitted in-sample / held out "
-           f"by source)",
+    apart, missed = len(s["assumed_al"]["detail"]), len(s["not_priced"])
+    out = [f"rows: {s['rows']}; priced {s['priced'] + apart}: {s['priced']} validated (AL stated), {apart} apart "
+           f"(no AL: the default acceptance); not priced {missed} (why: the end of this list)",
+           "errors per engine and mode: the engines' central parameters / fitted in-sample / held out by source",
            f"{'engine':<7} {'mode':<20} {'rows':>4} {'src':>3} {'central':>8} {'fit':>8} {'held out':>8} "
            f"{'losses':>7} {'band':>7}"]
     for g in s["groups"] + [{"engine": "all", "mode": "", **o}]:
@@ -234,6 +237,24 @@ def text_lines(s: dict) -> list[str]:
         val = t["value"] if isinstance(t["value"], str) else (_pct(t["value"]) if isinstance(t["value"], float)
                                                                else str(t["value"]))
         out.append(f"target {k}: {val} (target {t['target']}) {'met' if t['met'] else 'NOT met'}")
+    return out + not_priced_lines(s["not_priced"])
+
+
+def not_priced_lines(not_priced: dict, most: int = 8, width: int = 100) -> list[str]:
+    """Why rows were not priced: one line per reason (most frequent first, at most ``most``) with its count, each
+    within ``width`` columns; the rest counted in one line (every row and its reason: --json or --report)."""
+    reasons: dict[str, list[str]] = {}
+    for rid, why in not_priced.items():
+        reasons.setdefault(why, []).append(rid)
+    ranked = sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    out = []
+    for why, ids in ranked[:most]:
+        line = f"not priced ({len(ids)}): {why}"
+        out.append(line if len(line) <= width else line[: width - 3] + "...")
+    if len(ranked) > most:
+        rest = sum(len(ids) for _, ids in ranked[most:])
+        out.append(f"not priced ({rest}): {len(ranked) - most} other reasons (every row and reason: --json or "
+                   "--report)")
     return out
 
 
