@@ -73,7 +73,11 @@ def chain_parents(gamma: int) -> tuple:
 
 def node_depths(parents) -> np.ndarray:
     """Depth of every node (root 0)."""
-    par = check_parents(parents, "node_depths")
+    return _depths(check_parents(parents, "node_depths")).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _depths(par: tuple) -> np.ndarray:
     depth = np.full(len(par), -1)
     for v in range(len(par)):
         path, u = [], v
@@ -147,6 +151,11 @@ def _shape(parents: tuple) -> tuple:
 def tree_label(parents) -> str:
     """'chain γ' for 1-wide trees; a full tree as its branching is typed for ``--tree``, 'tree 2,2,2 (15 nodes)';
     any other tree by its level sizes, 'tree levels 2/3/1 (7 nodes)'."""
+    return _label(check_parents(parents, "tree_label"))
+
+
+@functools.lru_cache(maxsize=256)
+def _label(parents: tuple) -> str:
     from ..overlap import full_tree
 
     n = level_sizes(parents)

@@ -8,6 +8,7 @@ import this module.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,11 +41,15 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
 
 
+BLOCK_ROWS = 65536  # rows per block of :meth:`SweepResult.blocks` (the writers' memory stays flat)
+
+
 @dataclass(frozen=True)
 class SweepResult:
-    """Tidy result of :func:`~simulator.sweep.runner.run_sweep`."""
+    """Tidy result of :func:`~simulator.sweep.runner.run_sweep`. The table is built from the cases when asked for
+    (:attr:`columns`, all rows at once) or block by block (:meth:`blocks`: what the writers stream, so a sweep of
+    every model over thousands of batches never holds its whole table)."""
 
-    columns: dict[str, np.ndarray]
     cases: list[Case]
     drafter: Drafter
     acceptance: Acceptance
@@ -55,7 +60,29 @@ class SweepResult:
     not_priced: int = 0  # points of the grid not priced (models or batches that do not fit; the progress line's)
 
     def __len__(self) -> int:
-        return len(self.columns["model"])
+        return sum(case_rows(c) for c in self.cases)
+
+    @functools.cached_property
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every column of :data:`COLUMNS`, all rows (numpy arrays; built once, then kept)."""
+        return tidy_columns(self.cases)
+
+    def blocks(self, rows: int | None = None):
+        """The table as successive column dicts of about ``rows`` (default :data:`BLOCK_ROWS`) rows each, cases
+        whole, in row order (the built :attr:`columns` as one block when they exist already)."""
+        rows = rows or BLOCK_ROWS
+        if "columns" in self.__dict__:
+            yield self.columns
+            return
+        group, n = [], 0
+        for c in self.cases:
+            group.append(c)
+            n += case_rows(c)
+            if n >= rows:
+                yield tidy_columns(group)
+                group, n = [], 0
+        if group:
+            yield tidy_columns(group)
 
     @property
     def records(self) -> list[dict]:
@@ -69,6 +96,11 @@ class SweepResult:
         for c in COLUMN_NAMES:
             arr[c] = self.columns[c]
         return arr
+
+
+def case_rows(c: Case) -> int:
+    """Rows of one case in the table: its draft lengths × batches."""
+    return len(c.result.gammas) * len(c.result.batch)
 
 
 def tidy_columns(cases: list[Case]) -> dict[str, np.ndarray]:
