@@ -52,7 +52,29 @@ def _for_terminal(line: str) -> str:
     return textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a job scheduler's stop) raised where the program runs, so that every output writer cleans
+    up as on Ctrl-C (:mod:`simulator.outputs`): nothing partial is left, not even a hidden staging folder."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -63,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed (reports name it)
     try:
         return int(args.func(args) or 0)
     except SimulatorError as exc:
@@ -74,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: out of memory: a size given (batch, tokens, experts, grid) is too large for this machine; "
               "use smaller values", file=sys.stderr)
         return 2
+    except Terminated:  # SIGTERM: cleaned up as on Ctrl-C; the status a shell gives a run killed by it
+        print("terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically (simulator.outputs), nothing partial remains
         print("interrupted", file=sys.stderr)
         return 130

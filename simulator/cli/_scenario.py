@@ -15,6 +15,7 @@ from dataclasses import fields
 
 from ..cost.deployment import Deployment, Mechanisms
 from ..cost.ops import DEFAULT_CONTEXT
+from ..errors import ParameterError
 from ..params import Interval, Options, params_of
 from ._common import FLAGS, any_case, csv_list
 
@@ -199,6 +200,9 @@ def request_from(args, tree: tuple | None = None):
     opts = tuple((f, getattr(args, f)) for f in LAYOUT_FIELDS
                  if f not in LAYOUT_CORE and getattr(args, f, None) is not None)
     if getattr(args, "eager", False):
+        if getattr(args, "graph_padding", None) == "on":  # padding to captured graphs, with no graphs captured
+            raise ParameterError("--graph-padding: 'on' pads each pass to a captured CUDA-graph batch, but --eager "
+                                 "captures none; got 'on' with --eager: leave one of them out")
         opts += (("cuda_graphs", False),)
     layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype or "bf16", tp=args.tp, ep=args.ep, gpus=args.gpus,
                     dp=args.dp, options=opts)

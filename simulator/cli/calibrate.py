@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..specs.catalog import ENGINES
-from ._common import any_case, print_json, progress
+from ._common import any_case, command_text, print_json, progress
 
 
 def register(sub) -> None:
@@ -29,8 +29,9 @@ def register(sub) -> None:
     p.add_argument("--write", type=Path, metavar="YAML",
                    help="replace the fitted values (source fit-h100) in this profile file; nothing else changes")
     p.add_argument("--force", action="store_true",
-                   help="write or fit even when the profile is not the measured GPU's")
-    p.add_argument("--report", type=Path, metavar="MD", help="write a Markdown calibration report")
+                   help="write or fit even when the profile is not the measured GPU's, and replace a report file "
+                        "that no run of this tool wrote")
+    p.add_argument("--report", metavar="MD", help="write a Markdown calibration report")
     p.add_argument("--engine", choices=ENGINES, default=None, type=any_case(ENGINES, "engine"),
                    help="calibrate this engine on aiconfigurator-core's tables of --hardware (needs the optional "
                         "extra: pip install \".[calibrate]\"); without it the bundled H100 CSVs are used")
@@ -55,6 +56,7 @@ def run_all(args) -> int:
 
     bundled = set(bundled_files("hardware"))
     done = []
+    command = command_text(args)
     for gpu in available_gpus():
         if gpu not in bundled:
             continue
@@ -66,14 +68,14 @@ def run_all(args) -> int:
             if args.write_bundled:
                 write_profile(args.write_bundled / f"{gpu}.yaml", cal)
             if args.report_dir:
-                atomic_text(args.report_dir / f"{gpu}-{engine}.md", report_markdown(cal), param="report_dir")
+                atomic_text(args.report_dir / f"{gpu}-{engine}.md", report_markdown(cal, command), param="report_dir")
             done.append(cal)
             print(f"{gpu:<10} {engine:<7} " + ", ".join(f"{f.cls} {f.variant} {f.mape_fit:.1%}/{f.mape_loso:.1%}"
                                                          for f in cal.fits))
             for r in cal.refused:
                 print(f"{'':<18} refused {r}")
     if args.report_dir:
-        atomic_text(args.report_dir / "README.md", index_markdown(done), param="report_dir")
+        atomic_text(args.report_dir / "README.md", index_markdown(done, command), param="report_dir")
     return 0
 
 
@@ -81,13 +83,13 @@ def run(args) -> int:
     from ..calibrate.fit import calibrate, calibrate_engine
     from ..calibrate.profile_io import write_profile
     from ..calibrate.report import report_markdown
-    from ..outputs import atomic_text, check_writable
+    from ..outputs import atomic_text, claim
     from ..specs.catalog import load_hardware
 
     if args.all:
         return run_all(args)
     if args.report is not None:  # before any fitting
-        check_writable(args.report, param="report")
+        claim(args.report, param="report", force=args.force, suffixes=(".md",))
     hw = load_hardware(args.hardware)
     if args.write is not None and not args.write.is_file():
         from ..errors import ConfigError
@@ -107,7 +109,7 @@ def run(args) -> int:
             for f in cal.fits]
     written = write_profile(args.write, cal, force=args.force) if args.write else 0
     if args.report:
-        atomic_text(args.report, report_markdown(cal), param="report")
+        atomic_text(args.report, report_markdown(cal, command_text(args)), param="report")
     if args.json:
         print_json({"gpu": cal.gpu, "engine": cal.engine, "data": cal.data, "fits": rows, "missing": cal.missing,
                     "refused": cal.refused,

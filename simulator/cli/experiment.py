@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ParameterError
 from ..outputs import RunFolder
-from ._common import add_force_flag, progress
+from ._common import add_force_flag, command_text, progress
 
 DEFAULT_OUT = "results"
 
@@ -60,9 +60,9 @@ def cmd_experiment(args) -> int:
     names = bundled_names() if args.all else list(args.experiment)
     exps = [load_experiment(n) for n in names]
     if args.report:  # before any work
-        from ..outputs import check_writable
+        from ..outputs import claim
 
-        check_writable(args.report, param="report", suffixes=(".md",))
+        claim(args.report, param="report", force=args.force, suffixes=(".md",))
     folders = {}
     if not args.check and (not args.report or args.out):  # checked before any experiment runs
         for e in exps:
@@ -93,7 +93,7 @@ def cmd_experiment(args) -> int:
         print(f"{e.name}: {time.perf_counter() - start:.1f} s")
         sys.stdout.flush()
     if args.report:
-        written = write_report(outcomes, args.report)
+        written = write_report(outcomes, args.report, command_text(args), args.force)
         print(f"wrote {written[0]} and {len(written) - 1} figures")
     return 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_json_flag, print_json
+from ._common import add_force_flag, add_json_flag, print_json
 from ._scenario import add_scenario_flags, request_from
 from ._table import add_wide_flag, wide
 from .sweep import add_tree_flags, trees_from
@@ -32,6 +32,7 @@ def register(sub) -> None:
     p.add_argument("--draft-len", type=int, default=3, help="draft length γ >= 1 (default 3)")
     p.add_argument("--plot", metavar="FILE", help="write a waterfall figure to FILE (.png, .svg or .pdf)")
     add_tree_flags(p)
+    add_force_flag(p, file=True)
     add_json_flag(p)
     add_wide_flag(p)
     p.set_defaults(func=cmd_explain)
@@ -39,14 +40,14 @@ def register(sub) -> None:
 
 def cmd_explain(args) -> int:
     from ..errors import ParameterError
-    from ..outputs import check_writable
+    from ..outputs import claim
     from ..sweep import explain, format_attribution, plot_waterfall
 
     trees = trees_from(args)
     if len(trees) > 1:
         raise ParameterError(f"explain takes one draft tree; got {len(trees)} (--tree/--tree-parents): give one")
     if args.plot:  # before any work: exactly this file is written, or one line says why not
-        check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
+        claim(args.plot, param="plot", force=args.force, suffixes=FIGURE_SUFFIXES)
     a = explain(args.model, args.hardware, request_from(args, trees[0] if trees else None), batch=args.batch,
                 draft_len=args.draft_len)
     path = plot_waterfall(a, args.plot) if args.plot else None

@@ -251,9 +251,17 @@ def _predict_tree(args) -> int:
 def _fit(args) -> int:
     from ..traces import evaluate_trace, read_trace
 
+    if args.write_profile:  # before any work: a routing profile is a YAML file
+        from ..outputs import check_writable
+
+        check_writable(args.write_profile, param="write_profile", suffixes=(".yaml", ".yml"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trace = read_trace(args.trace, num_experts=args.experts, format=args.format, seq_tokens=args.seq_tokens)
+        if args.write_profile:
+            from ..traces.layer_profile import check_split
+
+            check_split(args.profile_split, trace.experts.shape[2])
         report = evaluate_trace(trace, args.tokens, args.batch, window=args.window, layers=args.layer,
                                 samples=args.samples, seed=args.seed)
     _emit_warnings(caught)

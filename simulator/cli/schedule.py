@@ -6,7 +6,7 @@ import argparse
 from textwrap import fill
 
 from ..render.textable import Col, render
-from ._common import csv_list
+from ._common import add_force_flag, csv_list
 from ._scenario import add_scenario_flags, request_from
 from ._table import add_wide_flag, wide
 from .explain import FIGURE_SUFFIXES
@@ -45,6 +45,7 @@ def register(sub) -> None:
                    help="the draft checkpoint written into the config (EAGLE heads, draft models)")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write (atomically)")
     p.add_argument("--plot", metavar="PATH", help="also draw the throughput view (.png/.svg/.pdf)")
+    add_force_flag(p, file=True)
     add_wide_flag(p)
     eng = next(a for a in p._actions if a.dest == "engine")  # unset unless given: the format picks (engine_for)
     eng.help = eng.help.replace("(default trtllm)", "(default: the format's engine; json: trtllm)")
@@ -52,7 +53,7 @@ def register(sub) -> None:
 
 
 def cmd_schedule(args) -> int:
-    from ..outputs import atomic_text, check_writable
+    from ..outputs import atomic_text, claim
     from ..pricing import resolve_hardware, resolve_models
     from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN
     from ..sweep.schedule import (
@@ -61,6 +62,7 @@ def cmd_schedule(args) -> int:
         build_schedule,
         cost_note,
         engine_for,
+        is_schedule_file,
         launch_flags,
         plot_throughput,
         schedule_cost,
@@ -70,9 +72,9 @@ def cmd_schedule(args) -> int:
 
     FORMAT.check(args.format, "format", "schedule")
     engine_for(args.format, args.engine)  # a format for another engine: one line before any work
-    check_writable(args.out, param="out")
+    claim(args.out, param="out", force=args.force, owned=is_schedule_file)  # before any work
     if args.plot:
-        check_writable(args.plot, param="plot", suffixes=FIGURE_SUFFIXES)
+        claim(args.plot, param="plot", force=args.force, suffixes=FIGURE_SUFFIXES)
     trees = trees_from(args)
     (model,) = resolve_models([args.model])
     (hw,) = resolve_hardware([args.hardware])

@@ -40,17 +40,20 @@ def register(sub) -> None:
     add_json_flag(p)
     add_wide_flag(p)
     context = next(a for a in p._actions if a.dest == "context")
-    context.help = "ignored: the decode context is ISL + OSL / 2"
-    p.set_defaults(func=cmd_serve)
+    context.help = "not taken: the decode context follows the workload, ISL + OSL / 2 (set --isl and --osl)"
+    p.set_defaults(func=cmd_serve, context=None)
 
 
 def cmd_serve(args) -> int:
+    from ..cost.ops import DEFAULT_CONTEXT
     from ..errors import InfeasibleError, ParameterError
     from ..params import Interval, Param
     from ..pricing import fitting_batches, resolve
+    from ..pricing.deploy import check_context
     from ..specdec import StepCache
     from ..specdec.rounds import DRAFT_LENS
     from ..specdec.serving import CONCURRENCY, PREFILL
+    from ..specdec.tree import tree_label
     from ..sweep.serving import decode_context, price_serving
 
     conc = list(args.concurrency or DEFAULT_CONCURRENCY)
@@ -58,51 +61,58 @@ def cmd_serve(args) -> int:
     Param(Interval(int, 0, None), unit="prompt tokens per request").check(args.isl, "isl", "serve")
     Param(Interval(int, 1, None), unit="output tokens per request: a request decodes at least once").check(
         args.osl, "osl", "serve")
+    ctx = decode_context(args.isl, args.osl)
+    if args.context is not None:
+        raise ParameterError(f"--context: serve takes the decode context from the workload (ISL + OSL / 2 = {ctx} "
+                             f"tokens here); got {args.context}: give the prompt length as --isl instead")
+    args.context = DEFAULT_CONTEXT  # replaced by the workload's below
     if args.prefill is not None:
         PREFILL.check(args.prefill, "prefill", "serve")
     trees = trees_from(args)
-    if len(trees) > 1:
-        raise ParameterError(f"serve takes one draft tree; got {len(trees)} (--tree/--tree-parents): give one")
-    if not trees:  # one draft length: the grid's declaration, as a scalar
-        Param(*DRAFT_LENS.constraints, unit=DRAFT_LENS.unit).check(args.draft_len, "draft_len", "serve")
-    ctx = decode_context(args.isl, args.osl)
-    sc = resolve(args.model, args.hardware, request_from(args, trees[0] if trees else None), mode=args.mode)
-    sc = sc.edit(context=ctx)
-    gamma = None if sc.tree is not None else int(args.draft_len)
-    tokens = len(sc.tree) if sc.tree is not None else int(args.draft_len) + 1
+    Param(*DRAFT_LENS.constraints, unit=DRAFT_LENS.unit).check(args.draft_len, "draft_len", "serve")
+    sc = resolve(args.model, args.hardware, request_from(args), mode=args.mode).edit(context=ctx)
+    check_context(sc.model, args.isl, args.osl, param="isl", added="output tokens", owner="serve")  # before memory
+    shapes = [(f"γ = {int(args.draft_len)}", sc, int(args.draft_len))] + [
+        (tree_label(t), sc.edit(tree=t), None) for t in trees]  # the chain, and each tree beside it
+    tokens = max([int(args.draft_len) + 1] + [len(t) for t in trees])
     ok, why = fitting_batches(sc, conc, tokens, context=args.isl + args.osl)  # every request at its longest
     if not ok:
         raise InfeasibleError(f"no concurrency fits: {why}")
     cache = StepCache()
-    cases = [price_serving(sc, int(c), args.isl, args.osl, gamma, prefill=args.prefill, cache=cache) for c in ok]
+    cases = [(label, c, price_serving(s, int(c), args.isl, args.osl, g, prefill=args.prefill, cache=cache))
+             for label, s, g in shapes for c in ok]
     notes = []
     if len(ok) < len(conc):
         notes.append(f"concurrency above {ok[-1]:g} dropped ({why})")
     if args.json:
         print_json({"model": sc.model.name, "hardware": sc.hardware.name, "deployment": sc.deployment.label,
-                    "engine": sc.engine, "decode_context": ctx, "points": [c.as_dict() for c in cases],
-                    "notes": notes})
+                    "engine": sc.engine, "decode_context": ctx,
+                    "points": [{"draft": label, "round_accept_length": c.round_accept_length, **c.as_dict()}
+                               for label, _, c in cases], "notes": notes})
         return 0
-    cols = [Col("C"), Col("batch plain", short="B plain"), Col("batch SD", short="B SD"),
-            Col("step speedup", short="step S"), Col("serving tok/s speedup", short="tok/s S"),
-            Col("TPOT speedup", short="TPOT S"), Col("tok/s plain", drop=2), Col("tok/s SD", drop=2),
+    cols = [Col("draft", "<", wrap=True), Col("C"), Col("batch plain", short="B plain"),
+            Col("batch SD", short="B SD"), Col("step speedup", short="step S"),
+            Col("serving tok/s speedup", short="tok/s S"), Col("TPOT speedup", short="TPOT S"),
+            Col("AL served", short="AL", drop=3), Col("tok/s plain", drop=2), Col("tok/s SD", drop=2),
             Col("TPOT plain ms", short="TPOT0 ms", drop=1), Col("TPOT SD ms", short="TPOT ms", drop=1)]
     rows = []
-    for c in cases:
+    for label, conc_c, c in cases:
         pt = c.point
-        rows.append([int(c.base.concurrency), f"{float(pt.base.decode_batch):.1f}", f"{float(pt.sd.decode_batch):.1f}",
+        rows.append([label, int(conc_c), f"{float(pt.base.decode_batch):.1f}", f"{float(pt.sd.decode_batch):.1f}",
                      f"{float(pt.step_speedup):.3f}", f"{float(pt.speedup_throughput):.3f}",
-                     f"{float(pt.speedup_tpot):.3f}", f"{float(pt.throughput_base):.0f}",
+                     f"{float(pt.speedup_tpot):.3f}", f"{c.accept_length:.2f}", f"{float(pt.throughput_base):.0f}",
                      f"{float(pt.throughput_sd):.0f}", f"{float(pt.tpot_base) * 1e3:.2f}",
                      f"{float(pt.tpot_sd) * 1e3:.2f}"])
-    first = cases[0]
-    shape = f"tree {len(sc.tree)} nodes" if sc.tree is not None else f"γ = {first.gamma}"
+    if not trees:
+        cols, rows = cols[1:], [r[1:] for r in rows]
+    als = ", ".join(dict.fromkeys(f"{label}: AL {c.round_accept_length:.2f}" for label, _, c in cases))
     title = (f"{sc.model.name} on {sc.hardware.name}, {sc.deployment.label}, engine {sc.engine}, drafter "
-             f"{sc.drafter.label}, {shape} (AL {first.accept_length:.2f}), ISL {args.isl} -> OSL {args.osl}, "
-             f"decode context {ctx}, prefill {first.prefill}")
-    notes = [*notes, "step speedup: the decode step at batch C (what the sweep reports); serving: output tokens/s "
-             "and TPOT of the served workload, whose decode batches (B) are what requests finishing, arriving and "
-             "prefilling leave, with the engine's running-request cap under SD; central values (the band of the "
-             "ranged terms and the model's error is the sweep's, per step)"]
+             f"{sc.drafter.label}, {als}, ISL {args.isl} -> OSL {args.osl}, decode context {ctx}, prefill "
+             f"{cases[0][2].prefill}")
+    notes = [*notes, "step speedup: the decode step at batch C with a round's AL (what the sweep reports); serving: "
+             "output tokens/s and TPOT of the served workload, whose decode batches (B) are what requests finishing, "
+             "arriving and prefilling leave, with the engine's running-request cap under SD, and whose tokens per "
+             "round (AL served) are OSL / the expected rounds (a request's last round is cut at OSL); central values "
+             "(the band of the ranged terms and the model's error is the sweep's, per step)"]
     print(render(cols, rows, title=title, notes=notes, wide=wide(args)))
     return 0

@@ -31,7 +31,8 @@ def add_tree_flags(p: argparse.ArgumentParser) -> None:
 
 
 def trees_from(args) -> list[tuple]:
-    """The parent lists the tree flags ask for (checked: bad shapes are one-line errors)."""
+    """The parent lists the tree flags ask for (checked: bad shapes are one-line errors; a tree beside a draft length
+    of 0 alone, i.e. plain decoding, is refused: the two ask for opposite things)."""
     from ..errors import ParameterError
     from ..overlap import full_tree, read_parents
 
@@ -39,7 +40,13 @@ def trees_from(args) -> list[tuple]:
         parents = [read_parents(f) for f in getattr(args, "tree_parents", None) or ()]
     except ParameterError as exc:
         raise ParameterError(f"--tree-parents: {exc}") from None
-    return [full_tree(b) for b in getattr(args, "tree", None) or ()] + parents
+    trees = [full_tree(b) for b in getattr(args, "tree", None) or ()] + parents
+    g = getattr(args, "draft_len", None)
+    if trees and g is not None and all(int(x) == 0 for x in (g if isinstance(g, list) else [g])):
+        raise ParameterError(f"--draft-len: 0 is plain decoding (nothing drafted), but --tree/--tree-parents asks for "
+                             f"a draft tree; got {g!r}: give a draft length >= 1 for the chain priced beside the "
+                             f"tree, or leave the tree out")
+    return trees
 
 
 def register(sub) -> None:
@@ -118,7 +125,8 @@ def cmd_sweep(args) -> int:
     print(format_table(result, wide=wide(args)))
     index = [f for f in figures if f.endswith(".md")]
     shown = (f"{len(figures) - 1} figures (index {index[0]})" if index else ", ".join(figures))
-    done = (f"{len(result)} points in {time.perf_counter() - start:.2f} s; wrote {table}"
+    missed = f" ({result.not_priced:,} not priced: see 'skipped' and 'note' above)" if result.not_priced else ""
+    done = (f"{len(result):,} points priced{missed} in {time.perf_counter() - start:.2f} s; wrote {table}"
             + (f" and {shown}" if figures else ""))
     print("\n" + (done if wide(args) else "\n".join(fill(done, WIDTH, "  "))))
     sys.stdout.flush()

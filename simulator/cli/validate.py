@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import add_json_flag, print_json
+from ._common import add_force_flag, add_json_flag, command_text, print_json, progress
 
 
 def register(sub) -> None:
@@ -31,6 +31,7 @@ def register(sub) -> None:
                    help="also price the b300_sxm / gb300 rows (held out to judge the what-if rules)")
     t.add_argument("--rows", action="store_true", help="print every row, not only the per-group table")
     t.add_argument("--report", metavar="PATH.md", help="also write the Markdown report (e.g. docs/VALIDATION.md)")
+    add_force_flag(t, file=True)
     add_json_flag(t)
     t.set_defaults(func=cmd_tpot)
     o = vs.add_parser("ops", help="per-op tables (moe/gemm/decode_attention/collectives.csv) of one GPU",
@@ -49,6 +50,8 @@ def register(sub) -> None:
     d.add_argument("file", nargs="?", metavar="CORPUS.csv", help="a corpus in measured/sd/README.md's layout "
                                                                  "(default: the bundled corpus)")
     d.add_argument("--report", metavar="PATH.md", help="also write the Markdown report (e.g. docs/SD_VALIDATION.md)")
+    add_force_flag(d, file=True)
+    d.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_json_flag(d)
     d.set_defaults(func=cmd_sd)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
@@ -70,16 +73,17 @@ def cmd_tpot(args: argparse.Namespace) -> int:
     from ..validate import read_mapping, validate_tpot
 
     if args.report:  # before any work
-        from ..outputs import check_writable
+        from ..outputs import claim
 
-        check_writable(args.report, param="report", suffixes=(".md",))
+        claim(args.report, param="report", force=args.force, suffixes=(".md",))
     names = read_mapping(args.mapping) if args.mapping else None
     v = validate_tpot(args.file, include_held_out=args.include_held_out, names=names)
     if args.report:
         from ..outputs import atomic_text
         from ..validate.report import markdown
 
-        atomic_text(args.report, markdown(v, f"Source: `{Path(args.file).name}` ({len(v.rows)} rows)."), param="report")
+        atomic_text(args.report, markdown(v, f"Source: `{Path(args.file).name}` ({len(v.rows)} rows).",
+                                          command_text(args)), param="report")
     if args.json:
         print_json(v.as_dict())
         return 0
@@ -110,14 +114,14 @@ def cmd_tpot(args: argparse.Namespace) -> int:
 
 
 def cmd_sd(args: argparse.Namespace) -> int:
-    from ..outputs import atomic_text, check_writable
+    from ..outputs import atomic_text, claim
     from ..validate.sd_report import markdown, run, text_lines
 
     if args.report:  # before any work: exactly this file is written, or one line says why not
-        check_writable(args.report, param="report")
-    s = run(args.file)
+        claim(args.report, param="report", force=args.force, suffixes=(".md",))
+    s = run(args.file, progress=None if args.quiet else lambda m: progress(m))
     if args.report:
-        atomic_text(args.report, markdown(s), param="report")
+        atomic_text(args.report, markdown(s, command=command_text(args)), param="report")
     if args.json:
         print_json(s)
         return 0

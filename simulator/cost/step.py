@@ -274,11 +274,11 @@ def resolved_step(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch,
     wl = Workload(batch, tokens, ctx.copy() if ctx.ndim else int(context))
     groups, head, info = _describe(described, model, dep, wl, mech, overlap)
     # Two-batch overlap: each layer runs as two micro-batches of ⌈B/2⌉ (an odd batch splits one request apart:
-    # both priced at the larger half) where every attention rank has two requests to split (elsewhere unsplit);
-    # the once-per-step ops keep the whole batch.
+    # both priced at the larger half) where every attention rank has two requests to split (elsewhere unsplit: the
+    # whole batch stands in for its halves, weighted 0); the once-per-step ops keep the whole batch.
     split = batch / dep.dp >= 2.0 if two_batch_overlap_on(mech, hw, dep) else np.zeros(batch.shape, dtype=bool)
-    halves = _describe(described, model, dep, Workload(np.ceil(batch / 2.0), tokens, wl.context), mech,
-                       overlap)[0] if split.any() else [None] * len(groups)
+    half = Workload(np.where(split, np.ceil(batch / 2.0), batch), tokens, wl.context)
+    halves = _describe(described, model, dep, half, mech, overlap)[0] if split.any() else [None] * len(groups)
     shape = batch.shape
     total = np.zeros(shape)
     breakdown = {c: np.zeros(shape) for c in CLASSES}

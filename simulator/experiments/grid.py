@@ -214,7 +214,7 @@ def target_request(study: Study, t: Target, dtype: str | None = None, context: i
     """The :class:`~simulator.pricing.Request` of a study target: its layout, engine, drafter and acceptance (else
     the study's speculation settings) and the grid's context."""
     sp = study.speculation
-    return Request(layout=Layout(dtype, t.kv_dtype, t.tp, t.ep, t.gpus, options=(("engine", t.engine),)
+    return Request(layout=Layout(dtype, t.kv_dtype, t.tp, t.ep, t.gpus, t.dp, options=(("engine", t.engine),)
                                  if t.engine else ()),
                    drafter=t.drafter or sp.drafter, acceptance=(t.acceptance or sp.acceptance).build(),
                    context=study.grid.context if context is None else context)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from pathlib import Path
 
-from ..outputs import atomic_text
-from ..render.outcome import Outcome, Part, draw_figures, report
+from ..outputs import atomic_text, output_error, written_by_tool
+from ..render.outcome import Outcome, Part, draw_figures, figure_file, report
 from ..render.template import TemplateError, fill_items
 from ..specs.schema import Reader
 from .grid import RunContext, build_variant, deploy_grid, price_grid, read_variants
@@ -133,8 +133,9 @@ def check_experiment(study: Study, ctx: RunContext | None = None) -> list[str]:
     return lines
 
 
-def report_markdown(outcomes: list[Outcome]) -> str:
-    return report(report_order(outcomes), REPORT_COMMAND, FIGURE_DIR)
+def report_markdown(outcomes: list[Outcome], command: str = REPORT_COMMAND) -> str:
+    """The combined report of ``outcomes``; ``command``: the command that writes it (named in its first lines)."""
+    return report(report_order(outcomes), command, FIGURE_DIR)
 
 
 def report_order(outcomes: list[Outcome]) -> list[Outcome]:
@@ -143,10 +144,22 @@ def report_order(outcomes: list[Outcome]) -> list[Outcome]:
     return sorted(outcomes, key=lambda o: (rank.get(o.kind.split("+")[0], len(rank)), o.name))
 
 
-def write_report(outcomes: list[Outcome], path: str | Path) -> list[Path]:
-    """Write the report and its figures; returns the written paths."""
+def write_report(outcomes: list[Outcome], path: str | Path, command: str = REPORT_COMMAND,
+                 force: bool = False) -> list[Path]:
+    """Write the report and its figures; returns the written paths. A figure is written over an existing file only
+    when a run of this tool wrote it (its mark, or the report being replaced links it) or with ``force``: checked
+    for every figure before any is drawn."""
     outcomes = report_order(outcomes)
     path = Path(path)
-    written = [p for o in outcomes for p in draw_figures(o, path.parent / FIGURE_DIR)]
-    atomic_text(path, report_markdown(outcomes), param="report")
+    folder = path.parent / FIGURE_DIR
+    previous = path.read_text(encoding="utf-8", errors="replace") if written_by_tool(path) else ""
+    for o in outcomes:
+        for f in o.figures:
+            target = folder / figure_file(o, f)
+            if target.exists() and not force and not written_by_tool(target) and \
+                    f"]({FIGURE_DIR}/{target.name})" not in previous:
+                raise output_error("report", target, "it holds a file that no run of this tool wrote and the "
+                                   "report's figures would overwrite", "choose another path or pass --force")
+    written = [p for o in outcomes for p in draw_figures(o, folder)]
+    atomic_text(path, report_markdown(outcomes, command), param="report")
     return [path, *written]

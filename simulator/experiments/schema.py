@@ -40,6 +40,7 @@ class Target:
     kv_dtype: str = choice(KV_DTYPES, "bf16")
     tp: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
     ep: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
+    dp: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)  # attention DP (CLI --dp)
     gpus: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
     engine: str | None = param_field(Param(Options(ENGINES), None), None)  # serving engine (docs/MODEL.md §3.7)
     drafter: str | None = loadable("drafter", None)

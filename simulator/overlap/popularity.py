@@ -36,8 +36,14 @@ def independent_overlap(popularity: np.ndarray, top_k: int) -> float:
 def water_fill(weights, top_k: int, *, what: str = "popularity weights") -> np.ndarray:
     """π_e = min(1, c·w_e) with c > 0 such that Σπ = top_k. Needs at least top_k positive weights."""
     w = np.asarray(weights, dtype=float)
-    if w.ndim != 1 or not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ParameterError(f"{what} must be finite and non-negative; got {w[:8].tolist()}...")
+    if w.ndim != 1:
+        raise ParameterError(f"{what} must be one list of weights, one per expert; got an array of shape {w.shape}")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        i = int(bad[0])
+        raise ParameterError(f"{what} must be finite and non-negative; weight {i + 1} of {w.size} is {w[i]:g}"
+                             + (f" ({bad.size} such weights)" if bad.size > 1 else "") + ": give every expert a "
+                             "weight >= 0")
     positive = w > 0
     if positive.sum() < top_k:
         raise InfeasibleError(

@@ -70,9 +70,23 @@ BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children pe
 
 
 # ---- trees --------------------------------------------------------------------------------------------------------
+_VALID: dict[tuple, None] = {}  # parent tuples already checked (a sweep or explain checks one tree hundreds of times)
+_VALID_MAX = 256
+
+
 def check_parents(parents, owner: str = "check_parents") -> tuple:
     """A valid parent list as a tuple of ints: exactly one root (−1), every parent an existing node, no cycles,
     at most MAX_TREE_NODES nodes."""
+    if type(parents) is tuple and parents in _VALID:  # checked before (a tuple of plain ints, as returned)
+        return parents
+    par = _check_parents(parents, owner)
+    if len(_VALID) >= _VALID_MAX:
+        _VALID.clear()
+    _VALID[par] = None
+    return par
+
+
+def _check_parents(parents, owner: str) -> tuple:
     arr = np.asarray(parents)
     if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.number) or np.any(arr != np.round(arr)):
         raise ParameterError(f"the 'parents' parameter of {owner} must be a non-empty list of integer node indices "

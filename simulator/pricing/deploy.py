@@ -10,6 +10,9 @@ Rule, for ``gpus`` GPUs (default 8, one HGX node, capped at the GPU's scale-up d
   dp = gpus / tp (dp = 1: TP8); more GPUs run attention data parallel (``ATTENTION_TP_MAX``).
 - experts: ep = gcd(experts, gpus) (EP8 when the expert count is divisible by 8), moe_tp = gpus / ep.
 - ``dp`` given (``step --dp``): tp = gpus / dp (gpus = tp · dp when both are given).
+- a model named by a hub id whose checkpoint format the catalog states (``hf_id``; e.g. Qwen/Qwen3-30B-A3B-FP8:
+  fp8_block) is deployed in that format when it is not bf16, as if ``dtype`` were given (an FP8 checkpoint on a GPU
+  without fp8 is refused, never priced as bf16).
 - KV cache bf16; engine, placement, redundant experts and CUDA graphs as given (library defaults otherwise).
   The first combination :func:`~simulator.cost.deployment.validate` accepts is used.
 """
@@ -95,7 +98,9 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
     if lay.ep is not None and gpus % lay.ep:
         raise parameter_error("default_deployment", "ep", f"a divisor of the deployment's {gpus} GPUs, or change "
                               "'gpus'", lay.ep)
-    dtypes = (lay.dtype,) if lay.dtype else default_dtype(model, hw)
+    # a checkpoint named by a hub id that states a format other than bf16 is deployed in it, as --dtype would be
+    asked = lay.dtype or (model.checkpoint_dtype if model.checkpoint_dtype not in ("", "bf16") else None)
+    dtypes = (asked,) if asked else default_dtype(model, hw)
     top = min(gpus, hw.domain_size, ATTENTION_TP_MAX) if hw.domain_size > 0 else min(gpus, ATTENTION_TP_MAX)
     tps = (lay.tp,) if lay.tp else tuple(t for t in range(top, 0, -1) if gpus % t == 0)
     e = model.ffn.experts
@@ -117,14 +122,30 @@ def default_deployment(model: ModelSpec, hw: HardwareProfile, layout: Layout | N
                     validate(model, hw, dep)
                     return dep
                 except InfeasibleError as exc:
-                    last = exc
+                    last = last or exc  # the preferred layout's reason (a later one's may mislead)
+    what = f"dtype={lay.dtype}" if lay.dtype else (f"dtype={asked} (its checkpoint's format)" if asked else
+                                                   "dtype=auto")
     raise InfeasibleError(f"no valid deployment of {model.name} on {gpus}x {hw.name} with "
-                          f"dtype={lay.dtype or 'auto'}, tp={lay.tp or 'auto'}, ep={lay.ep or 'auto'}: {last}")
+                          f"{what}, tp={lay.tp or 'auto'}, ep={lay.ep or 'auto'}: {last}")
 
 
 def resolved_line(dep: Deployment, context: int) -> str:
-    """The one printed form of a resolved deployment, e.g. ``resolved: fp8_block tp8 ep8 context 1024``."""
-    return f"resolved: {dep.label} context {int(context)}"
+    """The one printed form of a resolved deployment, e.g. ``resolved: 8 GPUs fp8_block tp8 ep8 context 1024`` (the
+    GPU count always: tp · dp, e.g. 16 for ``--tp 8 --dp 2``, stated even when no --gpus was given)."""
+    return f"resolved: {dep.gpus} GPUs {dep.label} context {int(context)}"
+
+
+def check_context(model: ModelSpec, context: float, tokens: float = 0, *, param: str = "context",
+                  owner: str = "price", added: str = "a pass adds") -> None:
+    """``context`` cached tokens plus ``tokens`` new ones per request within the model's longest sequence
+    (``ModelSpec.max_context``: its config's positions, or the card's rope-scaled maximum; unchecked when the spec
+    states none), else one error naming ``param`` with the most it may be."""
+    most = model.max_context
+    if most and context + tokens > most:
+        room = f"{most - int(tokens):,} tokens" + (f" (its {most:,} less the {int(tokens):,} {added})" if tokens
+                                                   else "")
+        raise parameter_error(owner, param, f"at most {room} for {model.name}, whose longest context is {most:,} "
+                              f"tokens (max_context in its model YAML)", int(context))
 
 
 def fitting_batches(sc, batch, tokens: int, context: int | None = None) -> tuple[list[float], str]:

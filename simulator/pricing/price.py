@@ -21,6 +21,7 @@ from ..specdec.overheads import padded_step
 from ..specdec.tree import speculative_tree
 from ..specs.hardware import HardwareProfile
 from ..specs.model import ModelSpec
+from .deploy import check_context
 from .scenario import Scenario
 
 __all__ = ["REFERENCE", "Case", "price", "price_pass"]
@@ -99,6 +100,8 @@ def price(sc: Scenario, batch, gammas=None, *, cache: StepCache | None = None) -
     """Speculative decoding of ``sc`` over ``batch``: a chain over the draft lengths ``gammas`` (γ = 0 is plain
     decoding), or, when the scenario has a draft tree, that tree (``gammas`` must then be None)."""
     b = np.asarray(batch, dtype=float)
+    check_context(sc.model, sc.context, (len(sc.tree) if sc.tree is not None else
+                                         int(np.max(gammas)) + 1 if gammas is not None and np.size(gammas) else 1))
     if sc.tree is None:
         if gammas is None:
             raise ParameterError("price: a chain needs its draft lengths (gammas); a tree scenario takes none",
@@ -135,6 +138,7 @@ def price_pass(sc: Scenario, batch, tokens=None, *, cache: StepCache | None = No
         raise ParameterError("price_pass needs the tokens per request (or a tree scenario)", owner="price_pass",
                              param="tokens")
     TOKENS.check(tokens, "tokens", "price_pass")
+    check_context(sc.model, sc.context, float(tokens), owner="price_pass")
     if check_fit:
         check_memory(sc.model, sc.hw, sc.deployment, float(b.max()), float(tokens), sc.context)
     return padded_step(cache or StepCache(), sc.model, sc.hw, sc.deployment, b, float(tokens), sc.context,

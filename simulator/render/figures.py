@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs import atomic_path
+from ..outputs import FIGURE_MARK, atomic_path
 from ..specdec import best_gamma
 from .panels import MAX_PANELS, Panel, batch_ticks, draw_grid, panel_grid, split_panels, y_range
 
@@ -175,18 +175,20 @@ def plot_ratio(result, path, gamma_ref: int = 3) -> list[str]:
 
 
 def save(fig, path, dpi: int = 110, compress: int = 6) -> str:
-    """Write a PNG without the software/date metadata (same inputs, same bytes); ``compress``: zlib level (the
-    sweep's figures use 1: a quarter of the encoding time for somewhat larger files)."""
+    """Write a figure without the software version or date (same inputs, same bytes), marked as this tool's
+    (:data:`simulator.outputs.FIGURE_MARK`: a later run may replace it); ``compress``: zlib level (the sweep's
+    figures use 1: a quarter of the encoding time for somewhat larger files)."""
     path = Path(path)
     kw = {"pil_kwargs": {"compress_level": compress}} if compress != 6 and path.suffix.lower() == ".png" else {}
     with atomic_path(path) as tmp:  # written under a temporary name, renamed when complete (simulator.outputs)
-        fig.savefig(tmp, dpi=dpi, metadata=_NO_STAMP.get(path.suffix.lower(), {}), **kw)
+        fig.savefig(tmp, dpi=dpi, metadata=_STAMP.get(path.suffix.lower(), {}), **kw)
     return str(path)
 
 
-# Metadata entries that would make the same figure differ between runs or machines, per file type (None: omit).
-_NO_STAMP = {".png": {"Software": None}, ".svg": {"Creator": None, "Date": None},
-             ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
+# Metadata per file type: the tool's mark in place of the software version, and no entry that would make the same
+# figure differ between runs or machines (None: omit).
+_STAMP = {".png": {"Software": FIGURE_MARK}, ".svg": {"Creator": FIGURE_MARK, "Date": None},
+          ".pdf": {"Creator": FIGURE_MARK, "Producer": None, "CreationDate": None}}
 
 
 _save = save

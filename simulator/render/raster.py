@@ -34,7 +34,15 @@ class Scene:
     def savefig(self, path, dpi: int = 100, metadata=None, pil_kwargs=None, **_) -> None:
         if Path(str(path)).suffix.lower() in (".png", "") and font_path() is not None:
             img = self.to_image(dpi)  # RGB: a 128-colour palette would drop the faint grid lines
-            img.save(path, format="PNG", **(pil_kwargs or {}))
+            info = None
+            if metadata:
+                from PIL.PngImagePlugin import PngInfo
+
+                info = PngInfo()
+                for k, v in metadata.items():
+                    if v is not None:
+                        info.add_text(k, str(v))
+            img.save(path, format="PNG", pnginfo=info, **(pil_kwargs or {}))
         else:
             self.to_matplotlib().savefig(path, dpi=dpi, metadata=metadata,
                                          **({"pil_kwargs": pil_kwargs} if pil_kwargs else {}))

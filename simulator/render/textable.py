@@ -4,8 +4,9 @@
 A table is declared as columns (:class:`Col`) and rows of strings. :func:`render` fits it into ``width`` columns
 (default :data:`WIDTH` = 100): first the short headers, then the optional columns are hidden (highest ``drop``
 first; a note names them and says ``--wide`` shows them), then the wrappable columns are wrapped onto continuation
-lines (the widest narrowed first, so they end up even). ``wide=True`` prints every column in full. Titles and notes
-are wrapped to the same width.
+lines at spaces (the widest narrowed first, so they end up even; never narrower than the longest word of a cell, so a
+model name such as ``qwen3-coder-480b-a35b`` is never cut: only when nothing optional is left to hide does a word
+break). ``wide=True`` prints every column in full. Titles and notes are wrapped to the same width.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def layout(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int = WIDT
             over -= 1
         return over
 
-    while True:  # wrap the wrappable columns if that is enough, else hide the next optional column
-        over = squeeze(_total([widths[i] for i in keep]) - width, lambda i: max(len(heads[i]), 12))
+    words = [max([len(w) for r in rows for w in r[i].split()] + [1]) for i in range(len(cols))]
+    while True:  # wrap the wrappable columns at spaces if that is enough, else hide the next optional column
+        over = squeeze(_total([widths[i] for i in keep]) - width, lambda i: max(len(heads[i]), 12, words[i]))
         if over <= 0:
             break
         droppable = [i for i in keep if cols[i].drop > 0]
@@ -102,8 +104,7 @@ def render(cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str = "
         out += [line(heads), line(["-" * w for w in widths])]
     for r in rows:
         cells = [r[i] for i in keep]
-        parts = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] if len(c) > w else [c]
-                 for c, w in zip(cells, widths, strict=True)]
+        parts = [_wrap(c, w) if len(c) > w else [c] for c, w in zip(cells, widths, strict=True)]
         for k in range(max(len(p) for p in parts)):
             out.append(line([p[k] if k < len(p) else "" for p in parts]))
     notes = list(notes)
@@ -112,6 +113,12 @@ def render(cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str = "
     for n in notes:
         out += [n] if wide else fill(n, width, "  ")
     return "\n".join(out)
+
+
+def _wrap(cell: str, width: int) -> list[str]:
+    """A cell over ``width`` columns as lines: at spaces; a word longer than the width (only when the table could
+    not keep it whole) breaks inside."""
+    return textwrap.wrap(cell, width, break_on_hyphens=False) or [""]
 
 
 def max_width(text: str) -> int:

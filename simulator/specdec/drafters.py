@@ -42,8 +42,8 @@ from ..specs.catalog import load_model
 from ..specs.memo import IdentityMemo
 from ..specs.model import FFN, ModelSpec
 
-__all__ = ["DRAFTER_KINDS", "Drafter", "drafter_deployment", "drafter_spec", "eagle_head_spec", "mtp_spec",
-           "parse_drafter", "EAGLE_FFN_RATIO", "EAGLE3_DRAFT_VOCAB", "PROJECTION_INPUTS", "draft_step_time",
+__all__ = ["DRAFTER_KINDS", "Drafter", "check_head", "drafter_deployment", "drafter_spec", "eagle_head_spec",
+           "mtp_spec", "parse_drafter", "EAGLE_FFN_RATIO", "EAGLE3_DRAFT_VOCAB", "PROJECTION_INPUTS", "draft_step_time",
            "drafter_weights", "input_projection_time"]
 
 DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "model", "ngram", "ratio")
@@ -146,7 +146,7 @@ def _drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
     if drafter.kind == "eagle":
         return eagle_head_spec(target)
     if drafter.kind == "eagle3" and drafter.model:
-        return load_model(drafter.model, role="drafter")
+        return check_head(load_model(drafter.model, role="drafter"), target, drafter)
     if drafter.kind == "eagle3":
         head = eagle_head_spec(target)
         return replace(head, name=f"{target.name}+eagle3-head", vocab_size=min(EAGLE3_DRAFT_VOCAB, target.vocab_size))
@@ -155,6 +155,24 @@ def _drafter_spec(drafter: Drafter, target: ModelSpec) -> ModelSpec | None:
     if drafter.kind == "model":
         return load_model(drafter.model, role="drafter")
     return None
+
+
+def check_head(head: ModelSpec, target: ModelSpec, drafter: Drafter) -> ModelSpec:
+    """``head`` if it can draft for ``target`` as an EAGLE-3 head: a head YAML (``head_of`` names the target it was
+    trained on; a full model is a draft model, ``model:NAME``) whose target has ``target``'s width (the head reads
+    its hidden states) and vocabulary (its draft ids map to the target's). Else one error naming the drafter."""
+    if not head.head_of:
+        raise parameter_error("drafter", "drafter", f"an EAGLE-3 head (a model YAML with head_of: its target), e.g. "
+                              f"eagle3:gpt-oss-120b-eagle3; {head.name} is a full model of {head.layers} layers: "
+                              f"give it as model:{head.name}", drafter.label)
+    trained = load_model(head.head_of)
+    if (trained.hidden_size, trained.vocab_size) != (target.hidden_size, target.vocab_size):
+        raise parameter_error("drafter", "drafter", f"an EAGLE-3 head of {target.name} or of a model of its width "
+                              f"{target.hidden_size} and vocabulary {target.vocab_size}; {head.name} reads "
+                              f"{trained.name}'s hidden states (width {trained.hidden_size}, vocabulary "
+                              f"{trained.vocab_size}): use eagle3 (a head of the target's shape) or another head",
+                              drafter.label)
+    return head
 
 
 _LAYOUTS = IdentityMemo()  # drafter_deployment's memo per (drafter spec, GPU profile) object

@@ -5,8 +5,11 @@
 Steady state (mean field): the engine runs N = min(C, cap) of the C requests at once (``cap``: its most running
 requests, e.g. a KV-capacity or scheduler limit; none by default), the others wait in its queue; every request is
 one prefill of ISL tokens (in n_p = ⌈ISL / chunk⌉ chunks of
-c = ⌈ISL / n_p⌉ tokens, one chunk per iteration) followed by R = OSL / AL decode iterations (AL = 1 without SD, AL(γ)
-with it). A request holds its slot for n_p + R iterations, so of the C slots
+c = ⌈ISL / n_p⌉ tokens, one chunk per iteration) followed by R decode iterations: R = OSL without SD, and with it the
+expected number of rounds that yield OSL tokens, R = E[N(OSL)] (:func:`expected_rounds`: a round yields X tokens,
+P(X ≥ k) from the acceptance, and the last round's tokens beyond OSL are discarded), so a request's tokens per round
+are AL_served = OSL / R ≤ AL(γ) (→ AL(γ) as OSL grows; 1 at OSL = 1: a one-token answer gains nothing from
+drafting). A request holds its slot for n_p + R iterations, so of the C slots
 
     B = N · R / (R + n_p)           decode rows per iteration (the effective decode batch; as N / (1 + n_p / R))
     f = N · n_p / (R + n_p)         prefill chunks per iteration (B + f = N);  f · c ≈ N · ISL / (R + n_p) tokens
@@ -21,21 +24,24 @@ T(n + c) − T(n) + T_attn(c): its projections, experts, norms and collectives a
 are read once for both (n = B for a plain step, B · (γ + 1) for an SD round's verify), and its own attention
 (priced by the caller, :func:`simulator.sweep.serving.chunk_costs`).
 
-Throughput (output tokens/s) = B · AL / T_iter; TPOT (mean time between output tokens of a request while it decodes)
-= T_iter / AL. The serving-level speedups are the SD arm over the plain arm at the same C, ISL, OSL:
+Throughput (output tokens/s) = B · AL / T_iter (AL: AL_served with SD); TPOT (mean time between output tokens of a
+request while it decodes) = T_iter / AL. The serving-level speedups are the SD arm over the plain arm at the same
+C, ISL, OSL:
 
     S_tpot = AL · T_iter,0 / T_iter,SD,      S_thr = S_tpot · B_SD / B_0      (B_SD ≤ B_0 since R_SD ≤ R_0)
 
 A request's end-to-end latency (queueing and prefill iterations included) is C / N · (R + n_p) · T_iter =
 C · OSL / throughput (Little's law in the closed loop), so its speedup is S_thr.
 
-Exact consequences (tested): ISL = 0 gives n_p = f = 0, B = C and both speedups equal the step-level speedup
-AL · T(C, 1) / T_round(C, γ); OSL → ∞ likewise (f → 0, B → C); γ = 0 gives 1; S_thr ≤ S_tpot; "mixed" never costs
-more per iteration than "separate".
+Exact consequences (tested): ISL = 0 gives n_p = f = 0, B = C and both speedups equal AL_served · T(C, 1) /
+T_round(C, γ) (the step-level speedup times AL_served / AL); OSL → ∞ gives the step-level speedup (f → 0, B → C);
+γ = 0 gives 1; S_thr ≤ S_tpot; "mixed" never costs more per iteration than "separate".
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +51,7 @@ from ..params import Interval, Options, Param, declare
 from ..specs.engine import PREFILL_MODES
 
 __all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "LENGTHS", "PREFILL", "RUNNING_CAP", "Occupancy", "ServingPoint",
-           "iteration_time", "occupancy", "serving_point"]
+           "expected_rounds", "iteration_time", "occupancy", "serving_point"]
 
 # Tokens a prefill chunk may hold per iteration: vLLM's default max_num_batched_tokens for the OpenAI server on GPUs
 # with >= 70 GiB (vllm/engine/arg_utils.py, "For GPUs like H100 and MI300x"); TRT-LLM's max_num_tokens default and
@@ -56,6 +62,35 @@ CONCURRENCY = Param(Interval(float, 1.0, None), unit="concurrent requests", many
 LENGTHS = Param(Interval(float, 0.0, None), unit="tokens per request", many=True)
 RUNNING_CAP = Param(Interval(float, 1.0, None), None, unit="running requests")
 PREFILL = Param(Options(PREFILL_MODES), unit="how prefill meets decode")
+
+
+EXACT_ROUNDS = 2048  # tokens up to which E[N(n)] is computed exactly; beyond, it grows by 1 / AL per token
+
+
+def expected_rounds(survival, tokens: float) -> float:
+    """E[N(n)]: the expected number of rounds until a request has ``tokens`` = n output tokens, when a round yields
+    X tokens with ``survival`` = (P(X ≥ 1), P(X ≥ 2), …) (P(X ≥ 1) = 1; the bonus token) and the last round's tokens
+    beyond n are discarded: E[N(m)] = 1 + Σ_x P(X = x) · E[N(m − x)], E[N(m ≤ 0)] = 0, exactly for n ≤
+    :data:`EXACT_ROUNDS`, then + (n − EXACT_ROUNDS) / AL (the renewal slope; the offset has converged). 1 for n ≤ 1,
+    n / AL for a round that always yields AL tokens when AL divides n."""
+    s = np.asarray(survival, dtype=float)
+    if s.ndim != 1 or not s.size or abs(s[0] - 1.0) > 1e-9 or np.any(np.diff(s) > 1e-12) or np.any(s < 0):
+        raise ParameterError(f"survival must start at P(X >= 1) = 1 and not increase; got {s.tolist()}")
+    n = float(tokens)
+    if not (math.isfinite(n) and n > 0):
+        raise ParameterError(f"tokens must be a finite number > 0; got {tokens!r}")
+    return _rounds(tuple(float(x) for x in s), min(int(math.ceil(n)), EXACT_ROUNDS)) + \
+        max(n - EXACT_ROUNDS, 0.0) / float(s.sum())
+
+
+@functools.lru_cache(maxsize=1024)
+def _rounds(survival: tuple, m: int) -> float:
+    """E[N(m)] by the recurrence, in plain floats (a few thousand steps of at most a draft length's terms)."""
+    pmf = [a - b for a, b in zip(survival, (*survival[1:], 0.0), strict=True)]  # P(X = x), x = 1 … len
+    e = [0.0] * (m + 1)
+    for k in range(1, m + 1):
+        e[k] = 1.0 + sum(q * e[k - x] for x, q in enumerate(pmf, 1) if x <= k)
+    return e[m]
 
 
 @dataclass(frozen=True)

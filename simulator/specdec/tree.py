@@ -34,6 +34,7 @@ A chain of γ drafts (a 1-wide tree, N = γ + 1) is priced as the chain itself: 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -62,7 +63,7 @@ from .rounds import (
 )
 
 __all__ = ["TreeResult", "chain_parents", "is_chain", "level_sizes", "node_depths", "speculative_tree",
-           "tree_accept_length", "tree_label"]
+           "tree_accept_length", "tree_label", "tree_survival"]
 
 
 def chain_parents(gamma: int) -> tuple:
@@ -72,7 +73,11 @@ def chain_parents(gamma: int) -> tuple:
 
 def node_depths(parents) -> np.ndarray:
     """Depth of every node (root 0)."""
-    par = check_parents(parents, "node_depths")
+    return _depths(check_parents(parents, "node_depths")).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _depths(par: tuple) -> np.ndarray:
     depth = np.full(len(par), -1)
     for v in range(len(par)):
         path, u = [], v
@@ -106,30 +111,51 @@ def _per_depth(acceptance: Acceptance, depth_max: int) -> np.ndarray:
 
 def tree_accept_length(parents, acceptance: Acceptance) -> float:
     """AL(tree) = 1 + Σ_{v≠root} P(v) (module docstring): expected tokens per round, bonus included."""
-    par = check_parents(parents, "tree_accept_length")
-    depth = node_depths(par)
+    return float(tree_survival(parents, acceptance).sum())
+
+
+def tree_survival(parents, acceptance: Acceptance) -> np.ndarray:
+    """P(a round yields ≥ k tokens), k = 1 … depth + 1: 1, then Σ P(v) over the nodes v at depth k − 1 (the accepted
+    path is one root-to-node path, so the nodes of a depth are exclusive). Sums to AL(tree)."""
+    try:
+        key = tuple(int(p) for p in parents)
+    except (TypeError, ValueError):
+        key = check_parents(parents, "tree_accept_length")  # raises its one-line error
+    par, depth, rank, levels = _shape(key)
     a = _per_depth(acceptance, int(depth.max()))
-    reach = np.zeros(len(par))
+    ad = np.concatenate([[1.0], a])[depth]
+    reach = np.ones(len(par))
+    for nodes in levels:  # level by level, parents before children: P(v) = P(parent) · a · (1 − a)^(sibling rank)
+        reach[nodes] = reach[par[nodes]] * ad[nodes] * (1.0 - ad[nodes]) ** rank[nodes]
+    return np.bincount(depth, weights=reach, minlength=int(depth.max()) + 1)
+
+
+@functools.lru_cache(maxsize=512)
+def _shape(parents: tuple) -> tuple:
+    """(parents, depth, sibling rank in parent-list order, the nodes of each depth ≥ 1) of a checked tree, once per
+    tree (a bisection over the acceptance asks for the same tree many times)."""
+    par = np.asarray(check_parents(parents, "tree_accept_length"), dtype=int)
+    depth = node_depths(par)
     rank = np.zeros(len(par), dtype=int)
     seen: dict[int, int] = {}
-    for v, p in enumerate(par):  # sibling rank in parent-list order
+    for v, p in enumerate(par.tolist()):
         if p >= 0:
             rank[v] = seen.get(p, 0)
             seen[p] = rank[v] + 1
-    order = np.argsort(depth, kind="stable")  # parents before children
-    for v in order:
-        p = par[v]
-        if p < 0:
-            reach[v] = 1.0
-        else:
-            ad = a[depth[v] - 1]
-            reach[v] = reach[p] * ad * (1.0 - ad) ** rank[v]
-    return float(1.0 + reach[depth > 0].sum())
+    out = (par, depth, rank, *(np.flatnonzero(depth == d) for d in range(1, int(depth.max()) + 1)))
+    for x in out:
+        x.setflags(write=False)  # shared by every caller
+    return out[0], out[1], out[2], out[3:]
 
 
 def tree_label(parents) -> str:
     """'chain γ' for 1-wide trees; a full tree as its branching is typed for ``--tree``, 'tree 2,2,2 (15 nodes)';
     any other tree by its level sizes, 'tree levels 2/3/1 (7 nodes)'."""
+    return _label(check_parents(parents, "tree_label"))
+
+
+@functools.lru_cache(maxsize=256)
+def _label(parents: tuple) -> str:
     from ..overlap import full_tree
 
     n = level_sizes(parents)

@@ -7,6 +7,7 @@ next to the package.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from types import MappingProxyType
@@ -17,6 +18,7 @@ from .engine import EngineRelease, EngineSpec, read_engine
 from .hardware import HardwareProfile, read_hardware
 from .kernels import DEFAULT_ENGINE
 from .model import ModelSpec, read_model
+from .plausible import check_magnitudes
 from .routing_profile import RoutingProfile, read_routing_profile
 from .schema import closest
 from .whatif import derive_kernels, grounding
@@ -78,6 +80,7 @@ def _load(kind: str, name_or_path: str, role: str | None = None) -> tuple[object
 def _raw_hardware(name_or_path: str) -> HardwareProfile:
     obj, where = _load("hardware", name_or_path)
     hw = read_hardware(obj, where)
+    check_magnitudes(hw, where)  # a unit slip (GFLOPS for TFLOPS) is one line, not a silent 500x
     if not hw.kernels.resolved:  # its grounding: derived:<base> or spec-only:<base> (specs.whatif.grounding)
         hw = hw.with_changes(grounding=grounding(hw, _raw_hardware(hw.kernels.derive_from)))
     return hw.with_changes(engine_spec=load_engine(DEFAULT_ENGINE).default)  # as its `kernels:` block: the default
@@ -154,7 +157,19 @@ def load_model(name_or_path: str, role: str | None = None) -> ModelSpec:
     if role is not None and not (_looks_like_path(name) or Path(name).is_file()) and name not in bundled_files(
             "models"):
         _load("models", name, role)  # raises: unknown model, with a suggestion of that role
-    return _load_model(name)
+    return _load_checkpoint(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_checkpoint(name: str) -> ModelSpec:
+    """The spec of ``name``; a hub id of a checkpoint whose format the catalog states carries that format
+    (``ModelSpec.checkpoint_dtype``), so the FP8 checkpoint is deployed in FP8 as ``--dtype`` would be (one object per
+    name: caches keyed on the spec's identity stay valid)."""
+    spec = _load_model(name)
+    hit = None if name in bundled_files("models") or Path(name).is_file() else _name_index("models").get(_key(name))
+    if hit is None or not hit[1]:
+        return spec
+    return dataclasses.replace(spec, checkpoint_dtype=hit[1])
 
 
 @functools.lru_cache(maxsize=256)

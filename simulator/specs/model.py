@@ -18,8 +18,8 @@ ATTENTION_KINDS = ("mha", "gqa", "mla")
 LAYER_KINDS = ("full", "sliding", "chunked", "linear")
 ROUTERS = ("softmax", "sigmoid")
 QK_NORM_TYPES = ("per_head", "per_layer")
-TOP_KEYS = ("schema", "name", "display_name", "aliases", "hf_id", "role", "description", "sources", "official",
-            "architecture", "attention", "ffn", "routing_overlap")
+TOP_KEYS = ("schema", "name", "display_name", "aliases", "hf_id", "role", "head_of", "description", "sources",
+            "official", "max_context", "architecture", "attention", "ffn", "routing_overlap")
 ATTN_KEYS = ("source", "kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk_norm_type", "qkv_bias", "output_gate",
              "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
              "layer_pattern", "window", "chunk", "linear", "indexer_heads", "indexer_head_dim", "indexer_topk")
@@ -151,6 +151,15 @@ class ModelSpec:
     # weight format (validate reads a row's dtype from it: a block-FP8 checkpoint runs fp8_block kernels)
     aliases: tuple[str, ...] = field(default=(), compare=False)
     hf_id: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    # a draft head (EAGLE-3) names the target whose hidden states it was trained on ("" for a full model): it drafts
+    # for that target, or one of the same width and vocabulary (specdec.drafters.check_head)
+    head_of: str = field(default="", compare=False)
+    # the weight format of the checkpoint this spec was loaded as, when a hub id stating one named it (e.g.
+    # Qwen/Qwen3-30B-A3B-FP8 -> fp8_block; "" otherwise): a format other than bf16 is deployed as given, like --dtype
+    checkpoint_dtype: str = field(default="", compare=False)
+    # the longest sequence the model serves, in tokens (prompt and output; the config's max_position_embeddings, or
+    # the card's documented rope-scaled maximum); 0 = not stated (nothing is checked)
+    max_context: int = field(default=0, compare=False)
 
     def layer_kind(self, i: int) -> str:
         """Attention kind of layer ``i``: full, sliding, chunked or linear."""
@@ -348,6 +357,7 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
                                   r.boolean(o, "counts_lm_head", op, default=True), str(o.get("note", "")))
     overlap = _read_overlap(r, top["routing_overlap"], ffn, routing_profile) if "routing_overlap" in top else None
     native_dtype = r.string(arch, "native_dtype", ap, options=WEIGHT_DTYPES)
+    max_context = int(r.quantity(top, "max_context", "", "tokens", low=1, default=0, integer=True))
     spec = ModelSpec(
         name=name,
         display_name=r.string(top, "display_name", "", default=name),
@@ -368,7 +378,11 @@ def read_model(obj: object, where: str, routing_profile: Callable[[str], Routing
         origin=where,
         aliases=r.names(top, "aliases"),
         hf_id=r.hub_ids(top, "hf_id", WEIGHT_DTYPES, native_dtype),
+        head_of=r.string(top, "head_of", "", default=""),
+        max_context=max_context,
     )
+    if spec.head_of and spec.role != "drafter":
+        raise r.fail("head_of", f"is {spec.head_of!r} but role is {spec.role!r}", "a draft head has role: drafter")
     if overlap is not None:
         _check_depth(r, overlap, spec.moe_layer_count)
     return spec

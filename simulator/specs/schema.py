@@ -49,7 +49,14 @@ class Provenance:
 
 
 def closest(word: str, options: Iterable[str]) -> str | None:
-    match = difflib.get_close_matches(str(word), list(options), n=1, cutoff=0.5)
+    """The option most like ``word``: among the options ``word`` begins (a name typed short, ``qwen3-235b`` for
+    ``qwen3-235b-a22b``) when there are any, else among all (a typo); None when nothing is close."""
+    options = list(options)
+    key = str(word).strip().lower()
+    begun = [o for o in options if key and str(o).lower().startswith(key)]
+    if begun:
+        return difflib.get_close_matches(str(word), begun, n=1, cutoff=0.0)[0]
+    match = difflib.get_close_matches(str(word), options, n=1, cutoff=0.5)
     return match[0] if match else None
 
 

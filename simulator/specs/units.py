@@ -19,6 +19,7 @@ UNITS: dict[str, dict[str, float]] = {
     "fraction": {"fraction": 1.0, "%": 0.01},
     "power": {"W": 1.0},
     "parameters": {"params": 1.0, "M": 1e6, "B": 1e9, "T": 1e12},
+    "tokens": {"tokens": 1.0},
 }
 
 def to_si(value: float, unit: str, dimension: str) -> float | None:

@@ -23,6 +23,7 @@ class Meter:
     label: str
     total: int
     callback: Callable[[str], None] | None = None
+    unit: str = "points"  # what is counted
     every: float = EVERY_S
     clock: Callable[[], float] = time.perf_counter
     done: int = 0
@@ -35,14 +36,20 @@ class Meter:
         self.start = self.clock()
 
     def message(self, what: str = "") -> str:
+        """A running line counts settled points of the total; the last one counts what was priced (the number the
+        run's summary states) and what was not."""
         el = self.clock() - self.start
         settled = self.done + self.skipped
+        if self.total and settled >= self.total:
+            not_priced = f", {self.skipped:,} not priced" if self.skipped else ""
+            return f"{self.label}: done, {self.done:,} {self.unit} priced{not_priced}, {_secs(el)}"
         pct = 100.0 * settled / self.total if self.total else 100.0
         eta = el * (self.total - settled) / settled if settled else float("nan")
         left = f", ~{_secs(eta)} left" if self.done and settled < self.total else ""
         tail = f" ({what})" if what else ""
         not_priced = f", {self.skipped:,} not priced" if self.skipped else ""
-        return f"{self.label}: {settled:,}/{self.total:,} points ({pct:.0f}%), {_secs(el)}{left}{not_priced}{tail}"
+        return (f"{self.label}: {settled:,}/{self.total:,} {self.unit} ({pct:.0f}%), {_secs(el)}{left}{not_priced}"
+                f"{tail}")
 
     def add(self, n: int, what: str = "") -> None:
         self.done += int(n)

@@ -22,9 +22,10 @@ from ..cost.ops import Workload
 from ..cost.step import head_ops
 from ..errors import ParameterError
 from ..pricing import Case, Scenario, price, price_pass
+from ..pricing.deploy import check_context
 from ..specdec import StepCache
-from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, occupancy, serving_point
-from ..specdec.tree import tree_accept_length
+from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, expected_rounds, occupancy, serving_point
+from ..specdec.tree import chain_parents, tree_survival
 
 __all__ = ["ServingCase", "ServingGrid", "decode_context", "plain_step", "price_serving", "price_serving_grid"]
 
@@ -83,7 +84,7 @@ class ServingCase:
     grid: np.ndarray  # the priced batches, sorted
     base: Occupancy
     sd: Occupancy
-    accept_length: float
+    accept_length: float  # tokens per round a request gets, OSL / E[rounds] (the last round's excess discarded)
     t_chunk: float  # ΔT_chunk: a prefill chunk's cost in an iteration of the plain arm (chunk_costs; 0: no prompt)
     point: ServingPoint
     isl: float
@@ -91,6 +92,7 @@ class ServingCase:
     gamma: int
     prefill: str
     t_chunk_sd: float = 0.0  # ... and of the SD arm (mixed: it shares another pass's weight reads)
+    round_accept_length: float = 0.0  # AL(γ) or AL(tree) of one round, what the step-level speedup uses
 
     @property
     def at_concurrency(self) -> int:
@@ -132,14 +134,17 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     runs at once (None in a place: all C; the rest queue). ``prefill`` and ``caps`` default to the engine's
     (``serving`` of the engine release the scenario binds: the SD arm's scheduler limit, none for the plain arm)."""
     cache = cache or StepCache()
+    check_context(sc.model, isl, osl, param="isl", added="output tokens", owner="price_serving")  # prompt and output
     if sc.tree is None:
         if gamma is None:
             raise ParameterError("price_serving: a chain needs its draft length (gamma)", owner="price_serving",
                                  param="gamma")
-        al = float(sc.accept.accept_length(np.asarray([int(gamma)]))[0])
+        survival = tree_survival(chain_parents(int(gamma)), sc.accept)
     else:
-        al = float(tree_accept_length(sc.tree, sc.accept))
+        survival = tree_survival(sc.tree, sc.accept)
         gamma = len(sc.tree) - 1
+    al_round = float(survival.sum())
+    al = float(osl) / expected_rounds(survival, osl)  # a request's tokens per round: its last round is cut at OSL
     eng = sc.hw.engine_spec.serving
     prefill = prefill or eng.prefill
     cap_base, cap_sd = caps if caps is not None else (None, eng.sd_running_cap)
@@ -158,7 +163,7 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
     t_chunk, t_chunk_sd = chunk_costs(s, base, [float(base.decode_batch), float(sd.decode_batch) * per_pass],
                                       prefill, cache)
     out = ServingCase(case, grid, base, sd, al, float(t_chunk), None, float(isl), float(osl), int(gamma), prefill,
-                      float(t_chunk_sd))
+                      float(t_chunk_sd), al_round)
     point = out.point_for(plain_step(r), r.t_round[0], r.speedup[0, out.at_concurrency])
     return replace(out, point=point)
 
@@ -194,7 +199,9 @@ def price_serving_grid(sc: Scenario, concurrency, isl: float, osl: float, gammas
                              param="tree")
     g = np.asarray(sorted({0, *(int(x) for x in gammas)}), dtype=int)
     c = np.asarray(concurrency, dtype=float)
-    al = np.asarray(sc.accept.accept_length(g), dtype=float)[:, None]
+    # a request's tokens per round, its last round cut at OSL (as price_serving; γ = 0: 1)
+    al = np.asarray([float(osl) / expected_rounds(tree_survival(chain_parents(int(x)), sc.accept), osl)
+                     for x in g], dtype=float)[:, None]
     eng = sc.hw.engine_spec.serving
     prefill, cap_sd = eng.prefill, eng.sd_running_cap
     base = occupancy(c, isl, osl, 1.0, chunk, None)

@@ -8,17 +8,22 @@ import this module.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..pricing import Case
 from ..specdec import Acceptance, Drafter
+from ..specdec.tree import tree_label
 
 # Tidy-table columns: (name, numpy dtype; strings are sized to their longest value). Times in microseconds.
+# What was priced is stated on every row: the GPUs, the engine and the version whose execution modes apply, the layout,
+# the expert placement and the draft tree ("" for a chain).
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("model", "U48"), ("hardware", "U32"), ("dtype", "U12"), ("kv_dtype", "U6"), ("tp", "i4"), ("dp", "i4"),
-    ("ep", "i4"), ("moe_tp", "i4"), ("context", "i8"), ("drafter", "U48"), ("variant", "U64"), ("mode", "U12"),
+    ("model", "U48"), ("hardware", "U32"), ("gpus", "i4"), ("engine", "U12"), ("engine_version", "U12"),
+    ("dtype", "U12"), ("kv_dtype", "U6"), ("tp", "i4"), ("dp", "i4"), ("ep", "i4"), ("moe_tp", "i4"),
+    ("placement", "U12"), ("context", "i8"), ("drafter", "U48"), ("tree", "U64"), ("variant", "U64"), ("mode", "U12"),
     ("batch", "i8"), ("draft_len", "i4"), ("acceptance", "f8"), ("accept_length", "f8"), ("t_decode_us", "f8"),
     ("t_verify_us", "f8"), ("t_draft_step_us", "f8"), ("t_draft_us", "f8"), ("t_reject_us", "f8"),
     ("t_round_us", "f8"), ("verify_decode_ratio", "f8"), ("unique_experts_decode", "f8"),
@@ -35,11 +40,15 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
 
 
+BLOCK_ROWS = 65536  # rows per block of :meth:`SweepResult.blocks` (the writers' memory stays flat)
+
+
 @dataclass(frozen=True)
 class SweepResult:
-    """Tidy result of :func:`~simulator.sweep.runner.run_sweep`."""
+    """Tidy result of :func:`~simulator.sweep.runner.run_sweep`. The table is built from the cases when asked for
+    (:attr:`columns`, all rows at once) or block by block (:meth:`blocks`: what the writers stream, so a sweep of
+    every model over thousands of batches never holds its whole table)."""
 
-    columns: dict[str, np.ndarray]
     cases: list[Case]
     drafter: Drafter
     acceptance: Acceptance
@@ -47,9 +56,32 @@ class SweepResult:
     skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (model, hardware, reason)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    not_priced: int = 0  # points of the grid not priced (models or batches that do not fit; the progress line's)
 
     def __len__(self) -> int:
-        return len(self.columns["model"])
+        return sum(case_rows(c) for c in self.cases)
+
+    @functools.cached_property
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every column of :data:`COLUMNS`, all rows (numpy arrays; built once, then kept)."""
+        return tidy_columns(self.cases)
+
+    def blocks(self, rows: int | None = None):
+        """The table as successive column dicts of about ``rows`` (default :data:`BLOCK_ROWS`) rows each, cases
+        whole, in row order (the built :attr:`columns` as one block when they exist already)."""
+        rows = rows or BLOCK_ROWS
+        if "columns" in self.__dict__:
+            yield self.columns
+            return
+        group, n = [], 0
+        for c in self.cases:
+            group.append(c)
+            n += case_rows(c)
+            if n >= rows:
+                yield tidy_columns(group)
+                group, n = [], 0
+        if group:
+            yield tidy_columns(group)
 
     @property
     def records(self) -> list[dict]:
@@ -63,6 +95,11 @@ class SweepResult:
         for c in COLUMN_NAMES:
             arr[c] = self.columns[c]
         return arr
+
+
+def case_rows(c: Case) -> int:
+    """Rows of one case in the table: its draft lengths × batches."""
+    return len(c.result.gammas) * len(c.result.batch)
 
 
 def tidy_columns(cases: list[Case]) -> dict[str, np.ndarray]:
@@ -109,6 +146,10 @@ def _zeros(r):
 # (per batch), "g" (per draft length), "gb" (an (ng, nb) array: per draft length and batch).
 _FIELDS = {
     "model": ("case", lambda c: c.model.name, None), "hardware": ("case", lambda c: c.hardware.name, None),
+    "gpus": ("case", lambda c: c.deployment.gpus, None), "engine": ("case", lambda c: c.deployment.engine, None),
+    "engine_version": ("case", lambda c: engine_version(c), None),
+    "placement": ("case", lambda c: c.deployment.placement, None),
+    "tree": ("case", lambda c: "" if c.scenario.tree is None else tree_label(c.scenario.tree), None),
     "dtype": ("case", lambda c: c.deployment.dtype, None), "kv_dtype": ("case", lambda c: c.deployment.kv_dtype, None),
     "tp": ("case", lambda c: c.deployment.tp, None), "dp": ("case", lambda c: c.deployment.dp, None),
     "ep": ("case", lambda c: c.deployment.ep, None), "moe_tp": ("case", lambda c: c.deployment.moe_tp, None),
@@ -142,6 +183,12 @@ _FIELDS = {
     "speedup_low": ("gb", lambda c: _or(c.result.speedup_low, c.result.speedup), None),
     "speedup_high": ("gb", lambda c: _or(c.result.speedup_high, c.result.speedup), None),
 }
+
+
+def engine_version(case) -> str:
+    """The engine release a case was priced on (the one given, else the engine file's newest): the release its
+    scenario bound."""
+    return case.hardware.engine_spec.version
 
 
 def _or(a, default):

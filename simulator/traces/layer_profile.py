@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..params import Interval, Options, check_params
+from ..params import Interval, Options, check_params, parameter_error
 from ..specs.routing_profile import SCHEMA, SPLITS
 from ..specs.yamlio import dump_yaml
 from .trace import Trace, layer_stats
@@ -33,6 +32,13 @@ def _layer_numbers(trace: Trace, max_lag: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(lags), np.asarray(skew)
 
 
+def check_split(split: str, layers: int) -> None:
+    """``thirds`` needs a trace of at least three layers (one per third): else one error naming ``split``."""
+    if split == "thirds" and layers < 3:
+        raise parameter_error("layer_profile_from_trace", "split", f"per_layer for a trace of {layers} layer(s) "
+                              "(thirds needs at least 3 layers)", split)
+
+
 def layer_profile_from_trace(trace: Trace, *, name: str, source: str, split: str = "thirds", max_lag: int = 4,
                              description: str = "") -> dict:
     """The ``routing/v1`` mapping of a per-depth routing profile measured on ``trace`` (``source``: the citation
@@ -40,9 +46,7 @@ def layer_profile_from_trace(trace: Trace, *, name: str, source: str, split: str
     check_params("layer_profile_from_trace", {"split": split, "max_lag": max_lag},
                  {"split": [Options(SPLITS)], "max_lag": [Interval(int, 1, None)]})
     layers = trace.experts.shape[2]
-    if split == "thirds" and layers < 3:
-        raise ParameterError(f"the 'split' parameter of layer_profile_from_trace is 'thirds' but the trace has "
-                             f"{layers} layer(s); use per_layer or a trace of at least 3 layers")
+    check_split(split, layers)
     lags, skew = _layer_numbers(trace, max_lag)
     seg = np.arange(layers) * 3 // layers if split == "thirds" else np.arange(layers)
 
@@ -62,10 +66,9 @@ def layer_profile_from_trace(trace: Trace, *, name: str, source: str, split: str
 
 
 def write_routing_profile(profile: dict, path: str) -> None:
-    """Write a ``routing/v1`` mapping as YAML (readable by ``simulator.specs.catalog.load_routing_profile``)."""
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            dump_yaml(profile, fh, sort_keys=False, default_flow_style=None, width=120)
-    except OSError as exc:
-        raise ParameterError(f"the 'path' parameter of write_routing_profile must be a writable file. Got {path!r} "
-                             f"instead ({exc.strerror}).") from None
+    """Write a ``routing/v1`` mapping as YAML (readable by ``simulator.specs.catalog.load_routing_profile``),
+    atomically (:mod:`simulator.outputs`; an unwritable path is one error naming ``write_profile``)."""
+    from ..outputs import atomic_write
+
+    with atomic_write(path, "w", param="write_profile") as fh:
+        dump_yaml(profile, fh, sort_keys=False, default_flow_style=None, width=120)

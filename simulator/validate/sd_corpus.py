@@ -42,6 +42,11 @@ SET_APART = {
     "duplicate-run": "the same SD run as another row, against another baseline",
     "speedup-above-al": "the stated speedup exceeds the row's AL: not a ratio of this run's decoding",
 }
+# The units each metric's values may carry (the first word of ``unit``; the rest may qualify it, "tok/s per rank"): a
+# throughput in tokens per second, a time in seconds. A rate labelled as a time would invert the speedup.
+_TIME_UNITS = ("ms", "s", "us", "µs")
+METRIC_UNITS = {"output_throughput": ("tok/s", "tokens/s", "tok/s/user", "tok/s/gpu"), "tpot": _TIME_UNITS,
+                "latency": _TIME_UNITS, "runtime": _TIME_UNITS, "step_time": _TIME_UNITS}
 
 COLUMNS = ("id", "source_key", "author", "url", "engine", "engine_version", "gpu", "gpu_count", "tp", "ep", "dp",
            "dtype", "target", "target_catalog", "drafter_kind", "drafter", "draft_steps", "topk", "draft_tokens",
@@ -246,6 +251,12 @@ def _row(where: str, line: int, raw: dict[str, str]) -> SDRow:
     if values["accept_length"] is not None and values["accept_length"] < 1:
         raise ConfigError(loc, "accept_length", f"value {raw['accept_length']!r} is below 1",
                           "give the mean accepted tokens per round, bonus token included (>= 1)")
+    longest = values["draft_steps"] if values["draft_steps"] is not None else values["draft_tokens"]
+    if values["accept_length"] is not None and longest is not None and values["accept_length"] > longest + 1:
+        what = "draft_steps" if values["draft_steps"] is not None else "draft_tokens"
+        raise ConfigError(loc, "accept_length", f"value {raw['accept_length']!r} exceeds {what} + 1 = {longest + 1} "
+                          "(a round accepts at most one token per draft step, plus the bonus token)",
+                          f"check accept_length and {what} (AL counts the bonus token; steps are the tree's depth)")
     if raw["target_catalog"] and raw["target_catalog"] not in bundled_files("models"):
         raise ConfigError(loc, "target_catalog", f"value {raw['target_catalog']!r} is not a bundled model",
                           "give a name of models/*.yaml (`python -m simulator list models`) or leave it empty")
@@ -328,6 +339,12 @@ def _check_numbers(loc: str, row: SDRow) -> None:
     if not row.unit:
         raise ConfigError(loc, "unit", "is empty (value '') while baseline/sd values are given",
                           "give the values' unit (tok/s, ms, s)")
+    allowed = METRIC_UNITS.get(row.metric, ())
+    if allowed and row.unit.split()[0] not in allowed:
+        kind = "a time" if row.metric != "output_throughput" else "a throughput"
+        raise ConfigError(loc, "unit", f"value {row.unit!r} is not {kind}, which metric {row.metric!r} measures",
+                          f"give the values in {' or '.join(allowed[:2])}, or name the metric the values measure "
+                          f"({'output_throughput' if kind == 'a time' else 'tpot, latency, runtime or step_time'})")
     ratio = row.ratio
     if row.speedup is not None and abs(row.speedup / ratio - 1.0) > SPEEDUP_TOLERANCE:
         how = "sd/baseline" if row.metric in THROUGHPUT_METRICS else "baseline/sd"

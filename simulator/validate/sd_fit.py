@@ -33,23 +33,23 @@ and checks it reproduces that table.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..specdec import StepCache
-from ..specdec.engine_round import POOLED, Band, RoundParams, round_terms
+from ..specdec.engine_round import POOLED, RoundParams, exposed, round_terms
 from ..specdec.rounds import draft_vocab
 from ..specdec.tree import is_chain, node_depths
-from ..specs.catalog import load_engine
 from .sd_band import error_bands
 from .sd_corpus import SET_APART, SDRow, by_author
 from .sd_speedup import Priced, Skip, price_row, setup
+from .sd_stack import FIT_PARAMS, RowStack, linear_terms, params_at, public_params, stacked_row
 
 __all__ = ["FIT_PARAMS", "SIX_CASES", "WIDEN", "EngineFit", "Outcome", "RowModel", "Validation", "fit_engine",
            "fitted_bands", "fitted_params", "params_at", "validate_sd"]
 
-FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
 # The six cases of the sd-validation study (experiments/sd-validation.yaml): case -> its corpus rows (one row, or the
 # card's per-dataset rows whose mean the study's case states: the corpus keeps the rows, not their mean).
 _GLM_SETS = ("humaneval", "terminalbench", "mtbench", "swebenchverified")
@@ -86,7 +86,7 @@ class RowModel:
         return cls(p, r.t_round[0] - kern - host, np.asarray(r.t_decode, float), draft_vocab(case.drafter, case.model),
                    case.model.vocab_size, tree, (len(par) - 1) if par is not None else steps, steps)
 
-    @property
+    @functools.cached_property
     def engine(self) -> str:
         return self.priced.serving.step.deployment.engine
 
@@ -94,21 +94,39 @@ class RowModel:
     def author(self) -> str:
         return self.priced.setup.row.author
 
+    @property
+    def hybrid(self) -> bool:
+        """The target has linear-attention layers (the engine may force overlapped rounds: ``overlap_modes``)."""
+        return self.priced.serving.step.model.attention.linear is not None
+
     def predict(self, params: RoundParams | None = None) -> float:
         """The compared speedup under ``params`` (None: the pricing path's, i.e. the engine's FITTED values)."""
         p, case = self.priced, self.priced.serving.step
         grid = p.serving.grid
         terms = round_terms(case.hardware, case.deployment, case.scenario.mechanisms, grid, [self.steps],
-                            [p.serving.accept_length], self.gpu[None, :], self.t_decode, self.v_draft, self.v_target,
-                            case.drafter.kind, tree=self.tree, positions=[self.positions], params=params,
-                            levels=("central",), hybrid=case.model.attention.linear is not None)
+                            [p.serving.round_accept_length], self.gpu[None, :], self.t_decode, self.v_draft,
+                            self.v_target, case.drafter.kind, tree=self.tree, positions=[self.positions], params=params,
+                            levels=("central",), hybrid=self.hybrid)
         t_round = self.gpu + terms.kernels["central"][0] + terms.host["central"][0]
         return p.predicted(self.t_decode + terms.host_decode["central"], t_round)
 
+    @functools.cached_property
+    def _linear(self) -> tuple:
+        """The engine terms as affine functions of :data:`FIT_PARAMS` (:func:`.sd_stack.linear_terms`)."""
+        return linear_terms(self)
 
-def public_params(engine: str) -> RoundParams:
-    """The engine's public round bands (its file's ``round:``, newest release) before any fit."""
-    return load_engine(engine).default.round
+    @functools.cached_property
+    def _stacked(self) -> dict:
+        """This row's part of a :class:`~.sd_stack.RowStack`."""
+        return stacked_row(self)
+
+    def predict_at(self, values) -> float:
+        """:meth:`predict` at ``params_at(engine, values)``, from the affine engine terms (:attr:`_linear`): the same
+        number, without re-deriving the terms for every candidate θ of a fit."""
+        k, h0, dh, d0, dd, sd, dec = self._linear
+        v = np.asarray(values, dtype=float)
+        host = exposed(h0 + v @ dh, self.gpu + k, sd)
+        return self.priced.predicted(self.t_decode + exposed(d0 + v @ dd, self.t_decode, dec), self.gpu + k + host)
 
 
 def _bounds(engine: str):
@@ -123,13 +141,6 @@ def _unit(lo, hi, central) -> np.ndarray:
     ceiling can sit orders of magnitude above the central value; the range as the unit would leave the solver's
     steps, and the at-a-bound test, coarse)."""
     return np.where(hi > lo, np.where(central > lo, np.minimum(hi - lo, 2 * (central - lo)), hi - lo), 1.0)
-
-
-def params_at(engine: str, values) -> RoundParams:
-    """The engine's parameters with :data:`FIT_PARAMS` set to ``values`` (seconds; band = the point)."""
-    base = public_params(engine)
-    return base.with_(**{n: Band(float(v), float(v), float(v), "fit on the SD corpus")
-                         for n, v in zip(FIT_PARAMS, values, strict=True)})
 
 
 @dataclass(frozen=True)
@@ -189,8 +200,10 @@ def fit_engine(models: list[RowModel], engine: str, widen: float = 1.0) -> Engin
 
     ub = np.where(hi > lo, (hi - lo) / scale, 0.0)
 
+    stack = RowStack.of(mine)  # every row at once per candidate θ
+
     def resid(x):
-        return w * (np.log([m.predict(params_at(engine, lo + x * scale)) for m in mine]) - meas)
+        return w * (np.log(stack.predict_at(lo + x * scale)) - meas)
 
     def solve(free):
         """Fit the ``free`` parameters, the others at their central values: x (all), jacobian (all columns: forward
@@ -290,19 +303,28 @@ class Validation:
         return [o for o in self.outcomes if o.status == "apart"]
 
 
-def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | None = None) -> Validation:
+def validate_sd(rows: tuple[SDRow, ...], corpus: str = "", cache: StepCache | None = None,
+                progress=None) -> Validation:
     """Price every row, fit per engine on all authors' validated rows and per held-out author, and collect the
-    outcomes (module docstring)."""
+    outcomes (module docstring). ``progress``: a callback for a line at most every half second (rows priced, then
+    the fits)."""
+    from ..sweep.progress import Meter
+
     cache = cache or StepCache()
     outcomes, models, apart = [], {}, {}
+    meter = Meter("validate sd", len(rows), progress, unit="rows")
     for r in rows:
         try:
             p = price_row(setup(r, rows), cache)
         except Skip as s:
             outcomes.append(Outcome(r, s.status, s.reason))
+            meter.drop(1)
             continue
         (apart if r.apart else models)[r.id] = RowModel.of(p)
+        meter.add(1, r.id)
     every = {**models, **apart}
+    if progress is not None:
+        progress(f"validate sd: fitting the engines' host times on {len(models)} rows, leave-one-author-out")
     # the fit trains on the validated rows (each states its AL at that point: the reader labels a row without one
     # 'no-al'); every priced row, set apart or not, is predicted held out by its author
     trainable = list(models.values())

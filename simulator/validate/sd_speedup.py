@@ -223,7 +223,7 @@ class Priced:
         t_step = plain_step(r) if t_step is None else np.asarray(t_step, dtype=float)
         t_round = r.t_round[0] if t_round is None else np.asarray(t_round, dtype=float)
         i = s.at_concurrency
-        step = float(s.accept_length * t_step[i] / t_round[i])
+        step = float(s.round_accept_length * t_step[i] / t_round[i])  # one round's AL: the step level
         if self.setup.compare == "step":
             return step
         p = s.point_for(t_step, t_round, step)

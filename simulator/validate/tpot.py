@@ -310,6 +310,12 @@ def validate_tpot(path_or_rows, include_held_out: bool = False, source: str = ""
     else:
         rows = list(path_or_rows)
     malformed = {**duplicate_ids(rows), **malformed}
+    if rows and not any(_measured(r) for r in rows):  # nothing to compare with: the file, not a row, is wrong
+        shown = next(((r.get("silicon_tpot_ms") or "").strip() for r in rows
+                      if (r.get("silicon_tpot_ms") or "").strip()), "")
+        raise ConfigError(source or "rows", "silicon_tpot_ms", f"holds no positive number in any of its {len(rows)} "
+                          "rows" + (f" (e.g. {shown!r})" if shown else " (every cell is empty)"),
+                          "give the measured TPOT in milliseconds, e.g. 12.5")
     results: list[RowResult | None] = [None] * len(rows)
     plans: dict[int, tuple[_Plan, object, object]] = {}
     for i, row in enumerate(rows):
@@ -364,7 +370,7 @@ def _measured(row) -> float | None:
         v = float(row.get("silicon_tpot_ms") or "nan")
     except ValueError:
         return None
-    return v if np.isfinite(v) else None
+    return v if np.isfinite(v) and v > 0 else None
 
 
 def _meta(p: _Plan, model, hw) -> dict:

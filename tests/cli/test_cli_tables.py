@@ -105,11 +105,11 @@ def test_one_deployment_rule_printed_alike(tmp_path, capsys):
     step = _resolved(_out(capsys, STEP))
     sweep = _resolved(_out(capsys, [*SWEEP, "--out", str(tmp_path / "s")]))
     explain = _resolved(_out(capsys, EXPLAIN))
-    assert step == sweep == explain == ["resolved: fp8_block tp8 ep8 context 1024"]
+    assert step == sweep == explain == ["resolved: 8 GPUs fp8_block tp8 ep8 context 1024"]
     # an override is kept and printed the same way
     over = ["--tp", "4", "--dtype", "bf16"]
     assert _resolved(_out(capsys, [*STEP, *over])) == _resolved(_out(capsys, [*EXPLAIN, *over])) == \
-        ["resolved: bf16 tp4 dp2 ep8 context 1024"]
+        ["resolved: 8 GPUs bf16 tp4 dp2 ep8 context 1024"]
 
 
 def test_step_and_explain_price_the_same_verify_pass(capsys):
@@ -125,7 +125,8 @@ def test_progress_on_stderr_and_quiet_silences_it(tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out, err = capsys.readouterr()
     lines = [x for x in err.splitlines() if x.startswith("sweep:")]
-    assert lines and lines[-1].startswith("sweep: 8/8 points (100%)") and "points (" not in out
+    assert lines and lines[-1].startswith("sweep: done, 8 points priced") and "points (" not in out
+    assert "8 points priced in" in out  # the summary states the same count
     assert main([*argv, "--quiet", "--out", str(tmp_path / "b")]) == 0
     assert capsys.readouterr().err == ""
 
@@ -143,7 +144,7 @@ def test_meter_estimates_and_throttles():
     m.add(40)  # the last point: always said
     # the total never shrinks (issue 20): dropped points are settled and said
     assert said == ["run: 25/100 points (25%), 1.0 s, ~3.0 s left (first)",
-                    "run: 100/100 points (100%), 2.0 s, 10 not priced"]
+                    "run: done, 90 points priced, 10 not priced, 2.0 s"]
 
 
 def test_meter_says_the_end_once_when_the_rest_is_dropped():
@@ -153,4 +154,4 @@ def test_meter_says_the_end_once_when_the_rest_is_dropped():
     m.add(2)  # throttled
     m.drop(4)  # nothing left to price: the last line is said
     m.drop(0)
-    assert said[-1].startswith("run: 10/10 points (100%)") and "4 not priced" in said[-1] and len(said) == 2
+    assert said[-1] == "run: done, 6 points priced, 4 not priced, 0.0 s" and len(said) == 2

@@ -55,11 +55,11 @@ def test_new_study_runs_through_the_cli_with_the_sweep_numbers(tmp_path, capsys)
 def test_report_is_deterministic(tmp_path):
     path = write_yaml(tmp_path, small_study(batch=[1, 8], draft_len=[3]))
     trees = []
-    for run in ("one", "two"):
-        report = tmp_path / run / "R.md"
+    report = tmp_path / "run" / "R.md"
+    for _ in ("one", "two"):  # the same command twice (the report names it): the second replaces the first
         assert main(["experiment", str(path), "--report", str(report), "--quiet"]) == 0
-        trees.append({p.relative_to(tmp_path / run).as_posix(): p.read_bytes()
-                      for p in sorted((tmp_path / run).rglob("*")) if p.is_file()})
+        trees.append({p.relative_to(tmp_path / "run").as_posix(): p.read_bytes()
+                      for p in sorted((tmp_path / "run").rglob("*")) if p.is_file()})
     assert trees[0] == trees[1]
     assert set(trees[0]) == {"R.md", "figures/small-speedup.png"}
 

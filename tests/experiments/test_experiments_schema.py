@@ -263,3 +263,16 @@ def test_bad_sd_validation_case_is_one_line(tmp_path):
                        text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "accept_length" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_target_takes_attention_dp_as_the_cli_does(tmp_path):
+    """A study target accepts dp (the CLI's --dp): tp 4 x dp 2 deploys as the flags do (16 GPUs for tp 8 dp 2)."""
+    from simulator.pricing import resolve
+
+    doc = small_study(targets=[{"model": "qwen3-30b-a3b", "tp": 4, "dp": 2, "ep": 8},
+                               {"model": "qwen3-30b-a3b", "tp": 8, "dp": 2, "ep": 8}])
+    del doc["grid"]["model"]
+    lines = check_experiment(load_experiment(str(write_yaml(tmp_path, doc))))
+    cli = [resolve("qwen3-30b-a3b", tp=tp, dp=2, ep=8).deployment.label for tp in (4, 8)]
+    assert lines[:2] == [f"qwen3-30b-a3b on h100-sxm: {d}" for d in cli]
+    assert "tp4 dp2 ep8" in lines[0] and "tp8 dp2 ep8" in lines[1]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.errors import SimulatorError
-from simulator.specdec.serving import iteration_time, occupancy, serving_point
+from simulator.specdec.serving import expected_rounds, iteration_time, occupancy, serving_point
 
 # An affine step model T(B, s) = a + b·B·s (+ d per draft step in a round); every property below is stated for it.
 coef = st.floats(1e-5, 1e-2)
@@ -156,7 +156,11 @@ def test_priced_serving_without_prompt_equals_the_step_level_speedup(qwen):
     s = price_serving(sc, 16, 0, 600, 3, cache=cache)
     direct = price(sc.edit(context=decode_context(0, 600)), [16], [3], cache=cache)
     assert s.point.step_speedup == pytest.approx(float(direct.result.speedup[0, 0]), rel=1e-12)
-    assert float(s.point.speedup_throughput) == pytest.approx(float(s.point.step_speedup), rel=1e-12)
+    # a request's last round is cut at OSL: AL_served = OSL / E[rounds], a little below a round's AL
+    assert s.round_accept_length == pytest.approx(2.5, rel=1e-9)
+    assert 600 / (600 + 3) * 2.5 <= s.accept_length < 2.5
+    assert float(s.point.speedup_throughput) == pytest.approx(
+        float(s.point.step_speedup) * s.accept_length / s.round_accept_length, rel=1e-12)
 
 
 def test_priced_serving_prompt_costs_and_gamma_zero(qwen):
@@ -186,3 +190,25 @@ def test_priced_serving_of_a_tree_uses_its_nodes(qwen):
     t = price_serving(sc.edit(tree=(-1, 0, 0, 1, 2)), 8, 500, 300, cache=cache)
     assert t.gamma == 4 and 1 < t.accept_length <= 4
     assert t.step.result.t_round.shape == (1, t.grid.size)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=0, max_size=8), st.integers(1, 6000))
+def test_expected_rounds_obey_walds_bounds(rates, n):
+    """E[N(n)] rounds to produce n tokens, a round yielding X = 1 + accepted drafts (the last round cut at n): by
+    Wald's identity n / AL <= E[N] <= (n + X_max - 1) / AL; one token takes one round."""
+    survival = np.concatenate([[1.0], np.cumprod(rates)])
+    al = float(survival.sum())
+    e = expected_rounds(survival, n)
+    assert n / al * (1 - 1e-9) <= e <= (n + survival.size - 1) / al * (1 + 1e-9)
+    assert expected_rounds(survival, 1) == pytest.approx(1.0)
+
+
+def test_one_output_token_gains_nothing_from_drafting(qwen):
+    """OSL = 1: every round yields the one token a plain step does, so SD serves no faster (serve --osl 1)."""
+    from simulator.sweep.serving import price_serving
+
+    sc, cache = qwen
+    s = price_serving(sc, 8, 256, 1, 3, cache=cache)
+    assert s.accept_length == pytest.approx(1.0) and s.round_accept_length > 2
+    assert float(s.point.speedup_throughput) < 1.0 < float(s.point.step_speedup)

@@ -238,6 +238,24 @@ def test_other_value_checks(tmp_path):
     assert "'metric'" in _error(_write(tmp_path, [{**GOOD, "metric": "speedup_only"}]))
 
 
+@pytest.mark.parametrize("metric,unit", [("tpot", "tok/s"), ("latency", "tok/s per rank"),
+                                         ("output_throughput", "ms"), ("step_time", "GB/s")])
+def test_a_unit_that_is_not_the_metrics_is_refused(tmp_path, metric, unit):
+    """Tokens per second labelled TPOT would invert the speedup (a measured 0.72 read as 1.39): one line."""
+    row = {**GOOD, "metric": metric, "unit": unit, "speedup": ""}
+    msg = _error(_write(tmp_path, [row]))
+    assert "'unit'" in msg and repr(unit) in msg and metric in msg and "'x1'" in msg
+
+
+def test_an_acceptance_length_beyond_the_draft_steps_is_refused(tmp_path):
+    """A round accepts at most one token per draft step plus the bonus: AL 7.5 with 3 steps is one line."""
+    msg = _error(_write(tmp_path, [{**GOOD, "accept_length": "7.5", "draft_steps": "3"}]))
+    assert "'accept_length'" in msg and "'7.5'" in msg and "draft_steps + 1 = 4" in msg
+    msg = _error(_write(tmp_path, [{**GOOD, "accept_length": "5.5", "draft_steps": "", "draft_tokens": "4"}]))
+    assert "draft_tokens + 1 = 5" in msg
+    assert read_corpus(_write(tmp_path, [{**GOOD, "accept_length": "4", "draft_steps": "3"}]))  # the most: valid
+
+
 def test_duplicate_id(tmp_path):
     msg = _error(_write(tmp_path, [GOOD, {**GOOD, "notes": "again"}]))
     assert "'id'" in msg and "'x1'" in msg and "duplicate" in msg
@@ -248,8 +266,9 @@ def test_duplicate_id(tmp_path):
 def test_speedup_consistency_is_one_percent(tmp_path_factory, ratio, factor):
     """A stated speedup within 1% of the values' ratio reads; beyond 1% it is refused (both metric directions)."""
     tmp = tmp_path_factory.mktemp("h")
-    for metric, b, s in (("output_throughput", 100.0, 100.0 * ratio), ("tpot", 10.0 * ratio, 10.0)):
-        row = {**GOOD, "metric": metric, "baseline_value": repr(b), "sd_value": repr(s),
+    for metric, unit, b, s in (("output_throughput", "tok/s", 100.0, 100.0 * ratio), ("tpot", "ms", 10.0 * ratio,
+                                                                                      10.0)):
+        row = {**GOOD, "metric": metric, "unit": unit, "baseline_value": repr(b), "sd_value": repr(s),
                "speedup": repr(ratio * factor), "accept_length": "", "set_apart": "no-al"}  # any speedup: no AL
         p = _write(tmp, [row])
         if abs(factor - 1) <= 0.0099:

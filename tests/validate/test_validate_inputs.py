@@ -60,6 +60,18 @@ def test_tpot_in_seconds_or_microseconds_is_refused_with_the_unit(tmp_path, caps
     assert "silicon_tpot_ms" in line and unit in line and "milliseconds" in line
 
 
+def test_a_tpot_column_of_text_is_one_line_not_zero_priced(tmp_path, capsys):
+    """A measured column with no number in any row is the file's error (exit 2), not '0/3 priced' and exit 0."""
+    h, rows = _rows()
+    i = h.index("silicon_tpot_ms")
+    for r in rows:
+        r[i] = "fast"
+    line = _one_line(capsys, ["validate", "tpot", _write(tmp_path / "t.csv", h, rows)])
+    assert "silicon_tpot_ms" in line and "'fast'" in line and "milliseconds" in line
+    rows[0][i] = "20.0"  # one number: the others are refused row by row, the file is priced
+    assert _priced(validate_tpot(_write(tmp_path / "one.csv", h, rows)))
+
+
 def test_one_row_off_by_1000x_is_refused_alone(tmp_path):
     h, rows = _rows()
     i = h.index("silicon_tpot_ms")
