@@ -69,7 +69,10 @@ class RoundParams:
     sample_pass: Band  # τ_s: sampling / top-k / rejection kernels per drafted position at a 262,144 vocabulary
     sample_reads: Band  # r_s: full-vocabulary reads per drafted position beyond the step model's sampling op
     tree_build: Band  # τ_tree: tree-building kernels per round (build_tree / organize_draft_results)
-    tp_host: Band  # h_tp: host work per scheduler iteration (round or decode step) of an instance on several GPUs
+    dp_sync: Band  # h_dp: host time per scheduler iteration and per other GPU of an attention-DP instance (the
+    # iteration's all-gather of every rank's batch over the whole TP group, then a blocking read)
+    draft_step_offset: Band  # o_step: an offset per draft step (no mechanism: what a draft step costs beyond the
+    # terms above, never hidden by overlap; fitted on the SD corpus)
 
     def values(self, level: str) -> dict[str, float]:
         return {n: float(getattr(getattr(self, n), level)) for n in round_param_names()}
@@ -90,12 +93,15 @@ class Execution:
     (overlap off / on) and per decode step, KV slot kernels per round, and whether chains also run the
     tree-building kernels. ``sd_overlap_off``: drafter kinds whose SD rounds run without overlap whatever the
     default (vLLM keeps async scheduling off for n-gram); ``sd_overlap_hybrid``: the engine forces overlapped SD for
-    chain drafting of linear-attention hybrids (SGLang's spec v2 for Qwen3.5/Qwen3-Next-style models)."""
+    chain drafting of linear-attention hybrids (SGLang's spec v2 for Qwen3.5/Qwen3-Next-style models);
+    ``sd_overlap_tree``: whether tree rounds (top-k > 1) may run overlapped at all (SGLang's spec v2 drafts chains
+    only: its trees run without overlap whatever the default)."""
 
     decode_overlap: str
     sd_overlap: str
     sd_overlap_off: tuple[str, ...]
     sd_overlap_hybrid: bool  # chain SD rounds of a linear-attention hybrid (Qwen3.5, Qwen3-Next) run overlapped
+    sd_overlap_tree: bool  # tree rounds may run overlapped (False: trees always without overlap)
     syncs_sd: int
     syncs_sd_overlap: int
     syncs_decode: int
@@ -353,13 +359,14 @@ def _release(r: Reader, s: dict, name: str, top: Mapping, vendors, calibration, 
         if sec not in s:
             raise r.fail(sec, "is missing", f"add the {sec} section (see engines/sglang.yaml)")
     e = r.mapping(s["execution"], "execution", ("decode_overlap", "sd_overlap", "sd_overlap_off", "sd_overlap_hybrid",
-                                                "syncs", "kv_kernels", "chain_builds_tree", "source", "reason",
-                                                "note"),
+                                                "sd_overlap_tree", "syncs", "kv_kernels", "chain_builds_tree",
+                                                "source", "reason", "note"),
                   ("decode_overlap", "sd_overlap", "syncs", "kv_kernels", "chain_builds_tree", "source"))
     sy = r.mapping(e["syncs"], "execution.syncs", ("sd", "sd_overlap", "decode"), ("sd", "sd_overlap", "decode"))
     execution = Execution(_onoff(r, e, "decode_overlap", "execution"), _onoff(r, e, "sd_overlap", "execution"),
                           _names(r, e, "sd_overlap_off", "execution", DRAFTER_KINDS),
                           r.boolean(e, "sd_overlap_hybrid", "execution", default=False),
+                          r.boolean(e, "sd_overlap_tree", "execution", default=True),
                           *(r.integer(sy, k, "execution.syncs", low=0, high=64) for k in ("sd", "sd_overlap",
                                                                                            "decode")),
                           r.integer(e, "kv_kernels", "execution", low=0, high=64),

@@ -100,7 +100,7 @@ STEP_OPTIONAL = {
 ROUND_KEYS: dict[str, str] = {
     "round_host": "time", "sync": "time", "per_request": "time", "per_token": "time", "draft_step_host": "time",
     "decode_host": "time", "sample_pass": "time", "sample_reads": "count", "tree_build": "time",
-    "tp_host": "time",
+    "dp_sync": "time", "draft_step_offset": "time",
 }
 BAND_ENDS = ("low", "central", "high")
 

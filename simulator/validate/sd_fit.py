@@ -123,8 +123,9 @@ class RowModel:
     def predict_at(self, values) -> float:
         """:meth:`predict` at ``params_at(engine, values)``, from the affine engine terms (:attr:`_linear`): the same
         number, without re-deriving the terms for every candidate θ of a fit."""
-        k, h0, dh, d0, dd, sd, dec = self._linear
+        k0, dk, h0, dh, d0, dd, sd, dec = self._linear
         v = np.asarray(values, dtype=float)
+        k = k0 + v @ dk
         host = exposed(h0 + v @ dh, self.gpu + k, sd)
         return self.priced.predicted(self.t_decode + exposed(d0 + v @ dd, self.t_decode, dec), self.gpu + k + host)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..specdec.engine_round import FIT_COMMAND, FITTED
-from . import sd_band
+from . import sd_band, sd_checks
+from .sd_checks import findings
 from .sd_corpus import SET_APART
 from .sd_fit import FIT_PARAMS, SIX_CASES, WIDEN, Outcome, Validation, fitted_bands, public_params
 
@@ -82,6 +83,7 @@ def summary(v: Validation) -> dict:
                     "measured": m, "held_out": h, "error": h / m - 1 if ok else None})
     overall = _group(pr)
     cov = overall["band_coverage"]
+    slopes, ab = sd_checks.slope_checks(v), sd_checks.ab_rows()
     targets = {
         "held_out_mean_abs_error": (overall["mean_abs_error_held_out"], TARGETS["held_out_mean_abs_error"],
                                     overall["mean_abs_error_held_out"] is not None
@@ -93,6 +95,9 @@ def summary(v: Validation) -> dict:
                                  for s in six), len(six),
                              all(s["error"] is not None and abs(s["error"]) <= TARGETS["six_case_error"]
                                  for s in six)),
+        "slopes_right": (f"{sum(c['within'] for c in slopes)}/{len(slopes)}", "all",
+                         all(c["within"] for c in slopes)),
+        "engine_ab_within": (f"{sum(a['within'] for a in ab)}/{len(ab)}", "all", all(a["within"] for a in ab)),
     }
     return {
         "corpus": v.corpus, "rows": len(v.outcomes), "priced": len(pr),
@@ -113,6 +118,7 @@ def summary(v: Validation) -> dict:
                         for k in ("mean_abs_error_held_out", "bias_held_out", "losses", "losses_predicted")}}
                     for a, os in by_aut.items()],
         "params": params, "six_cases": six, "fitted_table_matches": fitted_matches(wanted),
+        "slopes": slopes, "slopes_apart": sd_checks.slope_checks(v, apart=True), "engine_ab": ab,
         "targets": {k: {"value": a, "target": b, "met": bool(c)} for k, (a, b, c) in targets.items()},
         "rows_detail": [_row(o) for o in pr],
         "diagnostic": _diagnostic(v),
@@ -147,51 +153,6 @@ def _diagnostic(v: Validation) -> dict:
         out["groups"].append({"engine": e, "rows": len(os), "mean_abs_error_held_out": float(np.mean(np.abs(errs))),
                               "losses": len(losses),
                               "losses_predicted": sum(v.wide_held_out[o.row.id] < 1 for o in losses)})
-    return out
-
-
-def findings(s: dict) -> list[str]:
-    """Sentences computed from the summary: where the error is, what a round costs, what the fit wants."""
-    out = []
-    rows = s["rows_detail"]
-    missed = [k for k, t in s["targets"].items() if not t["met"]]
-    out.append(f"{len(s['targets']) - len(missed)} of {len(s['targets'])} targets met"
-               + (f"; not met: {', '.join(missed)}." if missed else "."))
-    b = s["error_band"]
-    if b:
-        out.append(f"Band coverage held out: {b['covered_params_only']}/{b['rows']} with the parameter / acceptance "
-                   f"band alone, {b['covered']}/{b['rows']} widened by the model's error (split-conformal by author, "
-                   f"stated coverage {100 * b['coverage']:.0f}%).")
-    if rows:
-        errs = sorted(rows, key=lambda r: -abs(r["error_held_out"]))
-        total = sum(abs(r["error_held_out"]) for r in rows)
-        top = errs[:5]
-        share = sum(abs(r["error_held_out"]) for r in top) / total if total else 0.0
-        named = ", ".join(r["id"] + " " + _pct(r["error_held_out"]) for r in top)
-        out.append(f"The five largest held-out errors ({named}) carry {_pct(share)} of the summed |error| of the "
-                   f"{len(rows)} rows.")
-    for e in sorted({r["engine"] for r in rows}):
-        st = [r["round_in_steps"] for r in rows if r["engine"] == e and r["round_in_steps"] is not None]
-        if st:
-            m, p = np.median([x[0] for x in st]), np.median([x[1] for x in st])
-            out.append(f"{e}: a round costs {m:.2f} plain decode steps by the median row (AL / measured speedup) "
-                       f"and {p:.2f} as priced held out ({len(st)} rows).")
-    for p in s["params"]:
-        if p["verdict"].startswith("at the"):
-            w = s["diagnostic"]["params"].get(p["engine"], {}).get(p["param"])
-            out.append(f"{p['engine']} `{p['param']}` fits at the {p['verdict'][7:]} of its range "
-                       f"({p['low_ms']:.3f}–{p['high_ms']:.3f} ms)"
-                       + (f"; with the range widened the rows want {w:.3f} ms." if w is not None else "."))
-    for e in sorted({p["engine"] for p in s["params"] if p["rows"]}):
-        ps = [p for p in s["params"] if p["engine"] == e and p["rows"]]
-        pinned = [f"`{p['param']}`" for p in ps if p["verdict"] == "pinned"]
-        loose = [f"`{p['param']}` ({p['verdict']})" for p in ps if p["verdict"] != "pinned"]
-        out.append(f"{e}: the data pin {', '.join(pinned) or 'no parameter'}; they cannot pin "
-                   f"{', '.join(loose) or 'nothing'}.")
-    for g in s["diagnostic"]["groups"]:
-        out.append(f"With the ranges widened (diagnostic, not used) {g['engine']} would reach "
-                   f"{_pct(g['mean_abs_error_held_out'])} held out and call {g['losses_predicted']}/{g['losses']} "
-                   "losses.")
     return out
 
 
@@ -311,6 +272,7 @@ def markdown(s: dict, intro: str = "", command: str = REPORT_COMMAND) -> str:
                  f"{_pct(g['mean_abs_error_held_out'])} | {_pct(g['bias_held_out'])} | "
                  f"{g['losses_predicted']}/{g['losses']} | {g['false_losses']} | "
                  f"{g['band_covered']}/{g['band_rows']} ({_pct(g['band_coverage'])}) |")
+    L += [""] + sd_checks.markdown(s)
     L += ([""] + sd_band.markdown(s["error_band"], FIT_COMMAND)) if s["error_band"] else []
     L += ["", "## Fitted round parameters (per engine; ms)", "",
           "Range: the public evidence (low / central / high); where it bounds a parameter from one side only, the "

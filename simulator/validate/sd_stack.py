@@ -17,7 +17,7 @@ from ..specs.catalog import load_engine
 
 __all__ = ["FIT_PARAMS", "GRID_MAX", "RowStack", "linear_terms", "params_at", "public_params", "stacked_row"]
 
-FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "tp_host")
+FIT_PARAMS = ("round_host", "per_request", "draft_step_host", "decode_host", "draft_step_offset")
 GRID_MAX = 8  # batches of a serving case's grid (C and the floor / ceiling of both arms' decode batches: at most 5)
 
 
@@ -36,7 +36,7 @@ def params_at(engine: str, values) -> RoundParams:
 def linear_terms(self) -> tuple:
     """A row's (``self``: a :class:`.sd_fit.RowModel`) engine terms as functions of :data:`FIT_PARAMS`: the round's
     host work H and the plain step's host work before hiding are affine in them (``round_terms``: sums of the
-    parameters times counts), the round kernels do not depend on them. (T_kern, H at θ = 0 and per unit θ_j, the
+    parameters times counts), and so are the round kernels (the offsets). (T_kern, H at θ = 0 and per unit θ_j, the
     decode host work likewise, the execution modes), read from ``round_terms`` itself at θ = 0 and θ = e_j."""
     p, case = self.priced, self.priced.serving.step
     mech = case.scenario.mechanisms
@@ -53,14 +53,16 @@ def linear_terms(self) -> tuple:
     full = [terms(v, mech) for v in basis]
     dec = [terms(v, raw).host_decode["central"] for v in basis]
     h0, d0 = full[0].work["central"][0], dec[0]
-    return (full[0].kernels["central"][0], h0, np.stack([t.work["central"][0] - h0 for t in full[1:]]), d0,
-            np.stack([d - d0 for d in dec[1:]]), full[0].sd_overlap, full[0].decode_overlap)
+    k0 = full[0].kernels["central"][0]
+    return (k0, np.stack([t.kernels["central"][0] - k0 for t in full[1:]]), h0,
+            np.stack([t.work["central"][0] - h0 for t in full[1:]]), d0, np.stack([d - d0 for d in dec[1:]]),
+            full[0].sd_overlap, full[0].decode_overlap)
 
 def stacked_row(self) -> dict:
     """A row's part of a :class:`RowStack` (grid arrays padded to :data:`GRID_MAX`; occupancies as tuples)."""
     from ..specdec.serving import Occupancy, iteration_time
 
-    k, h0, dh, d0, dd, sd, dec = self._linear
+    k, dk, h0, dh, d0, dd, sd, dec = self._linear
     s = self.priced.serving
     if len(s.grid) > GRID_MAX:
         raise ValueError(f"a serving grid of {len(s.grid)} batches exceeds GRID_MAX = {GRID_MAX}")
@@ -74,7 +76,8 @@ def stacked_row(self) -> dict:
     def weights(b):  # np.interp is linear in the values: its weight on each grid point
         return pad([np.interp(max(float(b), 1.0), s.grid, e) for e in np.eye(len(s.grid))])
 
-    return {"k": pad(k), "h0": pad(h0), "dh": pad(dh), "d0": pad(d0), "dd": pad(dd), "gpu": pad(self.gpu, 1.0),
+    return {"k": pad(k), "dk": pad(dk), "h0": pad(h0), "dh": pad(dh), "d0": pad(d0), "dd": pad(dd),
+            "gpu": pad(self.gpu, 1.0),
             "t_decode": pad(self.t_decode, 1.0), "sd_on": sd == "on", "dec_on": dec == "on",
             "at": s.at_concurrency, "w0": weights(s.base.decode_batch), "w1": weights(s.sd.decode_batch),
             "c0": float(iteration_time(0.0, s.base, s.t_chunk, s.prefill)),
@@ -92,7 +95,8 @@ class RowStack:
     ``w1``) of the grid's, each iteration adds a constant (``iteration_time`` at 0: the prefill share), and the
     speedups are :class:`~simulator.specdec.serving.ServingPoint`'s over the stacked occupancies."""
 
-    k: np.ndarray  # (R, G) round kernels
+    k: np.ndarray  # (R, G) round kernels at θ = 0
+    dk: np.ndarray  # (R, n, G) per unit θ_j (the offsets)
     h0: np.ndarray  # (R, G) round host work at θ = 0
     dh: np.ndarray  # (R, n, G) per unit θ_j
     d0: np.ndarray  # (R, G) plain step host work at θ = 0
@@ -126,7 +130,7 @@ class RowStack:
         from ..specdec.serving import ServingPoint
 
         v = np.asarray(values, dtype=float)
-        gk = self.gpu + self.k
+        gk = self.gpu + self.k + np.einsum("j,rjg->rg", v, self.dk)
         h = self.h0 + np.einsum("j,rjg->rg", v, self.dh)
         hd = self.d0 + np.einsum("j,rjg->rg", v, self.dd)
         t_round = gk + np.where(self.sd_on[:, None], exposed(h, gk, "on"), exposed(h, gk, "off"))

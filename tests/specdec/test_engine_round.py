@@ -34,11 +34,15 @@ def _spec(engine, batch, gammas, mech=None, drafter="eagle", acc=ACC, **kw):
 def test_engine_defaults_are_the_documented_modes():
     refined = PRESETS["refined"]
     sgl, vllm, trt = (engine_release(e) for e in ("sglang", "vllm", "trtllm"))
-    assert overlap_modes(refined, sgl) == ("off", "on")  # spec v1 turns the overlap scheduler off
+    assert overlap_modes(refined, sgl) == ("on", "on")  # spec v2 by default from 0.5.13 (chains)
+    assert overlap_modes(refined, sgl, tree=True) == ("off", "on")  # spec v2 drafts chains only
+    assert overlap_modes(refined, sgl, "ngram") == ("off", "on")  # n-gram never overlapped
+    v1 = engine_release("sglang", "0.4")
+    assert overlap_modes(refined, v1) == ("off", "on")  # spec v1 turns the overlap scheduler off
     assert overlap_modes(refined, vllm) == ("on", "on")  # async scheduling with EAGLE/MTP from v0.14
     assert overlap_modes(refined, vllm, "ngram") == ("off", "on")  # not for n-gram (vllm PR #31998)
     assert overlap_modes(refined, trt) == ("on", "on")
-    assert overlap_modes(refined.with_(sd_overlap="on", decode_overlap="off"), sgl) == ("on", "off")
+    assert overlap_modes(refined.with_(sd_overlap="off", decode_overlap="off"), sgl) == ("off", "off")
     assert load_engine("vllm").releases[0].execution.sd_overlap == "off"  # before v0.14
     assert engine_release("vllm", "0.13").execution.decode_overlap == "off"
     for engine in ENGINES:  # every engine has a mode and sourced bands
@@ -118,7 +122,8 @@ def test_overlap_hides_host_time_up_to_the_gpu_time():
 def test_sglang_spec_v1_loses_more_with_batch_than_trtllm():
     """The exposed per-request host work of an SGLang v1 round makes its speedup fall faster with batch than
     TRT-LLM's overlapped one-model round (the engines' measured direction; nothing fitted)."""
-    sgl, trt = _spec("sglang", [1, 128], [3]), _spec("trtllm", [1, 128], [3])
+    v1 = PRESETS["refined"].with_(sd_overlap="off")
+    sgl, trt = _spec("sglang", [1, 128], [3], v1), _spec("trtllm", [1, 128], [3])
     assert np.all(sgl.speedup < trt.speedup)
     assert sgl.t_host[0, 1] > sgl.t_host[0, 0] > 0 and np.all(trt.t_host == 0)
 
@@ -174,7 +179,7 @@ def test_a_profile_states_round_bands_per_engine():
     assert (p.round_host.low, p.round_host.central, p.round_host.high) == pytest.approx((6e-3, 7e-3, 8e-3))
     vllm = raw.bind(engine_release("vllm"))
     assert p.sync == engine_release("sglang").round.sync and round_params(vllm) == engine_release("vllm").round
-    assert p.per_request == FITTED["sglang"]["per_request"]
+    assert p.draft_step_offset == FITTED["sglang"]["draft_step_offset"]
     dep = Deployment(dtype="fp8_block", tp=2, ep=2, engine="sglang")
     slow = speculative(MODEL, hw, dep, [1], [3], ACC, "eagle", 1024)
     assert slow.t_round[0, 0] > _spec("sglang", [1], [3]).t_round[0, 0]
@@ -215,7 +220,8 @@ def test_explain_prices_the_mode_flags():
 def test_explain_names_the_mode_and_band():
     import json
 
-    rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json"])
+    rc, out, _ = _run(["explain", "--model", "qwen3-30b-a3b", "--gpus", "2", "--engine", "sglang", "--json",
+                       "--engine-version", "0.4"])
     assert rc == 0
     d = json.loads(out)
     e = d["engine"]
@@ -262,11 +268,11 @@ def test_the_default_acceptance_brings_its_public_band():
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_multi_gpu_host_term_only_when_the_instance_spans_gpus(engine):
-    """h_tp (an iteration's host work on several GPUs: sglang PRs #12128 vs #11398, LMSYS MTP blog's no-overlap
-    baseline) is in every round's and every plain step's host work of a multi-GPU instance, and absent on one GPU;
-    engines without it price 0."""
-    from simulator.specdec.engine_round import round_params, round_terms
+def test_no_host_term_for_an_instance_on_several_gpus(engine):
+    """The host work of a round and of a plain step does not depend on the GPU count: SGLang's per-iteration TP
+    step (scheduler.recv_requests: one broadcast_pyobj of a size tensor) is tens of µs, inside round_host's band,
+    and no other engine code adds a host term per extra GPU (the former h_tp had no mechanism)."""
+    from simulator.specdec.engine_round import round_terms
 
     mech = PRESETS["refined"].with_(sd_overlap="off", decode_overlap="off")
     hw = bound(HW, Deployment(engine=engine))
@@ -277,10 +283,30 @@ def test_multi_gpu_host_term_only_when_the_instance_spans_gpus(engine):
         return t.work["central"], t.host_decode["central"]
 
     (r1, d1), (r2, d2) = work(1), work(2)
-    h_tp = round_params(hw).tp_host.central
-    np.testing.assert_allclose(r2 - r1, h_tp, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(d2 - d1, h_tp, rtol=1e-12, atol=1e-15)
-    assert (h_tp > 0) == (engine == "sglang")
+    np.testing.assert_array_equal(r1, r2)
+    np.testing.assert_array_equal(d1, d2)
+
+
+def test_the_draft_step_offset_is_never_hidden():
+    """The fitted offset per draft step (no mechanism) is GPU-side: overlap does not hide it, it grows by one offset
+    per draft step, and it is 0 with host_time off."""
+    from simulator.specdec.engine_round import round_params, round_terms
+
+    hw = bound(HW, Deployment(engine="sglang"))
+    o = round_params(hw).draft_step_offset.central
+    assert o > 0
+
+    def kern(mech, g):
+        t = round_terms(hw, Deployment(engine="sglang"), mech, [1], [g], [2.0], np.full((1, 1), 5e-3),
+                        np.full(1, 4e-3), 32000, 151936)
+        return t.kernels["central"][0, 0]
+
+    ref = PRESETS["refined"]
+    for sd in ("on", "off"):
+        m = ref.with_(sd_overlap=sd)
+        assert kern(m, 4) - kern(m, 3) == pytest.approx(o + (kern(m.with_(host_time="off"), 4)
+                                                             - kern(m.with_(host_time="off"), 3)), rel=1e-9)
+    assert kern(ref.with_(sd_overlap="on"), 3) == kern(ref.with_(sd_overlap="off"), 3)
 
 
 @settings(max_examples=20, deadline=None)
@@ -359,15 +385,15 @@ def test_sd_corpus_rows_price_the_mode_of_their_release():
 
 def test_sglang_forces_overlapped_sd_for_linear_attention_hybrids_chains_only():
     """SGLang enables spec v2 itself for Qwen3.5/Qwen3-Next-style hybrids (sglang PR #22908), chain drafting only:
-    their chain rounds are overlapped by default, trees and other models keep spec v1 (overlap off)."""
-    sgl = engine_release("sglang")
+    on a spec v1 release their chain rounds are overlapped by default, trees and other models keep spec v1."""
+    sgl = engine_release("sglang", "0.4")
     refined = PRESETS["refined"]
     assert overlap_modes(refined, sgl, "eagle", hybrid=True) == ("on", "on")
     assert overlap_modes(refined, sgl, "eagle", hybrid=True, tree=True) == ("off", "on")
     assert overlap_modes(refined, sgl, "eagle", hybrid=False) == ("off", "on")
     assert overlap_modes(refined.with_(sd_overlap="off"), sgl, "eagle", hybrid=True) == ("off", "on")
     model = load_model("qwen3.5-397b-a17b")
-    dep = Deployment(dtype="fp8_block", tp=8, ep=8, engine="sglang")
+    dep = Deployment(dtype="fp8_block", tp=8, ep=8, engine="sglang", engine_version="0.4")
     r = speculative(model, bound(load_hardware("h200-sxm"), dep), dep, [1], [3], ACC, "mtp", 1024,
                     refined, cache=CACHE)
     assert r.sd_overlap == "on"

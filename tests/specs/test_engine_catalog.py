@@ -62,10 +62,10 @@ def test_releases_are_cumulative_deltas():
     (lambda o: o["serving"].update(prefill="sometimes"), "serving.prefill"),
     (lambda o: o["round"]["sync"].update(unit="GB"), "round.sync.low.unit"),
     (lambda o: o["round"]["sync"].update(low=50), "round.sync.*low <= central <= high"),
-    (lambda o: o["round"]["tp_host"].update(source="NOPE"), "round.tp_host.low.source"),
+    (lambda o: o["round"]["dp_sync"].update(source="NOPE"), "round.dp_sync.low.source"),
     (lambda o: o["schedule"]["two_batch_overlap"].update(auto="always"), "schedule.two_batch_overlap.auto"),
     (lambda o: o["releases"].append({"version": "0.3", "since": "older"}), "not above the release before it"),
-    (lambda o: o["releases"].append({"version": "next", "since": "x"}), "releases\\[1\\].version"),
+    (lambda o: o["releases"].append({"version": "next", "since": "x"}), "releases\\[2\\].version"),
     (lambda o: o["vendors"].update(names=["intel"]), "vendors.names\\[0\\]"),
 ])
 def test_bad_engine_file_is_one_line(mutate, expect):
@@ -86,27 +86,27 @@ def test_list_and_show_engines():
 
 
 def test_a_user_engine_file_is_priced_by_path(tmp_path):
-    """A copy of SGLang's file with one new release (spec v2: SD rounds overlapped) prices exactly as the bundled
-    engine with --sd-overlap on: an engine release is one YAML file, no Python."""
+    """A copy of SGLang's file with one new release (SD rounds without overlap again) prices exactly as the bundled
+    engine with --sd-overlap off: an engine release is one YAML file, no Python."""
     obj = copy.deepcopy(SGL)
-    obj["releases"].append({"version": "0.5", "since": "spec v2 as default (test)",
-                            "execution": {"sd_overlap": True, "source": "S-spec-v1"}})
+    obj["releases"].append({"version": "0.6", "since": "spec v1 again (test)",
+                            "execution": {"sd_overlap": False, "source": "S-spec-v1"}})
     path = tmp_path / "sglang-v2.yaml"
     path.write_text(yaml.safe_dump(obj))
     mine = engine_release(Deployment(engine=str(path)))
-    assert mine.version == "0.5" and mine.execution.sd_overlap == "on" and mine.kernel_block == "sglang"
+    assert mine.version == "0.6" and mine.execution.sd_overlap == "off" and mine.kernel_block == "sglang"
     with_file = resolve("qwen3-30b-a3b", "h100-sxm", request(engine=str(path), tp=2, ep=2))
-    bundled = resolve("qwen3-30b-a3b", "h100-sxm", request(engine="sglang", tp=2, ep=2, sd_overlap="on"))
+    bundled = resolve("qwen3-30b-a3b", "h100-sxm", request(engine="sglang", tp=2, ep=2, sd_overlap="off"))
     from simulator.pricing import price
     a, b = price(with_file, [1, 8], [3]).result, price(bundled, [1, 8], [3]).result
-    assert a.sd_overlap == b.sd_overlap == "on"
+    assert a.sd_overlap == b.sd_overlap == "off"
     assert (a.speedup == b.speedup).all() and (a.t_round == b.t_round).all()
     run = invoke("sweep", "--model", "qwen3-30b-a3b", "--engine", str(path), "--batch", "1,8", "--draft-len", "3",
                  "--no-plots", "--quiet", "--out", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
     old = invoke("sweep", "--model", "qwen3-30b-a3b", "--engine", str(path), "--engine-version", "0.9",
                  "--no-plots", "--quiet", "--out", str(tmp_path / "o2"))
-    assert old.returncode == 2 and "engine_version" in old.stderr and "['0.4', '0.5']" in old.stderr
+    assert old.returncode == 2 and "engine_version" in old.stderr and "['0.4', '0.5.13', '0.6']" in old.stderr
 
 
 def test_a_profile_is_bound_once_and_checked_below_pricing():

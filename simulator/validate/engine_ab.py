@@ -1,0 +1,180 @@
+"""Public A/Bs of engine execution mechanisms, priced arm by arm (``measured/engines/ab.csv``; docs/MODEL.md §7.2,
+"Engine A/Bs").
+
+A row is one published measurement of a single mechanism switched off and on in one deployment: SGLang's overlap
+scheduler for plain decoding (``decode_overlap``) or its overlapped SD round, spec v2 (``sd_overlap``). Both arms are
+priced on the one pricing path (:func:`simulator.pricing.price` at the row's engine release, layout, GPU, batch and
+context; the SD arm with the row's drafter and AL) and compared as the ratio
+
+    r = time(off) / time(on)      (a plain step's T_step, or an SD round's T_round; the AL cancels)
+
+with the measured one. The rows are never fitted: they check the host terms whose bands (the engine file's
+``round:``) come from the same public A/Bs and the engines' code. A row that cannot be priced says why.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..cost.deployment import version_key
+from ..errors import ConfigError, SimulatorError
+from ..pricing import Layout, Request, price
+from ..specdec import Acceptance, StepCache
+from ..specs.catalog import ENGINES, bundled_files, load_hardware, load_model, measured_dir
+from ..sweep.runner import deploy, in_mode
+from ..sweep.serving import plain_step
+
+__all__ = ["AB_COLUMNS", "ABResult", "ABRow", "TOLERANCE", "price_ab", "read_ab", "validate_ab"]
+
+AB_COLUMNS = ("id", "engine", "engine_version", "mechanism", "model", "gpu", "gpu_count", "tp", "dp", "ep", "drafter",
+              "draft_steps", "accept_length", "batch", "context", "measured", "off_value", "on_value", "unit", "url",
+              "where", "assumed")
+MECHANISMS = ("decode_overlap", "sd_overlap")
+TOLERANCE = 0.10  # the issue's target: every A/B within 10%
+_INTS = ("gpu_count", "tp", "dp", "ep", "draft_steps", "batch", "context")
+_FLOATS = ("accept_length", "measured", "off_value", "on_value")
+
+
+@dataclass(frozen=True)
+class ABRow:
+    id: str
+    engine: str
+    engine_version: str
+    mechanism: str
+    model: str
+    gpu: str
+    gpu_count: int
+    tp: int | None
+    dp: int | None
+    ep: int | None
+    drafter: str
+    draft_steps: int | None
+    accept_length: float | None
+    batch: int
+    context: int
+    measured: float
+    off_value: float | None
+    on_value: float | None
+    unit: str
+    url: str
+    where: str
+    assumed: str
+
+
+@dataclass(frozen=True)
+class ABResult:
+    row: ABRow
+    predicted: float | None  # time(off) / time(on), None when not priced
+    t_off: float | None = None  # seconds
+    t_on: float | None = None
+    reason: str = ""  # why not priced
+
+    @property
+    def error(self) -> float | None:
+        return None if self.predicted is None else self.predicted / self.row.measured - 1.0
+
+    @property
+    def within(self) -> bool:
+        return self.error is not None and abs(self.error) <= TOLERANCE
+
+
+def read_ab(path: str | Path | None = None) -> tuple[ABRow, ...]:
+    """Read and check an A/B file (default: the bundled ``measured/engines/ab.csv``); any problem is one
+    :class:`ConfigError` line naming the row, the field, the value and the fix."""
+    p = Path(path) if path is not None else measured_dir("engines") / "ab.csv"
+    try:
+        with p.open(newline="", encoding="utf-8-sig") as f:
+            lines = list(csv.reader(f))
+    except OSError as exc:
+        raise ConfigError(str(p), "FILE", f"cannot be read ({exc.strerror or exc})",
+                          "give the path of an A/B CSV (layout: measured/engines/README.md)") from None
+    if not lines or [h.strip() for h in lines[0]] != list(AB_COLUMNS):
+        raise ConfigError(str(p), "columns", "are not the documented ones", f"use exactly {','.join(AB_COLUMNS)}")
+    rows, seen = [], set()
+    for n, cells in enumerate(lines[1:], 2):
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(AB_COLUMNS):
+            raise ConfigError(f"{p} line {n}", "columns", f"has {len(cells)} cells, the header {len(AB_COLUMNS)}",
+                              "quote cells that contain commas")
+        row = _row(f"{p} line {n}", dict(zip(AB_COLUMNS, (c.strip() for c in cells), strict=True)))
+        if row.id in seen:
+            raise ConfigError(f"{p} row {row.id!r}", "id", f"duplicates an earlier id (value {row.id!r})",
+                              "give every row a unique id")
+        seen.add(row.id)
+        rows.append(row)
+    return tuple(rows)
+
+
+def _row(loc: str, raw: dict) -> ABRow:
+    checks = (("engine", ENGINES, "an engine of engines/*.yaml"), ("mechanism", MECHANISMS, "a mechanism"),
+              ("model", bundled_files("models"), "a bundled model"), ("gpu", bundled_files("hardware"),
+                                                                         "a bundled hardware profile"))
+    for col, allowed, what in checks:
+        if raw[col] not in allowed:
+            raise ConfigError(loc, col, f"value {raw[col]!r} is not {what}", f"use one of {', '.join(allowed)}")
+    vals: dict = dict(raw)
+    for col in _INTS + _FLOATS:
+        vals[col] = _number(loc, col, raw[col], col in _INTS)
+    for col in ("gpu_count", "batch", "context", "measured"):
+        if vals[col] is None:
+            raise ConfigError(loc, col, "is empty (value '')", f"every row states {col}")
+    if raw["mechanism"] == "sd_overlap" and (not raw["drafter"] or vals["draft_steps"] is None
+                                             or vals["accept_length"] is None):
+        raise ConfigError(loc, "drafter", "an sd_overlap row needs drafter, draft_steps and accept_length",
+                          "state the SD configuration the A/B ran")
+    row = ABRow(**vals)
+    if row.off_value is not None and row.on_value is not None:
+        ratio = row.on_value / row.off_value if row.unit.startswith("tok") else row.off_value / row.on_value
+        if abs(ratio / row.measured - 1.0) > 0.01:
+            raise ConfigError(loc, "measured", f"value {row.measured:g} disagrees with the arms' ratio {ratio:.4g}",
+                              "measured = time(off) / time(on) (on_value / off_value for tok/s)")
+    return row
+
+
+def _number(loc: str, col: str, text: str, integer: bool):
+    if not text:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise ConfigError(loc, col, f"value {text!r} is not a number", "give a plain decimal number") from None
+    if not math.isfinite(v) or v <= 0 or (integer and v != int(v)):
+        raise ConfigError(loc, col, f"value {text!r} is not a positive {'whole ' if integer else ''}number",
+                          "give a positive number, or leave the cell empty when not stated")
+    return int(v) if integer else v
+
+
+def price_ab(row: ABRow, cache: StepCache | None = None) -> ABResult:
+    """Both arms of ``row`` priced (module docstring)."""
+    cache = cache or StepCache()
+    sd = row.mechanism == "sd_overlap"
+    gamma = row.draft_steps if sd else 1
+    version = version_key(row.engine, row.engine_version)
+    layout = Layout(tp=row.tp, ep=row.ep, dp=row.dp, gpus=row.gpu_count,
+                    options=(("engine", row.engine),) + ((("engine_version", version),) if version else ()))
+    acc = Acceptance.from_accept_length(row.accept_length, gamma) if sd else None
+    req = Request(layout=layout, drafter=row.drafter or "eagle", acceptance=acc, context=row.context)
+    try:
+        sc, ok, why = deploy(load_model(row.model), load_hardware(row.gpu), req, [row.batch], gamma)
+        if not ok:
+            return ABResult(row, None, reason=why)
+        sc = in_mode(sc, "refined", req)
+        times = []
+        for arm in ("off", "on"):
+            r = price(sc.edit(**{row.mechanism: arm}), [row.batch], [gamma], cache=cache).result
+            times.append(float(np.asarray(r.t_round)[0, 0]) if sd else float(plain_step(r)[0]))
+    except SimulatorError as exc:
+        return ABResult(row, None, reason=str(exc))
+    return ABResult(row, times[0] / times[1], times[0], times[1])
+
+
+def validate_ab(rows: tuple[ABRow, ...] | None = None, cache: StepCache | None = None) -> tuple[ABResult, ...]:
+    """Every A/B row priced (default: the bundled file)."""
+    cache = cache or StepCache()
+    return tuple(price_ab(r, cache) for r in (read_ab() if rows is None else rows))
