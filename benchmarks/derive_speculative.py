@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import sys
 
-from inferencex import CFG, commits, field, git, read_source, sweep_hits, write_column, yaml_at
+from inferencex import CFG, commits, copies, git, read_source, sweep_hits, write_column, yaml_at
 
 COLUMN = "speculative_num_draft_tokens"
 
@@ -53,29 +53,6 @@ def _script_steps(repo: str, rev: str, key: str) -> int | None:
         if m:
             return int(m.group(1) or m.group(2))
     return None
-
-
-DEPLOYMENT = ("model_path", "system", "backend", "backend_version", "precision", "mode", "isl", "osl", "batch_size",
-              "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
-
-
-def copies(source: list[dict], found: dict[str, int]) -> list[tuple[dict, int, str]]:
-    """Rows with no ``measured=`` stamp (aiconfigurator's gap-analysis files) that repeat a marked row: same deployment
-    columns and the same TPOT to the 0.01 ms they state (6.33 against 6.329993). The same measurement copied into
-    another file; stamped STP rows repeat each other the same way (one tp 8 Qwen3.5 point sits in four files)."""
-    marked = {}
-    for row in source:
-        if row["id"] in found:
-            marked.setdefault(tuple(row[c] for c in DEPLOYMENT), []).append(row)
-    out = []
-    for row in source:
-        if row["id"] in found or field(row, "measured"):
-            continue
-        for twin in marked.get(tuple(row[c] for c in DEPLOYMENT), []):
-            if abs(float(row["silicon_tpot_ms"]) - float(twin["silicon_tpot_ms"])) <= 0.006:
-                out.append((row, found[twin["id"]], twin["id"]))
-                break
-    return out
 
 
 def main(argv: list[str]) -> int:

@@ -53,11 +53,16 @@ def swept(repo: str, rev: str) -> frozenset[str]:
 
 
 def commits(repo: str) -> list[tuple[dt.datetime, str]]:
-    """(UTC commit time, hash) of every commit that changed the changelog, oldest first."""
+    """(UTC commit time, hash) of every commit that changed the changelog and ran its sweep, oldest first: run-sweep.yml
+    skips a push whose head commit message contains ``[skip-sweep]`` (9c0fcc9af, the changelog's first commit, is
+    one)."""
     out = []
-    for line in git(repo, "log", "--format=%H %cI", "--", CHANGELOG).splitlines():
-        h, t = line.split()
-        out.append((dt.datetime.fromisoformat(t).astimezone(dt.timezone.utc), h))
+    for line in git(repo, "log", "--format=%H %cI %s%x1f%b%x1e", "--", CHANGELOG).split("\x1e"):
+        if not line.strip():
+            continue
+        h, t, message = line.strip().split(" ", 2)
+        if "[skip-sweep]" not in message:
+            out.append((dt.datetime.fromisoformat(t).astimezone(dt.timezone.utc), h))
     return sorted(out)
 
 
@@ -77,6 +82,17 @@ def same_image(key_image, row: dict, version: str) -> bool:
     return f":{version}" in image or f":v{version}" in image
 
 
+def same_model(key: dict, row: dict) -> bool:
+    """The key's checkpoint (deepseek-ai/DeepSeek-R1-0528) is of the row's model (DeepSeek-R1), or the row's id names
+    the key's model prefix: aiconfigurator's database rows (``db-dump``) are named ``{model-prefix}_{gpu}_...``
+    (``dsr1_b200_trtllm_fp4_agg_...``), and they label every InferenceX ``dsr1`` run (DeepSeek-R1-0528) DeepSeek-V3
+    (400 rows of the GPUs read here; no config in the main history of InferenceX names a DeepSeek-V3 checkpoint)."""
+    name = row["model_path"].split("/")[-1].lower()
+    if str(key.get("model", "")).split("/")[-1].lower().startswith(name):
+        return True
+    return bool(key.get("model-prefix")) and row["id"].startswith(f"{key['model-prefix']}_")
+
+
 def id_layout(row: dict) -> tuple[int | None, int | None]:
     """(tp, ep) where the row's id states them (``_tp8_0_ep1_0``, ``_tp4_ep_none``), else (None, None)."""
     m = re.search(r"_tp(\d+)(?:_0)?_ep(\d+|none)", row["id"])
@@ -93,8 +109,8 @@ def entries(repo: str, rev: str, row: dict, version: str) -> list[tuple[str, dic
         v = cfg.get(key) if isinstance(cfg, dict) else None
         if not isinstance(v, dict) or v.get("precision") != PRECISION.get(row["moe_quant_mode"]):
             continue
-        if not str(v.get("model", "")).split("/")[-1].lower().startswith(row["model_path"].split("/")[-1].lower()):
-            continue  # the key's checkpoint (deepseek-ai/DeepSeek-R1-0528) is of the row's model (DeepSeek-R1)
+        if not same_model(v, row):
+            continue
         if not str(v.get("runner", "")).startswith(GPU[row["system"]]) or not same_image(v.get("image"), row, version):
             continue
         if not str(v.get("framework", "")).endswith(FRAMEWORK.get(row["backend"], "?")):
@@ -123,6 +139,30 @@ def sweep_hits(row: dict, repo: str, log: list[tuple[dt.datetime, str]]) -> list
     dated = "T" not in stamp or "T00:00:00" in stamp
     revs = [h for ct, h in log if (ct.date() == t.date() if dated else abs((ct - t).total_seconds()) <= 120)]
     return [(rev, k, e) for rev in revs for k, e in entries(repo, rev, row, version)]
+
+
+DEPLOYMENT = ("model_path", "system", "backend", "backend_version", "precision", "mode", "isl", "osl", "batch_size",
+              "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+
+
+def copies(source: list[dict], found: dict) -> list[tuple[dict, object, str]]:
+    """(row, the marked row's value, its id) of the rows with no ``measured=`` stamp (aiconfigurator's gap-analysis
+    files) that repeat a row marked in ``found`` ({id: value}): same deployment columns and the same TPOT to the 0.01
+    ms they state (6.33 against 6.329993). The same measurement copied into another file; stamped STP rows repeat
+    each other the same way (one tp 8 Qwen3.5 point sits in four files)."""
+    marked = {}
+    for row in source:
+        if row["id"] in found:
+            marked.setdefault(tuple(row[c] for c in DEPLOYMENT), []).append(row)
+    out = []
+    for row in source:
+        if row["id"] in found or field(row, "measured"):
+            continue
+        for twin in marked.get(tuple(row[c] for c in DEPLOYMENT), []):
+            if abs(float(row["silicon_tpot_ms"]) - float(twin["silicon_tpot_ms"])) <= 0.006:
+                out.append((row, found[twin["id"]], twin["id"]))
+                break
+    return out
 
 
 def read_source(path: str) -> list[dict]:
