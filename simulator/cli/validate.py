@@ -22,7 +22,8 @@ def register(sub) -> None:
                                   "with --mapping), layouts the model cannot express are 'refused' (with the "
                                   "reason). Disagg rows without a decode batch are priced from their concurrency "
                                   "and reported apart ('batch-inferred'); rows stating draft tokens are set apart "
-                                  "('speculative').",
+                                  "('speculative'). Each row runs the engine release its backend_version names and "
+                                  "the MoE backend of its optional moe_backend column (empty: the release's default).",
                       epilog="example: python -m simulator validate tpot measured/silicon/silicon_sample.csv")
     t.add_argument("file", metavar="FILE.csv")
     t.add_argument("--mapping", metavar="FILE.yaml",

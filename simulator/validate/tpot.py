@@ -27,6 +27,11 @@ batch-stated rows only.
 and why) measured draft-and-verify rounds, not decode steps: it gets status ``speculative``, is not priced and is
 left out of every headline row set (counted apart, with the reason).
 
+**Launch settings** (:mod:`.launch`). ``backend_version`` names the engine release whose execution prices the row
+(the newest documented release at or below it; none stated: the newest); the optional ``moe_backend`` column the MoE
+backend its launch set (the engine runs the kernel that setting picks; empty: the release's default). A value the
+release does not list is refused with the values it lists.
+
 **Below the memory floor.** A row whose measured TPOT is below its decode step's HBM bytes per GPU read at peak
 bandwidth (no efficiency, no fixed cost, the prefill share left out; under attention DP the unsplit step's bytes)
 cannot have run at its stated batch and layout (e.g. vLLM gpt-oss-120b rows at concurrency 512 on H100, 4.7 ms
@@ -52,6 +57,7 @@ from ..cost.step import check_memory, step_time
 from ..errors import ConfigError, SimulatorError
 from ..pricing import bound
 from ..specs.catalog import ENGINES, load_hardware, load_model
+from .launch import check_not_speculative, launch_settings
 from .layouts import squared_dp, squared_tp, wide_ep
 from .mapping import DTYPES, HELD_OUT_GPUS, NameMap, find_gpu, find_model, kv_dtype, row_dtype
 from .rows import Refused, concurrency, duplicate_ids, float_col, int_col, read_csv_rows, unit_mismatch
@@ -61,7 +67,6 @@ LAYOUT = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size"
 REQUIRED_COLUMNS = ("id", "backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode",
                     "moe_quant_mode", *LAYOUT, *(f"decode_{c}" for c in LAYOUT), "silicon_tpot_ms")
 MODES = ("agg", "disagg")
-SPECULATIVE_COLUMNS = ("speculative_num_draft_tokens", "decode_speculative_num_draft_tokens")  # optional columns
 LAYOUT_NAME = "aiconfigurator's silicon_sample.csv layout"
 NO_TBO = Mechanisms(two_batch_overlap="off")
 
@@ -181,11 +186,8 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
     engine = (row.get("backend") or "").strip().lower()
     if engine not in ENGINES:
         raise Refused("refused", f"backend {engine!r} is not one of {list(ENGINES)}")
-    for col in SPECULATIVE_COLUMNS:
-        if int_col(row, col, 0):
-            raise Refused("speculative", f"column {col} is {row[col]}: the row was measured with speculative "
-                                         "decoding (its TPOT is of draft-and-verify rounds), and validate tpot "
-                                         "prices plain decode steps: set apart")
+    check_not_speculative(row)
+    version, backend = launch_settings(row, engine)
     quant = (row.get("moe_quant_mode") or row.get("gemm_quant_mode") or "").strip().lower()
     dtype = row_dtype(checkpoint, quant)
     if dtype is None:
@@ -211,21 +213,21 @@ def _resolve(row: dict, include_held_out: bool, names: NameMap | None) -> tuple[
     else:
         ep, moe_tp = 1, None
     dep, hw_e = _deploy(name, gpu, model, hw, (dtype, kv_dtype(row.get("precision") or ""), tp, dp, ep, moe_tp,
-                                                engine, redundant))
+                                                engine, redundant, version, backend))
     plan = _Plan(name, gpu, dep, batch, stated, int_col(row, "isl"), max(1, int_col(row, "osl")), mode,
                  float_col(row, "silicon_tpot_ms"))
     return plan, model, hw_e
 
 
 def _deploy(name: str, gpu: str, model, hw, layout: tuple) -> tuple[Deployment, object]:
-    """The checked deployment of one layout (dtype, kv dtype, tp, dp, ep, moe_tp, engine, redundant experts) and
-    the engine's profile, built once per distinct layout (rows share a few hundred)."""
+    """The checked deployment of one layout (dtype, kv dtype, tp, dp, ep, moe_tp, engine, redundant experts, engine
+    release, MoE backend) and the engine's profile, built once per distinct layout (rows share a few hundred)."""
     key = ("deploy", name, gpu, layout)
     if key not in _CACHE:
-        dtype, kv, tp, dp, ep, moe_tp, engine, redundant = layout
+        dtype, kv, tp, dp, ep, moe_tp, engine, redundant, version, backend = layout
         try:
             dep = Deployment(dtype=dtype, kv_dtype=kv, tp=tp, dp=dp, ep=ep, moe_tp=moe_tp, engine=engine,
-                             redundant_experts=redundant)
+                             redundant_experts=redundant, engine_version=version, moe_backend=backend)
             validate(model, hw, dep)
             _CACHE[key] = (dep, bound(hw, dep))
         except SimulatorError as exc:
