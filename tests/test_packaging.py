@@ -42,9 +42,11 @@ def test_measured_folders_carry_tables_readme_and_licence():
     for gpu in gpus:
         # measured/silicon/ holds end-to-end deployment rows (validation only), not per-op tables; measured/sd/ the
         # public SD measurement corpus (numbers read from many public pages, each row citing its source; no licensed
-        # table is copied, its README says so); measured/acceptance/ the public acceptance logs per target (likewise)
+        # table is copied, its README says so); measured/acceptance/ the public acceptance logs per target (likewise);
+        # measured/engines/ the public A/Bs of engine mechanisms (likewise)
         needed = {"silicon": ("silicon_sample.csv", "README.md", "LICENSE-Apache-2.0.txt"),
                   "sd": ("corpus.csv", "README.md"),
-                  "acceptance": ("logs.csv", "README.md")}.get(gpu.name, MEASURED_FILES)
+                  "acceptance": ("logs.csv", "README.md"),
+                  "engines": ("ab.csv", "README.md")}.get(gpu.name, MEASURED_FILES)
         missing = [f for f in needed if not (gpu / f).is_file()]
         assert not missing, f"{gpu.name}: missing {missing}"

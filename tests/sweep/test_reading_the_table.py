@@ -56,7 +56,7 @@ def test_rows_state_gpus_engine_version_placement_and_tree(tmp_path, capsys):
     with open(tmp_path / "sweep.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert {r["gpus"] for r in rows} == {"16"} and {r["engine"] for r in rows} == {"sglang"}
-    assert {r["engine_version"] for r in rows} == {"0.4"} and {r["placement"] for r in rows} == {"balanced"}
+    assert {r["engine_version"] for r in rows} == {"0.5.13"} and {r["placement"] for r in rows} == {"balanced"}
     assert {r["tree"] for r in rows} == {"", "tree 2,2 (7 nodes)"}
 
 
