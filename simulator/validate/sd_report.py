@@ -216,8 +216,8 @@ def text_lines(s: dict) -> list[str]:
     """The CLI's table: per engine and mode, then the targets."""
     o = s["overall"]
     apart, missed = len(s["assumed_al"]["detail"]), len(s["not_priced"])
-    out = [f"rows: {s['rows']}; priced {s['priced'] + apart}: {s['priced']} validated (AL stated), {apart} apart "
-           f"(no AL: the default acceptance); not priced {missed} (why: the end of this list)",
+    out = [f"rows: {s['rows']}; priced {s['priced'] + apart} ({s['priced']} validated, {apart} apart: no AL stated); "
+           f"not priced {missed} (why: at the end)",
            "errors per engine and mode: the engines' central parameters / fitted in-sample / held out by source",
            f"{'engine':<7} {'mode':<20} {'rows':>4} {'src':>3} {'central':>8} {'fit':>8} {'held out':>8} "
            f"{'losses':>7} {'band':>7}"]
