@@ -35,8 +35,7 @@ HELP = {
     "all_to_all": "MoE dispatch/combine kernels under attention DP (default auto: DeepEP low-latency across "
                   "scale-up domains or beyond 8 GPUs where the profile has it, else nccl; docs/MODEL.md §3.9)",
     "dispatch_dtype": "precision of dispatched tokens (default auto: the all-to-all mode's; combine is bf16)",
-    "routing": "unique-expert model: uniform (MoESD), independent (popularity), overlap (the overlap model of the "
-               "statistics, chains and trees alike; docs/MODEL.md §2.6)",
+    "routing": "unique-expert model: uniform (MoESD), independent (popularity), overlap (max-ent IPF)",
     "kernel_curves": "per-op-class kernel efficiency curves (off: one global bandwidth efficiency)",
     "fixed_costs": "kernel floors, launch/collective latencies, host overhead (per_expert: MoESD's reading)",
     "l2": "re-reads of co-routed experts served from L2",

@@ -100,7 +100,7 @@ def _p_zero(experts: int, top_k: int, stats: OverlapInput, n_tokens: int, routin
         return ov.independent_p_zero(st.popularity, n_tokens)
     if len(stats.tree) == n_tokens:  # the verify pass of a draft tree
         return np.asarray(ov.tree_p_zero(st, stats.tree, method=stats.tree_method).p_zero, dtype=float)
-    if n_tokens > LONG_PASS + 1 and ov.resolve_method(st, n_tokens, "auto") != "latent":  # a stationary law only
+    if n_tokens > LONG_PASS + 1:
         base = _p_zero(experts, top_k, stats, LONG_PASS, routing)
         step = np.divide(_p_zero(experts, top_k, stats, LONG_PASS + 1, routing), base, out=np.zeros_like(base),
                          where=base > 0)

@@ -30,7 +30,7 @@ def statistics_problem(experts: int, top_k: int, lags: tuple[float, ...], popula
     try:
         if lags:
             check_feasible(stats, len(lags) + 1)
-            fit_window(stats, n_tokens=len(lags) + 1, method="ipf")  # the maximum-entropy law: feasibility
+            fit_window(stats, n_tokens=len(lags) + 1)
     except InfeasibleError as exc:
         text = str(exc)
         if "did not converge" in text:

@@ -20,7 +20,6 @@ import numpy as np
 
 from ..errors import InfeasibleError
 from ..params import Interval, Options, check_params
-from .auto import auto_model
 from .constraints import check_feasible, clear_checks, used_statistics, window_constraints
 from .latent import fit_latent
 from .latent_tree import latent_tree_p_zero
@@ -60,18 +59,17 @@ class WindowFit:
 
 
 def resolve_method(stats: OverlapStats, n_tokens: int, method: str = "auto") -> str:
-    """The method ``auto`` stands for, given the statistics and window (other names are returned unchanged): the
-    model a draft tree of the same statistics uses (:func:`.auto.auto_model`: ``latent``, or the stationary chain,
-    on a path ``junction``), so that a chain of n tokens and a 1-wide tree of n nodes are one model's answer; window
-    patterns (which only the pairwise fits take) keep the maximum-entropy fit (``junction`` or ``ipf``)."""
+    """The method ``auto`` stands for, given the statistics and window (other names are returned unchanged)."""
     if method != "auto":
         return method
     lags, window_size = used_statistics(stats, n_tokens)
     if not lags and not window_size:
         return "independent"
-    if window_size:
-        return "ipf" if lags else "junction"
-    return {"stationary": "junction", "latent": "latent"}[auto_model(stats)]
+    if lags == (1,) and not window_size:
+        return "markov"
+    if not lags:
+        return "junction"
+    return "ipf"
 
 
 def _groups(keys: np.ndarray):
@@ -253,11 +251,6 @@ def fit_window(stats: OverlapStats, n_tokens: int, method: str = "auto", *, tol:
     if not isinstance(stats, OverlapStats):
         raise TypeError("stats must be an OverlapStats")
     resolved = resolve_method(stats, int(n_tokens), method)
-    if method == "auto" and resolved == "junction" and not stats.window_size:
-        try:  # the stationary chain, as a tree's auto tries it; where it does not converge, the latent model (§2.16)
-            return _fit_cached(stats, int(n_tokens), resolved, float(tol), int(max_iter))
-        except InfeasibleError:
-            resolved = "latent"
     return _fit_cached(stats, int(n_tokens), resolved, float(tol), int(max_iter))
 
 

@@ -74,17 +74,17 @@ def realisability_warnings(stats: OverlapStats, n_tokens: int, method: str = "au
 
     Checks, in order: (1) the whole profile o(1..D), including lags longer than the window (which the fit does not
     use), against the necessary conditions of :func:`~simulator.overlap.constraints.lag_problems` (triangle
-    inequalities and a positive-semidefinite autocovariance); (2) whatever the method (the profile's property, not
-    the model's), the maximum-entropy fit's U(1, n') for n' = 1..D+2 (at least 3, at most REALISABILITY_MAX_TOKENS)
-    must be non-decreasing and concave in n' within 1e-6·E, where D is the longest lag. A stationary process always
-    gives both.
+    inequalities and a positive-semidefinite autocovariance); (2) for ``ipf`` and ``ipf_table``, the fitted U(1, n') for
+    n' = 1..D+2 (at least 3, at most REALISABILITY_MAX_TOKENS) must be non-decreasing and concave in n' within 1e-6·E,
+    where D is the longest lag. A stationary process always gives both; the other methods are stationary chains by
+    construction.
     """
     out = []
     problems = lag_problems(stats.popularity, stats.pair_probs)
     if problems:
         out.append(f"the lag profile is not realisable by any process: {problems[0]}")
         return out
-    if resolve_method(stats, n_tokens, method) in ("independent", "uniform", "markov"):
+    if resolve_method(stats, n_tokens, method) not in ("ipf", "ipf_table"):
         return out
     top = min(max(stats.max_lag + 2, 3), REALISABILITY_MAX_TOKENS)
     u = [0.0] + [float(unique_experts(fit_window(stats, n, "ipf").p_zero, 1)) for n in range(1, top + 1)]
@@ -103,28 +103,6 @@ def realisability_warnings(stats: OverlapStats, n_tokens: int, method: str = "au
     return out
 
 
-def check_jointly_feasible(stats: OverlapStats, n_tokens: int) -> None:
-    """Raise :class:`~simulator.errors.InfeasibleError` when no distribution of the window's tokens has the lags it
-    spans (m = min(D, n − 1) + 1 tokens: the necessary conditions, then the maximum-entropy fit over m tokens, as the
-    pairwise fit of the window itself would find); lags beyond the window are left to :func:`realisability_warnings`,
-    as for every method."""
-    from ..errors import InfeasibleError
-    from .constraints import check_feasible
-
-    m = min(stats.max_lag, int(n_tokens) - 1) + 1
-    if m < 2:
-        return
-    check_feasible(stats, m)
-    try:
-        fit_window(stats, m, "ipf")
-    except InfeasibleError as exc:
-        if "did not converge" not in str(exc):
-            raise
-        raise InfeasibleError(f"no distribution of {m} tokens over {stats.experts} experts top-{stats.top_k} "
-                              "matches these overlaps (the maximum-entropy fit cannot reach them; they are jointly "
-                              "infeasible); use measured overlaps") from None
-
-
 def predict(stats: OverlapStats, n_tokens: int, batch=1, *, method: str = "auto", ranks: int | None = None,
             placement=None, check: bool = True, tol: float = 1e-9, max_iter: int = 5000) -> OverlapPrediction:
     """Expected unique experts for ``batch`` requests of ``n_tokens`` tokens each (scipy-style result object).
@@ -136,8 +114,6 @@ def predict(stats: OverlapStats, n_tokens: int, batch=1, *, method: str = "auto"
     """
     check_params("predict", {"n_tokens": n_tokens, "ranks": ranks},
                  {"n_tokens": [Interval(int, 1, None)], "ranks": [Interval(int, 1, None), None]})
-    if check and stats.max_lag and resolve_method(stats, n_tokens, method) == "latent":
-        check_jointly_feasible(stats, n_tokens)  # the latent model fits any lags: the maximum-entropy law checks them
     fit = fit_window(stats, n_tokens, method, tol=tol, max_iter=max_iter)
     notes = list(fit.notes)
     if check:

@@ -36,7 +36,6 @@ import numpy as np
 
 from ..errors import InfeasibleError, ParameterError
 from ..params import Interval, Options, Param, check_params
-from .auto import AUTO_STATIONARY_CELLS, auto_for  # noqa: F401  (AUTO_STATIONARY_CELLS: re-exported, docs)
 from .constraints import lag_problems, pair_table
 from .latent_union import clear_latent_cache, latent_union
 from .maxent import fit_stationary, window_features
@@ -65,6 +64,7 @@ __all__ = [
 
 MAX_TREE_NODES = 4096  # engines verify at most a few hundred draft tokens per request
 MAX_CLIQUE_NODES = 12  # ipf: cliques of at most 2^12 cells; a tree and lag set needing more is refused
+AUTO_STATIONARY_CELLS = 1 << 13  # auto on binary-memory profiles: stationary when distinct experts × 2^(D+1) <= this
 TREE_METHODS = ("auto", "latent", "ipf", "stationary", "independent", "uniform")
 BRANCHING = Param(Interval(int, 1, MAX_TREE_NODES), many=True, unit="children per node")
 
@@ -242,10 +242,9 @@ def _fit_arrays(pi: np.ndarray, pairs: np.ndarray, parents: tuple, method: str, 
     lags = min(given, int(depth.max()) * 2)  # no two nodes are further apart than twice the depth
     if method in ("auto", "latent"):
         weights = np.bincount(inverse, minlength=first.size).astype(float)
-        p0, used, note, misfit, _ = latent_union(gp, gpairs, parents, top_k, weights)
-        # the choice depends on the statistics only (every lag given), never on the tree: one model per statistics,
-        # the chain's too (overlap.auto)
-        if method == "auto" and auto_for(pi, pairs, top_k) == "stationary":
+        p0, used, note, misfit, binary = latent_union(gp, gpairs, parents, top_k, weights)
+        # the choice depends on the statistics only (every lag given), never on the tree: one model per statistics
+        if method == "auto" and binary and given >= 2 and first.size << (given + 1) <= AUTO_STATIONARY_CELLS:
             try:  # the lag profile looks like binary memory: the pairwise chain did better there (§2.16)
                 res = _fit_arrays(pi, pairs, parents, "stationary", tol, max_iter, top_k)
                 return (*res[:3], f"auto chose the tree-indexed stationary chain (pairwise, every lag): the lag "

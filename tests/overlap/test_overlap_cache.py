@@ -8,7 +8,7 @@ import numpy as np
 import simulator.overlap.latent_union as union_module
 from simulator.cost import routing
 from simulator.cost.routing import LONG_PASS, OverlapInput
-from simulator.overlap import OverlapStats, clear_tree_cache, fit_window, full_tree, resolve_method, tree_p_zero
+from simulator.overlap import OverlapStats, clear_tree_cache, fit_window, full_tree, tree_p_zero
 
 
 def test_tree_fits_are_cached_and_read_only():
@@ -20,29 +20,21 @@ def test_tree_fits_are_cached_and_read_only():
     for shape in ((3,), (2, 2, 2), (4, 1)):
         tree_p_zero(stats, full_tree(shape))
     info = union_module._latent_params.cache_info()
-    assert info.misses == 1  # one parameter fit for four trees of the same statistics (and auto's rule, which reads it)
+    assert info.misses == 1 and info.hits == 3  # one parameter fit for four trees of the same statistics
 
 
 def test_long_passes_extend_two_cached_fits():
-    """P(0^n) for n > LONG_PASS + 1 from the fits at LONG_PASS and LONG_PASS + 1 equals a direct fit, where auto's law
-    is a stationary chain (a binary-memory profile: method junction); the latent model (not geometric in n: its
-    per-request component) is computed directly."""
-    stats = OverlapInput((0.7, 0.55, 0.5, 0.5), "skew:0.25")
-    st = OverlapStats.from_overlaps(16, 2, stats.lags, stats.popularity)
-    assert resolve_method(st, 200, "auto") == "junction"
+    """P(0^n) for n > LONG_PASS + 1 from the fits at LONG_PASS and LONG_PASS + 1 equals a direct fit."""
+    stats = OverlapInput((0.6, 0.5, 0.45), "skew:0.25")
     routing._p_zero.cache_clear()
     n = LONG_PASS + 60
     got = routing._p_zero(16, 2, stats, n, "overlap")
-    direct = fit_window(st, n, "junction").p_zero
+    direct = fit_window(OverlapStats.from_overlaps(16, 2, stats.lags, stats.popularity), n, "ipf").p_zero
     assert np.max(np.abs(got - direct)) < 1e-12
     assert np.max(np.abs(got - direct) / np.maximum(direct, 1e-300)) < 1e-9
     info = routing._p_zero.cache_info()
     routing._p_zero(16, 2, stats, n + 500, "overlap")
     assert routing._p_zero.cache_info().misses == info.misses + 1  # the new length reused both fits
-    latent = OverlapInput((0.6, 0.5, 0.45), "skew:0.25")
-    got = routing._p_zero(16, 2, latent, n, "overlap")
-    direct = fit_window(OverlapStats.from_overlaps(16, 2, latent.lags, latent.popularity), n, "latent").p_zero
-    assert np.max(np.abs(got - direct)) < 1e-12
 
 
 def test_statistics_that_group_alike_share_one_cold_chain_fit(monkeypatch):

@@ -157,15 +157,11 @@ def test_chain_equals_markov_closed_form_on_lag1(stats, n):
         assert np.abs(chain_table(chain.potentials) - table).max() < AGREE
 
 
-def test_auto_is_the_trees_model_of_the_statistics_at_every_length():
-    """auto on a chain is the model a tree of the same statistics uses (overlap.auto), whatever the length: the
-    latent-score model, or the stationary chain (junction) for a binary-memory profile; window patterns keep ipf."""
+def test_auto_uses_the_exact_chain_for_longer_lags_at_every_length():
     lag1 = OverlapStats.from_overlaps(8, 2, (0.5,))
     lags = OverlapStats.from_overlaps(8, 2, (0.5, 0.4))
-    binary = OverlapStats.from_overlaps(16, 2, (0.7, 0.55, 0.5, 0.5), "skew:0.25")
-    assert resolve_method(lag1, 64) == "latent"
-    assert all(resolve_method(lags, n) == "latent" for n in (3, 10, 11, 64, 256))
-    assert all(resolve_method(binary, n) == "junction" for n in (3, 10, 64))
+    assert resolve_method(lag1, 64) == "markov"
+    assert all(resolve_method(lags, n) == "ipf" for n in (3, 10, 11, 64, 256))
 
 
 def test_warm_started_long_chains_equal_cold_fits():

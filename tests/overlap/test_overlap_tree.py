@@ -4,7 +4,6 @@ router, and bad input (docs/MODEL.md §2.15)."""
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -42,33 +41,6 @@ def test_one_wide_tree_is_the_chain(n):
     tree = tree_p_zero(STATS, _path(n), method="ipf", tol=1e-12).p_zero
     chain = fit_window(STATS, n, "ipf", tol=1e-12).p_zero
     assert np.abs(tree - chain).max() < 1e-9
-
-
-@FAST
-@given(real_profile(max_experts=6, max_lag=4), st.integers(1, 9), st.integers(1, 16))
-def test_a_one_wide_tree_is_the_chain_by_default(stats, n, batch):
-    """One model answers both (overlap.auto): by default a chain of n tokens and a 1-wide tree of n nodes of the same
-    statistics give the same unique experts, whatever the statistics (the model the statistics pick: latent, or the
-    stationary chain for binary memory)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        chain = predict(stats, n, batch)
-    tree = predict_tree(stats, _path(n), batch)
-    assert float(tree.unique_experts) == pytest.approx(float(chain.unique_experts), rel=1e-9, abs=1e-9)
-
-
-def test_overlap_predict_tree_1_1_1_is_tokens_4(capsys):
-    """The issue's case: `overlap predict --tree 1,1,1` and `--tokens 4` of the same statistics."""
-    import json
-
-    from simulator.cli import main
-
-    base = ["overlap", "predict", "--experts", "128", "--top-k", "8", "--overlap", "0.381,0.329,0.301", "--json"]
-    assert main([*base, "--tokens", "4"]) == 0
-    chain = json.loads(capsys.readouterr().out)
-    assert main([*base, "--tree", "1,1,1"]) == 0
-    tree = json.loads(capsys.readouterr().out)
-    assert tree["unique_experts"] == pytest.approx(chain["unique_experts"], rel=1e-12)
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (3, 1), (5,)])
@@ -232,7 +204,7 @@ def test_cli_tree_bad_input(capsys, tmp_path, argv):
 
 def test_step_prices_the_verify_pass_of_a_tree():
     """A verify pass over a draft tree takes its unique experts from the tree fit: a path of N nodes is the chain of N
-    tokens (the default: one model for both; the ipf switch against the chain's ipf); a star of
+    tokens (the ipf switch against the chain's ipf; the default latent model against the chain's latent); a star of
     N nodes (every pair within distance 2, where the overlap is higher than at the path's longer distances) touches
     fewer experts than the path; the decode pass (1 token) is unchanged; the step time follows the expert reads."""
     from simulator.cost.deployment import Deployment
@@ -244,14 +216,12 @@ def test_step_prices_the_verify_pass_of_a_tree():
     dep = Deployment(tp=1)
     lags = (0.45, 0.35, 0.3)
     chain = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags))
+    ipf = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags, tree=_path(7), tree_method="ipf"))
+    assert np.allclose(ipf.unique_experts_total, chain.unique_experts_total, rtol=1e-9)
     path = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags, tree=_path(7)))
-    assert np.allclose(path.unique_experts_total, chain.unique_experts_total, rtol=1e-9)
     st_ = OverlapStats.from_overlaps(model.ffn.experts, model.ffn.top_k, lags)
     latent = [float(predict(st_, 7, b, method="latent").unique_experts) for b in (1, 4)]
     assert np.allclose(path.unique_experts_total, latent, rtol=1e-9)
-    ipf = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags, tree=_path(7), tree_method="ipf"))
-    chain_ipf = [float(predict(st_, 7, b, method="ipf").unique_experts) for b in (1, 4)]
-    assert np.allclose(ipf.unique_experts_total, chain_ipf, rtol=1e-9)
     star = step_time(model, hw, dep, [1, 4], 7, 1024, overlap=OverlapInput(lags, tree=full_tree((6,))))
     assert np.all(star.unique_experts_total < path.unique_experts_total - 0.1)
     assert np.all(star.time < path.time)

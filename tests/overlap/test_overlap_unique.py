@@ -12,7 +12,6 @@ from simulator.overlap import (
     independent_unique,
     predict,
     rank_placement,
-    resolve_method,
     uniform_p_zero,
     uniform_unique,
     unique_experts,
@@ -123,7 +122,7 @@ def test_predict_result_and_json_dict():
     stats = OverlapStats.from_overlaps(128, 8, (0.381, 0.329, 0.301, 0.299), "skew:0.118")
     res = predict(stats, 4, np.array([1, 4, 16]), ranks=8)
     d = res.to_dict()
-    assert d["method"] == resolve_method(stats, 4) == "latent" and len(d["unique_experts"]) == 3
+    assert d["method"] == "ipf" and len(d["unique_experts"]) == 3
     assert all(isinstance(v, float) for v in d["unique_experts"] + d["busiest_rank_experts"])
     assert np.all(np.asarray(res.unique_experts) < np.asarray(res.independent))
     assert np.all(np.asarray(res.independent) < np.asarray(res.uniform))
