@@ -1,6 +1,8 @@
-"""The import graph of ``simulator``: no circles between modules, and no import from a lower layer to a higher one.
+"""The guard of docs/ARCHITECTURE.md. The import graph of ``simulator``: no circles between modules, and no import
+from a lower layer to a higher one; the page names every package in the order of the layers, every file it cites
+exists, modules stay within 400 lines, and the tests cite only files in the repository.
 
-Layers, lowest first (data flows one way, DEVELOPERS.md): errors/params → outputs → specs → overlap → traces →
+Layers, lowest first (data flows one way, docs/ARCHITECTURE.md): errors/params → outputs → specs → overlap → traces →
 cost → calibrate → specdec → pricing → render → sweep → validate → experiments → cli. Every ``import`` counts, the
 lazy ones inside functions too: a lazy import hides a circle from Python, not from the design.
 """
@@ -8,6 +10,9 @@ lazy ones inside functions too: a lazy import hides a circle from Python, not fr
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import networkx as nx
@@ -127,3 +132,52 @@ def test_no_engine_facts_in_python_below_pricing():
             found += [f"{path.relative_to(PKG)}:{n.lineno} {n.value!r}" for n in ast.walk(tree)
                       if isinstance(n, ast.Constant) and n.value in names and id(n) not in fit_tables]
     assert not found, "engine names in code (move the fact to the engine's file): " + "; ".join(found)
+ROOT = PKG.parent
+PAGE = ROOT / "docs" / "ARCHITECTURE.md"
+MAX_LINES = 400
+
+
+def test_the_page_names_every_package_in_layer_order():
+    text = PAGE.read_text(encoding="utf-8")
+    table = [line.split("|")[1] for line in text.splitlines() if line.startswith("| `")]
+    named = [n for row in table for n in re.findall(r"`(\w+)`", row)]
+    packages = sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_file())
+    modules = sorted(p.stem for p in PKG.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert sorted(named) == sorted(packages + modules), "docs/ARCHITECTURE.md's layer table and simulator/ differ"
+    assert named == [x for x in LAYERS if x in named], "the layer table is not in the order of LAYERS"
+
+
+def test_every_file_the_page_cites_exists():
+    cited = re.findall(r"`((?:simulator|tests|docs|hardware|models|routing|experiments|measured)/[\w./-]+)`",
+                       PAGE.read_text(encoding="utf-8"))
+    assert cited and not [c for c in cited if "*" not in c and "NAME" not in c and not (ROOT / c).exists()]
+
+
+def test_modules_stay_within_400_lines():
+    long = [f"{p.relative_to(ROOT)} ({n})" for p in PKG.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+CITED = re.compile(r"(?<![\w/.-])((?:docs|measured|models|hardware|experiments|routing|benchmarks|simulator|tests)/"
+                   r"[\w./-]*\w\.(?:md|ya?ml|py|csv|json|txt))|(?<![\w/.-])([A-Z][A-Z_]+\.md)")
+DOCSTRING = ('"' * 3, "'" * 3)
+
+
+def _prose(path: Path) -> str:
+    """The comments and docstrings of a test file (what cites; string data such as a fake file name does not)."""
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and tok.string.startswith(DOCSTRING)):
+            out.append(tok.string)
+    return "\n".join(out)
+
+
+def test_tests_cite_only_files_in_the_repository():
+    missing = []
+    for f in sorted((ROOT / "tests").rglob("*.py")):
+        for m in CITED.finditer(_prose(f)):
+            c = m.group(1) or m.group(2)
+            if "*" not in c and not any(p.exists() for p in (ROOT / c, ROOT / "docs" / c, f.parent / c)):
+                missing.append(f"{f.relative_to(ROOT)}: {c}")
+    assert not missing, f"tests cite files that are not in the repository: {missing}"

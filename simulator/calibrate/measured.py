@@ -1,35 +1,31 @@
-"""The measured per-op tables (``measured/<gpu>/*.csv``): reading, the row sets, and predicted-vs-measured per row.
+"""The measured per-op tables (``measured/<gpu>/*.csv``): reading and the row sets.
 
-One home for what the calibration (:mod:`.calibrate`) and the per-op validation both need: the reference engine,
-the CSV readers, and the **row selections**: which rows the calibration fits. :func:`validate_ops` prices every
-usable row with the engine's own :func:`~simulator.cost.engine.op_time` (through the op builders of
-:mod:`.opviews`, which mirror the CSV columns) under the refined mechanisms, as the calibration does.
+One home for what the calibration (:mod:`.calibrate`) and the per-op validation (:mod:`.op_errors`) both need: the
+reference engine, the CSV readers, and the **row selections**: which rows the calibration fits.
+:func:`.op_errors.validate_ops` prices every usable row with the engine's own :func:`~simulator.cost.engine.op_time`
+(through the op builders of :mod:`.opviews`, which mirror the CSV columns) under the refined mechanisms.
 
 Row sets, per op class and format: the **calibration rows** (exactly the rows and filters ``calibrate`` fits),
 **all TRT-LLM rows** (the reference engine, filters removed), and **SGLang** / **vLLM** rows (other engines'
 kernels: out-of-calibration checks). Not predicted, and counted as excluded: MoE ``power_law`` rows (the
 benchmark's random power-law draw is not replicated), reduce-scatter (not modelled) and eager (non-CUDA-graph)
-all-reduce rows. Latencies in the tables and in :class:`Sample` are µs.
+all-reduce rows. Latencies in the tables are µs.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
 
 from ..cost.deployment import Mechanisms
 from ..cost.engine import op_time
-from ..cost.opviews import attention_op, balanced_routing, collective_view, gemm_op, moe_op
+from ..cost.opviews import attention_op, balanced_routing, moe_op
 from ..errors import ConfigError
 from ..specs.catalog import list_engines
-from ..specs.dtypes import FORMATS, compute_dtype
 from ..specs.hardware import HardwareProfile
 
 REFINED = Mechanisms()
@@ -237,184 +233,3 @@ def engine_display(framework: str) -> str:
 def collective_label(kind: str, ref: Reference = REF) -> str:
     return (f"{engine_display(ref.framework)} {ref.version} all_reduce" if kind == "all_reduce"
             else f"NCCL {ref.nccl} {COLL_CSV_NAME[kind]} (half)")
-
-
-# --- predicted vs measured -----------------------------------------------------------------------------------------
-class ErrorRow(NamedTuple):
-    """One line of the per-op error table (fractions; ``n`` rows)."""
-
-    op: str
-    variant: str
-    set: str
-    n: int
-    mape: float
-    median_ape: float
-    within_20: float
-    bias: float
-
-
-@dataclass(frozen=True)
-class Sample:
-    """Predicted and measured latencies (µs) of one (op class, format, row set)."""
-
-    op: str
-    variant: str
-    set: str
-    predicted: np.ndarray
-    measured: np.ndarray
-
-    @property
-    def rel(self) -> np.ndarray:
-        return (self.predicted - self.measured) / self.measured
-
-    def errors(self) -> ErrorRow:
-        a = np.abs(self.rel)
-        return ErrorRow(self.op, self.variant, self.set, int(self.measured.size), float(a.mean()),
-                        float(np.median(a)), float((a <= 0.2).mean()), float(self.rel.mean()))
-
-
-def _moe(rows, hw) -> list[Sample]:
-    out = []
-    bal = [x for x in rows if x["distribution"] == "balanced"]
-    fp4 = compute_dtype(FORMATS["mxfp4"], dict(hw.peak_flops)) == "fp4"
-    for dt_csv, dt in DTYPE_NAMES.items():
-        compute = None if dt_csv == MXFP4_W4A8 else moe_compute(dt)
-        for engine in ENGINES:
-            r = [x for x in bal if x["framework"] == engine and x["moe_dtype"] == dt_csv]
-            if not r or (dt == "mxfp4" and dt_csv != mxfp4_table(bal, fp4, Reference(engine, r[0]["version"]))):
-                continue  # one mxfp4 variant per GPU and engine: the one its calibration fits (MXFP4_W4A8)
-            pred = np.concatenate([moe_row_time(g, dt, compute, hw) for g in _by_kernel(r)]) * 1e6
-            out.append(Sample("moe", dt, ENGINE_SET[engine], pred,
-                              np.concatenate([col(g, "latency_us") for g in _by_kernel(r)])))
-            if engine == FRAMEWORK:
-                cal = moe_rows(rows, dt_csv)
-                keep = moe_fit_mask(moe_row_op(cal, dt, compute))
-                out.append(Sample("moe", dt, CALIB, (moe_row_time(cal, dt, compute, hw) * 1e6)[keep],
-                                  col(cal, "latency_us")[keep]))
-    return out
-
-
-def _gemm(rows, hw) -> list[Sample]:
-    out = []
-    for dt_csv in GEMM_DTYPES:
-        dt = DTYPE_NAMES[dt_csv]
-        for engine in ENGINES:
-            r = [x for x in rows if x["framework"] == engine and x["gemm_dtype"] == dt_csv]
-            if r:
-                pred = op_time(gemm_op(col(r, "m"), col(r, "n"), col(r, "k"), dt), hw, REFINED).time * 1e6
-                out.append(Sample("gemm", dt, ENGINE_SET[engine], pred, col(r, "latency_us")))
-        cal = gemm_rows(rows, dt_csv)
-        if cal:
-            pred = op_time(gemm_op(col(cal, "m"), col(cal, "n"), col(cal, "k"), dt), hw, REFINED).time * 1e6
-            out.append(Sample("gemm", dt, CALIB, pred, col(cal, "latency_us")))
-    return out
-
-
-def _attention(rows, hw) -> list[Sample]:
-    out = []
-    for kv_csv in KV_DTYPES:
-        kv = DTYPE_NAMES[kv_csv]
-        for engine in ENGINES:
-            r = [x for x in rows if x["framework"] == engine and x["kv_cache_dtype"] == kv_csv]
-            if r:
-                pred = op_time(attention_row_op(r, kv), hw, REFINED).time * 1e6
-                out.append(Sample("attention", kv, ENGINE_SET[engine], pred, col(r, "latency_us")))
-        cal = [x for x in attention_rows(rows, kv_csv) if float(x["kv_len"]) >= ATTN_FIT_MIN_KV]
-        if cal:
-            pred = op_time(attention_row_op(cal, kv), hw, REFINED).time * 1e6
-            out.append(Sample("attention", kv, CALIB, pred, col(cal, "latency_us")))
-    return out
-
-
-def _collectives(rows, hw) -> tuple[list[Sample], int]:
-    kinds = {v: k for k, v in COLL_CSV_NAME.items()}
-    groups: dict[tuple, list] = {}
-    excluded = 0
-    for x in rows:
-        name, src = x["op_name"], x["kernel_source"]
-        if name not in kinds or src.endswith("_eager"):
-            excluded += 1
-            continue
-        kind = kinds[name]
-        if src in ("TRTLLM", "NCCL"):
-            sets = [ALL_TRT] + ([CALIB] if is_calibration_collective(x, kind) else [])
-        else:
-            sets = [ENGINE_SET[x["framework"]]]
-        for s in sets:
-            groups.setdefault((kind, s), []).append(x)
-    out = []
-    for (kind, s), r in sorted(groups.items()):
-        pred = np.empty(len(r))
-        n, S = col(r, "num_gpus", int), col(r, "message_bytes")
-        for g in np.unique(n):
-            sel = n == g
-            pred[sel] = collective_view(kind, S[sel], int(g), hw, REFINED) * 1e6
-        out.append(Sample("collective", kind, s, pred, col(r, "latency_us")))
-    return out, excluded
-
-
-def merge(samples, op: str, set_name: str) -> Sample | None:
-    """All formats of one op class in one row set, pooled."""
-    sel = [s for s in samples if s.op == op and s.set == set_name]
-    if not sel:
-        return None
-    return Sample(op, ALL_FORMATS, set_name, np.concatenate([s.predicted for s in sel]),
-                  np.concatenate([s.measured for s in sel]))
-
-
-@dataclass(frozen=True)
-class OpValidation:
-    """Predicted vs measured latency of every usable row of one measured folder.
-
-    ``samples``: one :class:`Sample` per (op class, format, row set), sorted by op, format and row set (``SETS``
-    order). ``excluded``: rows not predicted, by reason."""
-
-    hardware: str
-    data: str
-    samples: tuple[Sample, ...]
-    excluded: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def ops(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s.op for s in self.samples))
-
-    def pooled(self, op: str, set_name: str = CALIB) -> Sample | None:
-        """All formats of ``op`` in one row set (None when the set has no rows of it)."""
-        return merge(self.samples, op, set_name)
-
-    def mape(self, op: str, set_name: str = CALIB) -> float:
-        s = self.pooled(op, set_name)
-        return float("nan") if s is None else s.errors().mape
-
-    def table(self) -> tuple[ErrorRow, ...]:
-        """The MAPE table: one row per (op, format, row set) and one per (op, all formats, row set); per op the
-        formats first, then the pooled rows, each in ``SETS`` order (columns: ``ERROR_COLUMNS``)."""
-        rows = [s.errors() for s in self.samples]
-        for op in self.ops:
-            for st in SETS:
-                m = merge(self.samples, op, st)
-                if m is not None:
-                    rows.append(m.errors())
-        order = {s: i for i, s in enumerate(SETS)}
-        rows.sort(key=lambda r: (r.op, r.variant == ALL_FORMATS, r.variant, order[r.set]))
-        return tuple(rows)
-
-
-def validate_ops(hw: HardwareProfile | str = "h100-sxm", data: Path | None = None,
-                 tables: Mapping[str, list[dict]] | None = None) -> OpValidation:
-    """Price every usable row of the measured tables in ``data`` (default: the bundled H100 SXM folder) on the
-    profile ``hw`` (a profile or a bundled name/path) and pair each prediction with its measurement. ``tables``:
-    the folder's tables already read (and checked: simulator.validate.ops)."""
-    from ..specs.catalog import load_hardware, measured_dir
-
-    if isinstance(hw, str):
-        hw = load_hardware(hw)
-    folder = Path(data) if data is not None else measured_dir("h100-sxm")
-    t = tables if tables is not None else read_tables(folder)
-    coll, coll_x = _collectives(t["collectives"], hw)
-    samples = _moe(t["moe"], hw) + _gemm(t["gemm"], hw) + _attention(t["decode_attention"], hw) + coll
-    order = {s: i for i, s in enumerate(SETS)}
-    samples.sort(key=lambda s: (s.op, s.variant, order[s.set]))
-    moe_x = sum(1 for x in t["moe"] if x["distribution"] != "balanced")
-    excluded = MappingProxyType({"MoE power-law rows": moe_x, "eager all-reduce and reduce-scatter rows": coll_x})
-    return OpValidation(hw.name, str(folder), tuple(samples), excluded)

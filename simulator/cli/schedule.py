@@ -56,13 +56,13 @@ def cmd_schedule(args) -> int:
     from ..outputs import atomic_text, claim
     from ..pricing import resolve_hardware, resolve_models
     from ..sweep import DEFAULT_BATCH, DEFAULT_DRAFT_LEN
+    from ..sweep.engine_configs import is_schedule_file
     from ..sweep.schedule import (
         DEFAULT_TOLERANCE,
         FORMAT,
         build_schedule,
         cost_note,
         engine_for,
-        is_schedule_file,
         launch_flags,
         plot_throughput,
         schedule_cost,

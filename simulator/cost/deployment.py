@@ -74,15 +74,13 @@ class Mechanisms:
     draft_extend: str = param_field(Param(Options(ONOFF)), "on")
     round_kernels: str = param_field(Param(Options(ONOFF)), "on")
     host_time: str = param_field(Param(Options(ONOFF)), "on")
-    # Engine execution mode (docs/MODEL.md §4.6): is CPU scheduling overlapped with GPU work during SD rounds
-    # (sd_overlap) and during plain decoding (decode_overlap)? None = the engine's documented default for its
-    # version and drafter (simulator.specdec.engine_round.ENGINE_MODES); "on" hides host work up to the GPU time of
-    # the round (or step), "off" runs it in series.
+    # Engine execution mode (docs/MODEL.md §4.6): CPU scheduling overlapped with GPU work in SD rounds (sd_overlap)
+    # and plain decoding (decode_overlap)? None = the engine release's default (specdec.engine_round.overlap_modes);
+    # "on" hides host work up to the round's (step's) GPU time, "off" runs it in series.
     sd_overlap: str | None = param_field(Param(Options(ONOFF), None), None)
     decode_overlap: str | None = param_field(Param(Options(ONOFF), None), None)
     # model_error (docs/MODEL.md §4.6): "on" = speedup_low/high also carry the refined model's held-out error on the
-    # public SD corpus (simulator.specdec.engine_round.MODEL_ERROR; the refined model only); "off" = the band of the
-    # ranged terms and the acceptance alone. The central speedup is the same either way.
+    # public SD corpus (specdec.engine_round.MODEL_ERROR); "off" = the ranged terms and acceptance alone.
     model_error: str = param_field(Param(Options(ONOFF)), "on")
 
     def __post_init__(self):
@@ -98,9 +96,8 @@ class Mechanisms:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
 
-# MoESD models no engine round terms (padding, state checkpoints, draft-extend, round kernels, host time).
 _NO_ENGINE_TERMS = dict(graph_padding="off", round_overheads="off", draft_extend="off", round_kernels="off",
-                        host_time="off")
+                        host_time="off")  # MoESD models no engine round terms
 PRESETS = {
     # MoESD's model (docs/MODEL.md §3.6). Its fitted terms read three ways: the default charges the calibrated MoE
     # floor once per unique expert (MoESD's "single-expert load time"); the other two bracket it.

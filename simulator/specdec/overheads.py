@@ -5,7 +5,7 @@ sizes; a pass whose size is not captured runs the graph of the next captured siz
 thrown away), and a pass above the largest captured size runs eagerly: the host launches every kernel
 (``kernels.step.launch_eager`` each, L in all) while the GPU works through the queue, so the pass takes
 max(T_graph, L) (launches overlap execution; assumed: the host issues kernels back to back). The capture lists are
-the engine's (``graphs:`` of its file, engines/*.yaml; :class:`simulator.specs.kernels.GraphCapture`, with its
+the engine's (``graphs:`` of its file, engines/*.yaml; :class:`simulator.specs.engine.GraphCapture`, with its
 source), read from the release the profile is bound to (``hw.engine_spec.graphs``): the engines' public defaults,
 
 - vLLM (V1): ``compilation_config.cudagraph_capture_sizes`` counts *tokens*: 1, 2, 4, then multiples of 8 to 256 and
@@ -44,8 +44,8 @@ import numpy as np
 
 from ..cost.deployment import Deployment, Mechanisms
 from ..cost.step import StepResult
+from ..specs.engine import GraphCapture
 from ..specs.hardware import HardwareProfile
-from ..specs.kernels import GraphCapture
 from ..specs.model import ModelSpec
 
 __all__ = ["gdn_checkpoint_time", "graph_batch", "padded_step"]

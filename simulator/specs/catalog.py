@@ -14,7 +14,8 @@ from types import MappingProxyType
 
 from ..errors import ConfigError
 from .bundled import MEASURED, bundled_dir, bundled_files, engine_names
-from .engine import EngineRelease, EngineSpec, read_engine
+from .engine import EngineRelease, EngineSpec
+from .engine_file import read_engine
 from .hardware import HardwareProfile, read_hardware
 from .kernels import DEFAULT_ENGINE
 from .model import ModelSpec, read_model

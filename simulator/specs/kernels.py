@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
 import numpy as np
 
-from .schema import Provenance, Reader
+from .schema import Reader
 
 # Variables a curve may be a function of (docs/MODEL.md, "Kernel efficiency"):
 #   bytes    - HBM bytes the op moves;
@@ -103,64 +103,6 @@ ROUND_KEYS: dict[str, str] = {
     "dp_sync": "time", "draft_step_offset": "time",
 }
 BAND_ENDS = ("low", "central", "high")
-
-
-GRAPH_UNITS = ("tokens", "requests")  # what an engine's CUDA-graph capture sizes count (docs/MODEL.md §4.5)
-
-
-@dataclass(frozen=True)
-class GraphCapture:
-    """An engine's CUDA-graph capture sizes (``graphs:`` of its file, :mod:`.engine`; docs/MODEL.md §4.5): a pass
-    whose size is not captured replays the next captured size (padding), one above the largest runs eagerly.
-    ``unit``: whether the sizes count tokens (vLLM) or requests (SGLang, TRT-LLM)."""
-
-    sizes: tuple[int, ...]
-    unit: str = "requests"
-    source: str = ""
-    sd_sizes: tuple[int, ...] = ()  # the list a server launched with speculative decoding captures (empty: sizes)
-
-    @property
-    def cap(self) -> int:
-        return self.sizes[-1]
-
-    def for_round(self, speculative: bool) -> GraphCapture:
-        """The capture list of a pass of an SD round (``sd_sizes`` where stated) or of plain decoding."""
-        return replace(self, sizes=self.sd_sizes) if speculative and self.sd_sizes else self
-
-
-def read_graphs(r: Reader, obj: object, path: str) -> GraphCapture:
-    """``graphs: {sizes: [1, 2, 4, [8, 256, 8], ...], unit: tokens|requests, source: KEY (or assumed + reason)}``;
-    a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop. Optional ``sd_sizes``: the
-    list a server launched with speculative decoding captures for its round's passes (SGLang's spec list)."""
-    g = r.mapping(obj, path, ("sizes", "sd_sizes", "unit", "source", "note", "reason"), ("sizes", "unit", "source"))
-    unit = r.string(g, "unit", path, options=GRAPH_UNITS)
-    source = r.source(g, path)
-    sizes = _sizes(r, g["sizes"], r.join(path, "sizes"))
-    sd = _sizes(r, g["sd_sizes"], r.join(path, "sd_sizes")) if "sd_sizes" in g else ()
-    note = g.get("note", "") if isinstance(g.get("note", ""), str) else ""
-    if source == "assumed":
-        note = (note + " " if note else "") + f"assumed: {g['reason']}"
-    r.provenance[path] = Provenance(path, float(sizes[-1]), "count", float(sizes[-1]), "count", source,
-                                    r.sources.get(source, "assumed"), note)
-    return GraphCapture(sizes, unit, source, sd)
-
-
-def _sizes(r: Reader, raw: object, sp: str) -> tuple[int, ...]:
-    """A capture list: sizes >= 1 and inclusive ``[start, stop, step]`` ranges, increasing."""
-    if not isinstance(raw, list) or not raw:
-        raise r.fail(sp, "must be a non-empty list of sizes", "write e.g. [1, 2, 4, [8, 256, 8]]")
-    sizes: list[int] = []
-    for i, item in enumerate(raw):
-        ok_int = isinstance(item, int) and not isinstance(item, bool) and item >= 1
-        ok_rng = (isinstance(item, list) and len(item) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
-                                                                    and x >= 1 for x in item) and item[0] <= item[1])
-        if not (ok_int or ok_rng):
-            raise r.fail(f"{sp}[{i}]", f"is {item!r}, must be a size >= 1 or an inclusive range [start, stop, step]",
-                         "write e.g. 12 or [16, 256, 8]")
-        sizes += [item] if ok_int else list(range(item[0], item[1] + 1, item[2]))
-    if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
-        raise r.fail(sp, f"must increase; got {sizes[:12]}...", "list the sizes in increasing order, each once")
-    return tuple(sizes)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ functions over a schedule's inclusive ``(start, end, K)`` ranges (contiguous fro
 from __future__ import annotations
 
 import bisect
+import json
 from dataclasses import dataclass
 
 from ..errors import ParameterError
@@ -263,3 +264,28 @@ def parallel_args(engine: str, tp: int, dp: int, ep: int, all_to_all: str = "aut
         return out + (["--moe-a2a-backend", "deepep", "--deepep-mode", mode] if deepep else [])
     return [f"tensor_parallel_size: {gpus}", f"moe_expert_parallel_size: {ep}",
             f"enable_attention_dp: {'true' if dp > 1 else 'false'}"]
+
+
+GENERATED_BY = "python -m simulator schedule"  # the JSON format's "generated_by" (a later run may replace the file)
+
+
+def is_schedule_file(path) -> bool:
+    """Whether ``path`` holds a schedule this command writes: the JSON format (its ``generated_by``), the
+    TensorRT-LLM YAML (its first comment names :data:`GENERATED_BY`), or vLLM's fields or SGLang's adaptive table and
+    nothing else (:func:`render`: those engines refuse other keys, so the file carries no mark)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.stat().st_size > 1 << 24:
+        return False
+    text = p.read_text(encoding="utf-8")
+    if text.startswith(f"# written by {GENERATED_BY}"):
+        return True
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or not doc:
+        return False
+    if doc.get("generated_by") == GENERATED_BY:
+        return True
+    if set(doc) <= {"method", "model", "num_speculative_tokens", "num_speculative_tokens_per_batch_size"}:
+        return True
+    return all(k.isdigit() and isinstance(v, dict) and set(v) == {"candidate_steps"} for k, v in doc.items())

@@ -324,38 +324,13 @@ def schedule_json(s: Schedule) -> dict:
                      "ranges_best": [[lo, hi, k] for lo, hi, k in k_ranges(c.batch, k_opt)],
                      "max_gap": float(c.gap.max()), "per_batch": per_batch, "throughput": throughput_rows(s, c),
                      "schedule_cost": schedule_cost(s, c)})
-    return {"generated_by": GENERATED_BY, "model": s.model.name, "hardware": s.hardware.name,
+    return {"generated_by": ec.GENERATED_BY, "model": s.model.name, "hardware": s.hardware.name,
             "deployment": s.deployment.label,
             "engine": s.deployment.engine, "gpus": s.deployment.gpus, "drafter": s.drafter,
             "acceptance": s.acceptance, "tolerance": s.tolerance, "table_rules": s.fmt,
             "rule": "every batch 1..B_max priced; k_best = argmax speedup over draft lengths >= 1, 0 where it is "
             "<= 1; k = the deployable table: K = 0 exactly where SD loses, elsewhere within the tolerance of the best "
             "speedup, fewest ranges, then the smaller K (docs/MODEL.md 5.3b)", "notes": list(s.notes), "contexts": ctxs}
-
-
-GENERATED_BY = "python -m simulator schedule"  # the JSON format's "generated_by" (a later run may replace the file)
-
-
-def is_schedule_file(path) -> bool:
-    """Whether ``path`` holds a schedule this command writes: the JSON format (its ``generated_by``), the
-    TensorRT-LLM YAML (its first comment names :data:`GENERATED_BY`), or vLLM's fields or SGLang's adaptive table and
-    nothing else (:func:`render`: those engines refuse other keys, so the file carries no mark)."""
-    from pathlib import Path
-
-    p = Path(path)
-    if p.stat().st_size > 1 << 24:
-        return False
-    text = p.read_text(encoding="utf-8")
-    if text.startswith(f"# written by {GENERATED_BY}"):
-        return True
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or not doc:
-        return False
-    if doc.get("generated_by") == GENERATED_BY:
-        return True
-    if set(doc) <= {"method", "model", "num_speculative_tokens", "num_speculative_tokens_per_batch_size"}:
-        return True
-    return all(k.isdigit() and isinstance(v, dict) and set(v) == {"candidate_steps"} for k, v in doc.items())
 
 
 def render(s: Schedule, fmt: str, draft_model: str | None = None) -> str:
@@ -366,7 +341,7 @@ def render(s: Schedule, fmt: str, draft_model: str | None = None) -> str:
     cfg = engine_config(s, fmt, draft_model)
     if fmt == "trtllm":
         c = s.primary
-        notes = [f"written by {GENERATED_BY}",
+        notes = [f"written by {ec.GENERATED_BY}",
                  f"{s.model.name} on {s.hardware.name} ({s.deployment.label}), drafter {s.drafter}, {s.acceptance}; "
                  f"context {c.context}; deployable table within {s.tolerance:.1%} of the per-batch best",
                  "pass as: trtllm-serve MODEL --extra_llm_api_options THIS_FILE",

@@ -1,5 +1,5 @@
 """`validate ops DIR`: the per-op tables of one GPU checked, then priced
-(:func:`simulator.calibrate.measured.validate_ops`).
+(:func:`simulator.calibrate.op_errors.validate_ops`).
 
 Checks before pricing, each one ConfigError line naming the file, line, column and value: DIR is a folder holding
 the four tables; every table has its columns and at least one row; numeric columns are finite numbers and
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..calibrate.measured import TABLES, OpValidation, validate_ops
+from ..calibrate.measured import TABLES
+from ..calibrate.op_errors import OpValidation, validate_ops
 from ..errors import ConfigError
 from .mapping import find_gpu
 from .rows import read_csv_rows, unit_mismatch
@@ -105,7 +106,8 @@ def data_gpu(folder: Path, gpus: set[str], hardware: str | None) -> str:
 
 
 def validate_ops_folder(path, hardware: str | None = None) -> OpValidation:
-    """Check a measured folder, read its GPU, price every usable row (``simulator.calibrate.measured.validate_ops``)."""
+    """Check a measured folder, read its GPU, price every usable row
+    (``simulator.calibrate.op_errors.validate_ops``)."""
     folder, tables, gpus = read_op_tables(path)
     v = validate_ops(data_gpu(folder, gpus, hardware), folder, tables=tables)
     for s in v.samples:

@@ -1,5 +1,5 @@
 """Predictions against published numbers and the bundled per-op measurements (the study analysis ``validation``,
-experiments/validation.yaml): per-op errors (:func:`simulator.calibrate.measured.validate_ops`) and published checks,
+experiments/validation.yaml): per-op errors (:func:`simulator.calibrate.op_errors.validate_ops`) and published checks,
 each a metric with its published expectation (:class:`Expect`), each with its error. Nothing here is fitted. The
 study adapter (``simulator.experiments.validation``) declares the checks and prices their cases; :func:`report`
 turns the values into tables, a figure and the numbers the study's prose reads. Sources: docs/SOURCES.md.
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..calibrate.measured import CALIB, ERROR_COLUMNS, TABLES, validate_ops
+from ..calibrate.measured import CALIB, ERROR_COLUMNS, TABLES
+from ..calibrate.op_errors import validate_ops
 from ..errors import ConfigError
 from ..render import study_figures
 from ..render.outcome import Figure, Part, table

@@ -119,3 +119,19 @@ def unit_mismatch(measured: float, predicted: float, stated: str = "milliseconds
         return None
     k = UNITS.index(stated) + round(math.log10(ratio) / 3)
     return UNITS[k] if 0 <= k < len(UNITS) and UNITS[k] != stated else f"not {stated} (about {ratio:.0e}x off)"
+
+
+def need_values(rows: list[dict], col: str, source: str, fix: str) -> None:
+    """A file whose measured column ``col`` holds no positive number in any row has nothing to compare with: one
+    ConfigError naming the file and the column (a row without one is refused alone, with its reason)."""
+    def positive(text: str) -> bool:
+        try:
+            return math.isfinite(float(text)) and float(text) > 0
+        except ValueError:
+            return False
+
+    cells = [(r.get(col) or "").strip() for r in rows]
+    if rows and not any(positive(c) for c in cells):
+        shown = next((c for c in cells if c), "")
+        raise ConfigError(source or "rows", col, f"holds no positive number in any of its {len(rows)} rows"
+                          + (f" (e.g. {shown!r})" if shown else " (every cell is empty)"), fix)

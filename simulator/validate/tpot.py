@@ -39,10 +39,9 @@ against a 7.4 ms floor of KV and weight reads): it is refused with both numbers;
 inferred batch the same floor rules out (its concurrency ran on more decode workers than assumed, or with
 speculative decoding).
 
-**Units.** ``silicon_tpot_ms`` is milliseconds. A row whose value is 100x or more off its prediction is a unit
-error (the model's own errors stay within a few x): when most priced rows are, the file is refused with the unit
-the values look like; otherwise such rows are refused one by one with it.
-"""
+**Units.** ``silicon_tpot_ms`` is milliseconds (no number in any row: the file is refused). A row 100x or more off
+its prediction is a unit error (the model's own errors stay within a few x): when most priced rows are, the file is
+refused with the unit the values look like; otherwise such rows are refused one by one with it."""
 
 from __future__ import annotations
 
@@ -60,7 +59,7 @@ from ..specs.catalog import ENGINES, load_hardware, load_model
 from .launch import check_not_speculative, launch_settings
 from .layouts import squared_dp, squared_tp, wide_ep
 from .mapping import DTYPES, HELD_OUT_GPUS, NameMap, find_gpu, find_model, kv_dtype, row_dtype
-from .rows import Refused, concurrency, duplicate_ids, float_col, int_col, read_csv_rows, unit_mismatch
+from .rows import Refused, concurrency, duplicate_ids, float_col, int_col, need_values, read_csv_rows, unit_mismatch
 from .summary import PRICED, STATUSES, summarise
 
 LAYOUT = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
@@ -312,12 +311,7 @@ def validate_tpot(path_or_rows, include_held_out: bool = False, source: str = ""
     else:
         rows = list(path_or_rows)
     malformed = {**duplicate_ids(rows), **malformed}
-    if rows and not any(_measured(r) for r in rows):  # nothing to compare with: the file, not a row, is wrong
-        shown = next(((r.get("silicon_tpot_ms") or "").strip() for r in rows
-                      if (r.get("silicon_tpot_ms") or "").strip()), "")
-        raise ConfigError(source or "rows", "silicon_tpot_ms", f"holds no positive number in any of its {len(rows)} "
-                          "rows" + (f" (e.g. {shown!r})" if shown else " (every cell is empty)"),
-                          "give the measured TPOT in milliseconds, e.g. 12.5")
+    need_values(rows, "silicon_tpot_ms", source, "give the measured TPOT in milliseconds, e.g. 12.5")
     results: list[RowResult | None] = [None] * len(rows)
     plans: dict[int, tuple[_Plan, object, object]] = {}
     for i, row in enumerate(rows):

@@ -22,19 +22,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..calibrate.measured import (
-    ALL_FORMATS,
-    CALIB,
-    REFINED,
-    Sample,
-    col,
-    merge,
-    moe_fit_mask,
-    moe_row_op,
-    moe_rows,
-    read_tables,
-    validate_ops,
-)
+from ..calibrate.measured import ALL_FORMATS, CALIB, REFINED, col, moe_fit_mask, moe_row_op, moe_rows, read_tables
+from ..calibrate.op_errors import Sample, merge, validate_ops
 from ..cost.engine import op_time
 from ..render.outcome import Part, table
 from ..specs.catalog import load_hardware, measured_dir

@@ -6,14 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.calibrate.measured import (
-    ALL_FORMATS,
-    ALL_TRT,
-    CALIB,
-    SETS,
-    read_csv,
-    validate_ops,
-)
+from simulator.calibrate.measured import ALL_FORMATS, ALL_TRT, CALIB, SETS, read_csv
+from simulator.calibrate.op_errors import validate_ops
 from simulator.errors import ConfigError
 from simulator.specs.catalog import load_hardware, measured_dir
 

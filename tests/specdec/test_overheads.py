@@ -88,7 +88,7 @@ def test_capture_lists_are_profile_parameters():
     from dataclasses import replace
 
     from simulator.specs.catalog import bundled_files
-    from simulator.specs.kernels import GraphCapture
+    from simulator.specs.engine import GraphCapture
 
     for name in bundled_files("hardware"):
         hw = load_hardware(name)
@@ -114,7 +114,7 @@ def test_bad_capture_list_is_one_line():
 
     from simulator.errors import SimulatorError
     from simulator.specs.catalog import bundled_files
-    from simulator.specs.engine import read_engine
+    from simulator.specs.engine_file import read_engine
     from simulator.specs.hardware import read_hardware
 
     obj = yaml.safe_load(bundled_files("engines")["sglang"].read_text())

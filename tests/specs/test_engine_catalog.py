@@ -17,7 +17,7 @@ from simulator.errors import ConfigError
 from simulator.pricing import bound, price_pass, resolve
 from simulator.pricing.resolve import request
 from simulator.specs.catalog import ENGINES, list_engines, load_engine, load_hardware
-from simulator.specs.engine import merge, read_engine
+from simulator.specs.engine_file import merge, read_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 SGL = yaml.safe_load((ROOT / "engines/sglang.yaml").read_text())

@@ -24,6 +24,7 @@ def test_progress_and_the_reasons_rows_go_unpriced(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "validate sd: done, 2 rows priced, 1 not priced" in err and "validate sd: fitting" in err
     assert out.startswith("rows: 3; validated 1, set apart and priced 1; not priced 1")
+    assert max(map(len, out.splitlines())) <= 100
     assert "not priced (1): unmapped: target 'Acme-1B' has no catalog model" in out
     assert main(["validate", "sd", str(path), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
