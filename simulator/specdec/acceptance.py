@@ -222,6 +222,12 @@ def as_acceptance(acceptance) -> Acceptance:
 
 
 # -- Default acceptance by drafter family and target kind (docs/MODEL.md §4.1, "Default acceptance") ------------
+@lru_cache(maxsize=1024)
+def _alpha_of(al: float, at: int) -> float:
+    """The per-token α of a mean AL at draft length ``at`` (cached: every default rebuilds its logs' acceptances)."""
+    return float(alpha_from_accept_length(al, at))
+
+
 @dataclass(frozen=True)
 class Published:
     """One public acceptance measurement: engine per-position ``rates`` u_i = P(first i drafts accepted), or a mean
@@ -238,7 +244,7 @@ class Published:
     def acceptance(self, n: int = MAX_POSITIONS) -> Acceptance:
         if self.rates:
             return Acceptance.from_engine_rates(self.rates, extend_to=n, source=self.key)
-        return Acceptance(alpha=float(alpha_from_accept_length(self.al, self.at)), source=self.key)
+        return Acceptance(alpha=_alpha_of(self.al, self.at), source=self.key)
 
     def rates_to(self, n: int = MAX_POSITIONS) -> np.ndarray:
         a = self.acceptance(n)
