@@ -121,8 +121,9 @@ class Scenario:
 
     @property
     def accept(self) -> Acceptance:
-        """The acceptance priced (the given one, else the default of the drafter's family for the target's kind)."""
-        return acceptance_for(self.acceptance, self.drafter.kind, self.model.ffn.is_moe)
+        """The acceptance priced (the given one, else the default of the drafter's family for this target: its own
+        public logs, else its kind's; :func:`simulator.specdec.default_acceptance`)."""
+        return acceptance_for(self.acceptance, self.drafter.kind, self.model.ffn.is_moe, self.model.name)
 
     def edit(self, **changes) -> Scenario:
         """A copy with ``changes``: scenario fields, deployment fields or mechanism fields by name (a changed

@@ -71,8 +71,9 @@ def _panel_title(case) -> str:
 
 
 def _context_line(result) -> str:
-    return (f"drafter {result.drafter.label}, acceptance {result.acceptance.label}, "
-            f"context {result.context} tokens")
+    accs = result.acceptances  # (label, acceptance, models) per acceptance priced (sweep.table.SweepResult)
+    acc = accs[0][0] if len(accs) == 1 else "of each target (its public logs, else its family's default)"
+    return f"drafter {result.drafter.label}, acceptance {acc}, context {result.context} tokens"
 
 
 BATCH_LABEL = "batch size B (concurrent requests, log2 axis)"

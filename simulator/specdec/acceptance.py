@@ -14,9 +14,10 @@ With one per-token acceptance a_j = α this is the geometric sum (Leviathan et a
 Engines report the mean acceptance length AL measured at one draft length γ_ref; :func:`alpha_from_accept_length`
 inverts the sum for α (AL is strictly increasing in α on [0, 1], from 1 to γ_ref + 1).
 
-When no acceptance is stated, :func:`default_acceptance` (the one home of that rule) gives the engine-logged vector of
-the drafter's family on the target's kind (MoE or dense) and the band every public log of that family spans
-(:data:`PUBLISHED`); the n-gram drafter has none and is refused.
+When no acceptance is stated, :func:`default_acceptance` (the one home of that rule) gives the target's own public
+logs of the drafter's family (``measured/acceptance/logs.csv``: the median one, the band they span) when there are
+any, else the engine-logged vector of the drafter's family on the target's kind (MoE or dense) and the band every
+public log of that family spans (:data:`PUBLISHED`); the n-gram drafter has none and is refused.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..params import Interval, Param, check_params
+from ..specs.acceptance_logs import read_acceptance_logs
 
 __all__ = [
     "ALPHA",
+    "CENTRAL_AT",
     "MAX_POSITIONS",
     "PUBLISHED",
     "Acceptance",
@@ -42,6 +45,9 @@ __all__ = [
     "alpha_from_accept_length",
     "as_acceptance",
     "default_acceptance",
+    "median_log",
+    "spanned",
+    "target_logs",
 ]
 
 MAX_POSITIONS = 64  # drafted positions an acceptance can describe (the longest draft length, rounds.MAX_DRAFT_LEN)
@@ -216,6 +222,12 @@ def as_acceptance(acceptance) -> Acceptance:
 
 
 # -- Default acceptance by drafter family and target kind (docs/MODEL.md §4.1, "Default acceptance") ------------
+@lru_cache(maxsize=1024)
+def _alpha_of(al: float, at: int) -> float:
+    """The per-token α of a mean AL at draft length ``at`` (cached: every default rebuilds its logs' acceptances)."""
+    return float(alpha_from_accept_length(al, at))
+
+
 @dataclass(frozen=True)
 class Published:
     """One public acceptance measurement: engine per-position ``rates`` u_i = P(first i drafts accepted), or a mean
@@ -232,7 +244,7 @@ class Published:
     def acceptance(self, n: int = MAX_POSITIONS) -> Acceptance:
         if self.rates:
             return Acceptance.from_engine_rates(self.rates, extend_to=n, source=self.key)
-        return Acceptance(alpha=float(alpha_from_accept_length(self.al, self.at)), source=self.key)
+        return Acceptance(alpha=_alpha_of(self.al, self.at), source=self.key)
 
     def rates_to(self, n: int = MAX_POSITIONS) -> np.ndarray:
         a = self.acceptance(n)
@@ -280,44 +292,96 @@ NGRAM_REFUSAL = ("the ngram drafter has no default acceptance (an n-gram lookup 
 
 @dataclass(frozen=True)
 class AcceptanceDefault:
-    """The default acceptance of one drafter family on one target kind: the ``central`` log (priced; it carries
-    ``band`` = (low, high), so the speedup band prices both ends), and the ``low`` / ``high`` ends of the band every
-    public measurement of that family spans (per position, the smallest and largest u_i over :data:`PUBLISHED`'s
-    entries, each continued by :meth:`Published.rates_to`)."""
+    """The default acceptance of one drafter family on one target: the ``central`` log (priced; it carries ``band`` =
+    (low, high), so the speedup band prices both ends), and the ``low`` / ``high`` ends of the band the logs used span
+    (per position, the smallest and largest u_i over them, each continued by :meth:`Published.rates_to`): the
+    target's own public logs of the family (:func:`target_logs`) when there are any, else every entry of
+    :data:`PUBLISHED` for the family and the target's kind. ``logs`` names the logs used."""
 
     central: Acceptance
     low: Acceptance
     high: Acceptance
     source: str
+    logs: tuple[str, ...] = ()
+    own: bool = False  # the target's own public logs (else the family's default for its kind)
+    family: str = ""  # the family default's label (what a target without public logs of its own takes)
 
 
-@lru_cache(maxsize=16)
-def default_acceptance(drafter_kind: str, target_is_moe: bool = True) -> AcceptanceDefault:
-    """The one home of the default acceptance (docs/MODEL.md §4.1). Refuses the ngram drafter (no default)."""
+# A target's own logs are ranked by their AL at this draft length (each continued by its stated rule) and the median
+# one is the central default: the draft length most public logs state (SGLang's cookbook and the corpus's EAGLE-3 / MTP
+# runs at 3 steps; vLLM's PR logs and InferenceX's curves include it). A ranking point, nothing is fitted at it.
+CENTRAL_AT = 3
+
+
+@lru_cache(maxsize=1)
+def _logs_by_target() -> dict[tuple[str, str], tuple[Published, ...]]:
+    out: dict[tuple[str, str], list[Published]] = {}
+    for r in read_acceptance_logs():
+        if r.target_catalog:
+            out.setdefault((r.target_catalog, r.family), []).append(Published(**r.published()))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def target_logs(target: str, family: str) -> tuple[Published, ...]:
+    """The public acceptance logs of catalog target ``target`` for drafter ``family`` (``measured/acceptance/logs.csv``
+    rows whose ``target_catalog`` is ``target``), in file order; ``()`` when it has none."""
+    return _logs_by_target().get((target, family), ())
+
+
+def median_log(logs) -> Published:
+    """The log whose AL(:data:`CENTRAL_AT`) is the median of ``logs`` (the lower middle one of an even count: the
+    conservative side; ties by key), among the logs measured at a draft length of at least :data:`CENTRAL_AT` when
+    there are any (a shorter log's AL there is its continuation rule's, not a measurement)."""
+    long = [p for p in logs if max(len(p.rates), p.at) >= CENTRAL_AT] or list(logs)
+    ranked = sorted(long, key=lambda p: (float(p.acceptance().accept_length(CENTRAL_AT)[0]), p.key))
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def spanned(central: Published, every, label: str) -> tuple[Acceptance, Acceptance, Acceptance]:
+    """(central, low, high): ``central`` continued to :data:`MAX_POSITIONS` positions, carrying the band whose ends
+    are, per position, the smallest and largest u_i of the logs ``every`` (each continued by its stated rule)."""
+    u = np.stack([p.rates_to(MAX_POSITIONS) for p in every])
+
+    def band(rates, end):
+        return Acceptance.from_engine_rates(rates, source=f"{label}, {end} of {len(every)} public logs")
+
+    low, high = band(u.min(axis=0), "low end"), band(u.max(axis=0), "high end")
+    rates = central.rates or tuple(central.rates_to(MAX_POSITIONS))
+    mid = replace(Acceptance.from_engine_rates(rates, extend_to=MAX_POSITIONS, source=label), band=(low, high))
+    return mid, low, high
+
+
+@lru_cache(maxsize=256)
+def default_acceptance(drafter_kind: str, target_is_moe: bool = True, target: str = "") -> AcceptanceDefault:
+    """The one home of the default acceptance (docs/MODEL.md §4.1): ``target`` (a catalog model name; "" = not
+    named) with public logs of the drafter's family takes them (:func:`median_log`, the band they span,
+    :func:`spanned`); any other takes the family's default for its kind and says that it has no public log of its
+    own. Refuses the ngram drafter."""
     if drafter_kind not in FAMILY:
         raise ParameterError(f"drafter kind {drafter_kind!r} is unknown; use one of {', '.join(FAMILY)}",
                              owner="default_acceptance", param="drafter")
     family = FAMILY[drafter_kind]
     if family is None:
         raise ParameterError(NGRAM_REFUSAL, owner="default_acceptance", param="acceptance")
-    key = (family, None) if (family, None) in PUBLISHED else (family, bool(target_is_moe))
-    central, every = PUBLISHED[key]
-    u = np.stack([p.rates_to(MAX_POSITIONS) for p in every])
-    kind = "" if key[1] is None else (" (MoE target)" if key[1] else " (dense target)")
     borrowed = f", borrowed by {drafter_kind}" if FAMILY[drafter_kind] != drafter_kind != "eagle3" else ""
-    label = f"default {family}{kind}{borrowed}: {central.key}"
+    key = (family, None) if (family, None) in PUBLISHED else (family, bool(target_is_moe))
+    kind = "" if key[1] is None else (" (MoE target)" if key[1] else " (dense target)")
+    fam = f"default {family}{kind}{borrowed}: {PUBLISHED[key][0].key}"
+    own = target_logs(target, family) if target else ()
+    if own:
+        central, every = median_log(own), own
+        label = (f"default {family} for {target}{borrowed}: {central.key} (median AL({CENTRAL_AT}) of its "
+                 f"{len(own)} public log{'s' if len(own) > 1 else ''})")
+    else:
+        central, every = PUBLISHED[key]
+        label = f"no public log for {target}: family {fam}" if target else fam
+    return AcceptanceDefault(*spanned(central, every, label), label, tuple(p.key for p in every), bool(own), fam)
 
-    def band(rates, end):
-        return Acceptance.from_engine_rates(rates, source=f"{label}, {end} of {len(every)} public logs")
 
-    low, high = band(u.min(axis=0), "low end"), band(u.max(axis=0), "high end")
-    mid = replace(Acceptance.from_engine_rates(central.rates, extend_to=MAX_POSITIONS, source=label), band=(low, high))
-    return AcceptanceDefault(mid, low, high, label)
-
-
-def acceptance_for(acceptance, drafter_kind: str, target_is_moe: bool = True) -> Acceptance:
+def acceptance_for(acceptance, drafter_kind: str, target_is_moe: bool = True, target: str = "") -> Acceptance:
     """``acceptance`` as an :class:`Acceptance` (:func:`as_acceptance`), or, when None, the central default of the
-    drafter's family for this target kind (:func:`default_acceptance`; refused for ngram)."""
+    drafter's family for this target (:func:`default_acceptance`: its own public logs, else its kind's; refused for
+    ngram)."""
     if acceptance is None:
-        return default_acceptance(drafter_kind, target_is_moe).central
+        return default_acceptance(drafter_kind, target_is_moe, target).central
     return as_acceptance(acceptance)

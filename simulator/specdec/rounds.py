@@ -234,7 +234,7 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
     terms = round_terms(hw, dep, mech, b, g, al, gpu, dec.time, draft_vocab(drafter, target), target.vocab_size,
                         drafter.kind, hybrid=target.attention.linear is not None)
     bands = [x.accept_length(g) for x in acceptance_band_of(acceptance, acceptance_band, drafter.kind,
-                                                            target.ffn.is_moe)]
+                                                            target.ffn.is_moe, target.name)]
     out = assemble(g, gpu, dec.time, terms, al, bands)
     return SpecResult(
         batch=b, gammas=g, accept_length=al, alpha=acceptance.effective_alpha(g), t_decode=dec.time,
@@ -249,15 +249,15 @@ def speculative(target: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, 
 
 
 def acceptance_band_of(acceptance: Acceptance, band=None, drafter_kind: str | None = None,
-                       target_is_moe: bool = True) -> tuple:
+                       target_is_moe: bool = True, target: str = "") -> tuple:
     """The acceptance band's (low, high) ends: ``band`` when given, else the acceptance's own ``band`` attribute
-    when it carries one, else, when ``acceptance`` is the drafter family's default for this target kind
+    when it carries one, else, when ``acceptance`` is the default of the drafter's family for this target
     (:func:`~simulator.specdec.acceptance.default_acceptance`'s ``central``), that default's ``low`` / ``high``
-    (the band every public log of the family spans); else none (a stated acceptance has no band)."""
+    (the band the public logs it uses span); else none (a stated acceptance has no band)."""
     band = band if band is not None else getattr(acceptance, "band", None)
     if band is None and drafter_kind is not None:
         try:
-            d = default_acceptance(drafter_kind, target_is_moe)
+            d = default_acceptance(drafter_kind, target_is_moe, target)
         except ParameterError:  # no default for this drafter (ngram)
             d = None
         if d is not None and acceptance == d.central:

@@ -252,7 +252,7 @@ def speculative_tree(target: ModelSpec, hw: HardwareProfile, dep: Deployment, ba
                         target.vocab_size, drafter.kind, tree=not np.all(sizes == 1), positions=[n - 1],
                         hybrid=target.attention.linear is not None)
     bands = [[tree_accept_length(par, x)] for x in acceptance_band_of(acceptance, acceptance_band, drafter.kind,
-                                                                       target.ffn.is_moe)]
+                                                                       target.ffn.is_moe, target.name)]
     out = assemble([depth], gpu[None, :], dec, terms, np.array([al]), bands)
     return TreeResult(parents=par, batch=b, accept_length=al, t_decode=dec, t_draft=t_draft, t_verify=ver,
                       t_reject=t_rej, t_round=out["t_round"][0], speedup=out["speedup"][0], decode=dec_res,

@@ -82,6 +82,7 @@ def metadata(result) -> dict:
         "drafter": result.drafter.label,
         "acceptance": {"label": acc.label, "alpha": acc.alpha,
                        "per_position": list(acc.per_position) if acc.per_position else None},
+        "acceptances": [{"label": label, "models": list(models)} for label, _, models in result.acceptances],
         "context": result.context,
         "skipped": [{"model": m, "hardware": h, "reason": r} for m, h, r in result.skipped],
         "notes": list(result.notes),

@@ -33,7 +33,7 @@ def summarize(result) -> list[dict]:
             "deployment": d.label, "gpus": d.gpus, "engine": d.engine, "engine_version": engine_version(c),
             "dtype": d.dtype, "tp": d.tp, "dp": d.dp, "ep": d.ep, "placement": d.placement,
             "tree": "" if c.scenario.tree is None else tree_label(c.scenario.tree), "variant": c.variant,
-            "mode": c.mode, "reference": c.is_reference,
+            "mode": c.mode, "reference": c.is_reference, "acceptance": c.scenario.accept.label,
             "batch_min": int(r.batch[0]), "batch_max": int(r.batch[-1]),
             "speedup_min_batch": float(spd[0]), "best_gamma_min_batch": int(gam[0]),
             "peak_speedup": float(spd[i]), "peak_batch": int(r.batch[i]), "peak_gamma": int(gam[i]),
@@ -114,12 +114,12 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
             join(per, lambda s: f"{s['peak_speedup']:.2f}@{s['peak_batch']}"),
             join(per, _pays),
         ))
-    acc = result.acceptance
     g = result.cases[0].result.gammas
     shown = [x for x in g if x in (1, 3, int(g.max()))]
-    al = ", ".join(f"AL({x})={a:.2f}" for x, a in zip(shown, acc.accept_length(shown), strict=True))
+    accs = [f"{label} ({', '.join(f'AL({x})={a:.2f}' for x, a in zip(shown, acc.accept_length(shown), strict=True))})"
+            for label, acc, _ in result.acceptances]
     title = (f"Speculative decoding, columns {' / '.join(modes)}: drafter {result.drafter.label}, acceptance "
-             f"{acc.label} ({al}), context "
+             f"{accs[0] if len(accs) == 1 else 'of each target (below)'}, context "
              f"{result.context} tokens; S = speedup at the best draft length g per batch; 'SD pays for B' = the "
              f"batches of the grid whose band's low end is > 1 at the draft length best for it, as runs (a-b: every "
              f"grid batch from a to b; +: still > 1 at the largest batch; never: at none), then ~ and the runs where "
@@ -127,6 +127,8 @@ def format_table(result, *, width: int = WIDTH, wide: bool = False) -> str:
              f"and the acceptance, widened by the model's held-out error on the public SD corpus "
              f"(docs/MODEL.md §4.1, §4.6, docs/SD_VALIDATION.md)")
     notes = resolved_lines(result)
+    if len(accs) > 1:  # the default of each target: its own public logs, else its family's (docs/MODEL.md §4.1)
+        notes += [f"acceptance: {a}" for a in accs]
     executed = sorted({(c.deployment.engine, c.result.sd_overlap, c.result.decode_overlap) for c in result.cases
                        if c.result.sd_overlap})
     if executed:

@@ -169,7 +169,7 @@ def run_sweep(models=None, hardware=None, request: Request | None = None, *,
             raise refused[0]  # a knob no target takes (e.g. --drafter): its own one line, naming it
         first = skipped[0][2] if skipped else "nothing to run"
         raise InfeasibleError(f"no model/hardware combination could run: {first}")
-    acc = req.acceptance or cases[0].scenario.accept  # the default: the first case's (per family and target kind)
+    acc = req.acceptance or cases[0].scenario.accept  # the default: the first case's (each case's: .acceptances)
     return SweepResult(cases, drafter, acc, int(req.context), skipped, notes,
                        time.perf_counter() - t0, meter.skipped)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..pricing import Case
-from ..specdec import Acceptance, Drafter
+from ..specdec import Acceptance, Drafter, default_acceptance
 from ..specdec.tree import tree_label
 
 # Tidy-table columns: (name, numpy dtype; strings are sized to their longest value). Times in microseconds.
@@ -82,6 +82,24 @@ class SweepResult:
                 group, n = [], 0
         if group:
             yield tidy_columns(group)
+
+    @functools.cached_property
+    def acceptances(self) -> tuple[tuple[str, Acceptance, tuple[str, ...]], ...]:
+        """(label, acceptance, models) of each acceptance the cases priced, in case order: a stated one by its label,
+        a target's own default (its public logs) alone, and the targets without public logs of their own together
+        under the family default they share ("no public log for a, b: family default ..."; docs/MODEL.md §4.1)."""
+        groups: dict[tuple[bool, str], tuple[Acceptance, list[str]]] = {}
+        for c in self.cases:
+            sc = c.scenario
+            key = (False, sc.accept.label)
+            if sc.acceptance is None:
+                d = default_acceptance(sc.drafter.kind, sc.model.ffn.is_moe, sc.model.name)
+                key = (False, d.source) if d.own else (True, d.family)
+            models = groups.setdefault(key, (sc.accept, []))[1]
+            if sc.model.name not in models:
+                models.append(sc.model.name)
+        return tuple((f"no public log for {', '.join(m)}: family {label}" if shared else label, a, tuple(m))
+                     for (shared, label), (a, m) in groups.items())
 
     @property
     def records(self) -> list[dict]:

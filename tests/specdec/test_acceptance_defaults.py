@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.cli import main
 from simulator.errors import ConfigError, ParameterError
 from simulator.specdec import default_acceptance
-from simulator.specdec.acceptance import MAX_POSITIONS, PUBLISHED
+from simulator.specdec.acceptance import (
+    CENTRAL_AT,
+    MAX_POSITIONS,
+    PUBLISHED,
+    Published,
+    median_log,
+    spanned,
+    target_logs,
+)
 from simulator.specdec.rounds import MAX_DRAFT_LEN
+from simulator.specs.catalog import bundled_files, load_model
 
 FAMILIES = [("eagle", True), ("eagle", False), ("mtp", True)]
 G = np.arange(0, MAX_DRAFT_LEN + 1)
@@ -59,10 +70,13 @@ def test_ngram_has_no_default():
 
 
 def test_pricing_uses_the_targets_kind():
+    """A target with no public log of its own takes its kind's family default, and its label says so."""
     from simulator.pricing import price, resolve
 
-    for name, key in (("qwen3-30b-a3b", "#42764"), ("llama-3.1-8b", "#24344")):
-        assert key in price(resolve(name, gpus=1), [1], [3]).acceptance.label
+    for name, key in (("olmoe-1b-7b", "#42764"), ("qwen3-0.6b", "#24344")):
+        assert not target_logs(name, "eagle") and not target_logs(name, "mtp")
+        label = price(resolve(name, gpus=1), [1], [3]).acceptance.label
+        assert key in label and label.startswith(f"no public log for {name}: family default eagle")
         assert "#48892" in price(resolve(name, gpus=1, drafter="mtp"), [1], [3]).acceptance.label
     with pytest.raises(ParameterError, match="ngram"):
         price(resolve("qwen3-30b-a3b", gpus=1, drafter="ngram"), [1], [3])
@@ -125,10 +139,102 @@ def test_default_carries_its_band_into_the_speedup_band():
     from simulator.pricing import price, resolve
     from simulator.specdec import Acceptance
 
-    d = default_acceptance("eagle", True)
+    d = default_acceptance("eagle", True, "olmoe-1b-7b")
     assert d.central.band == (d.low, d.high)
-    sc = resolve("qwen3-30b-a3b", gpus=1)
+    sc = resolve("olmoe-1b-7b", gpus=1)
     r = price(sc, [1, 64], [3]).result
     stated = price(sc.edit(acceptance=Acceptance.from_positions(d.central.per_position)), [1, 64], [3]).result
     np.testing.assert_allclose(r.speedup, stated.speedup, rtol=1e-12)  # same central acceptance at γ = 3
     assert np.all(r.speedup_low < stated.speedup_low) and np.all(r.speedup_high > stated.speedup_high)
+
+
+# -- Per-target defaults from the public logs of measured/acceptance/logs.csv (issue 26 item 3) --------------------
+TARGETS = [n for n in bundled_files("models") if load_model(n).role == "target"]
+KINDS = {"eagle": "eagle3", "mtp": "mtp"}  # a drafter kind of each family
+
+
+def _cases(with_logs: bool):
+    return [(t, f) for t in TARGETS for f in KINDS if bool(target_logs(t, f)) == with_logs]
+
+
+def test_some_targets_have_logs_and_some_do_not():
+    assert len(_cases(True)) >= 8 and len(_cases(False)) >= 20
+    assert {"gpt-oss-120b", "kimi-k2.5", "llama-4-maverick", "qwen3-next-80b-a3b"} <= {t for t, f in _cases(True)}
+
+
+@pytest.mark.parametrize("target, family", _cases(True))
+def test_a_target_with_its_own_logs_gets_the_median_one_and_their_band(target, family):
+    logs = target_logs(target, family)
+    d = default_acceptance(KINDS[family], load_model(target).ffn.is_moe, target)
+    central = median_log(logs)
+    assert d.own and d.logs == tuple(p.key for p in logs)
+    assert d.source.startswith(f"default {family} for {target}: {central.key}") and d.central.label == d.source
+    n = len(central.rates) or central.at  # the central's own measurement is reproduced where it was taken
+    want = 1 + sum(central.rates) if central.rates else central.al
+    assert d.central.accept_length(n)[0] == pytest.approx(want, rel=1e-9)
+    u = np.stack([p.rates_to(MAX_POSITIONS) for p in logs])  # the band's ends: the logs' per-position min / max
+    np.testing.assert_allclose(np.cumprod(d.low.per_position), u.min(axis=0), rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(np.cumprod(d.high.per_position), u.max(axis=0), rtol=1e-9, atol=1e-300)
+    assert d.central.band == (d.low, d.high)
+
+
+@pytest.mark.parametrize("target, family", _cases(False))
+def test_a_target_without_logs_takes_its_family_default_and_says_so(target, family):
+    moe = load_model(target).ffn.is_moe
+    d, fam = default_acceptance(KINDS[family], moe, target), default_acceptance(KINDS[family], moe)
+    assert not d.own and d.source == f"no public log for {target}: family {fam.source}" == f"no public log for " \
+                                                                                          f"{target}: family {d.family}"
+    assert d.central.per_position == fam.central.per_position and d.logs == fam.logs
+    assert (d.low.per_position, d.high.per_position) == (fam.low.per_position, fam.high.per_position)
+
+
+_RATES = st.lists(st.floats(0.05, 0.98), min_size=1, max_size=8).map(lambda a: tuple(np.cumprod(a).tolist()))
+_AL = st.tuples(st.integers(1, 8), st.floats(0.0, 1.0)).map(lambda t: (t[0], 1 + t[1] * t[0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(_RATES.map(lambda r: ("r", r)), _AL.map(lambda a: ("a", a))), min_size=1, max_size=6))
+def test_band_ends_are_the_logs_min_and_max_and_the_central_is_their_median(specs):
+    """Whatever logs a target has: the band's ends bound every log at every draft length (and are the per-position
+    min / max), and the central is one of the logs, the median of those measured at CENTRAL_AT or beyond."""
+    logs = [Published(f"log {i}", rates=v) if k == "r" else Published(f"log {i}", al=v[1], at=v[0])
+            for i, (k, v) in enumerate(specs)]
+    central = median_log(logs)
+    mid, low, high = spanned(central, logs, "x")
+    g = np.arange(0, MAX_DRAFT_LEN + 1)
+    lo, hi = low.accept_length(g), high.accept_length(g)
+    for p in logs:
+        al = p.acceptance().accept_length(g)
+        assert np.all(lo <= al + 1e-9) and np.all(al <= hi + 1e-9)
+    assert np.all(lo <= mid.accept_length(g) + 1e-9) and np.all(mid.accept_length(g) <= hi + 1e-9)
+    cand = [p for p in logs if max(len(p.rates), p.at) >= CENTRAL_AT] or logs
+    at = sorted(float(p.acceptance().accept_length(CENTRAL_AT)[0]) for p in cand)
+    assert central in cand
+    assert float(central.acceptance().accept_length(CENTRAL_AT)[0]) == pytest.approx(at[(len(at) - 1) // 2])
+
+
+def test_the_sweep_names_the_log_each_target_uses(tmp_path):
+    """The table's header says the acceptance is per target, and its notes name each target's log (or say that a
+    target has none); the JSON carries them too."""
+    import json
+
+    from simulator.sweep import run_sweep
+    from simulator.sweep.io import write_json
+    from simulator.sweep.report import format_table
+
+    r = run_sweep(["gpt-oss-120b", "olmoe-1b-7b"], "h100-sxm", batch=[1, 8], draft_len=[3])
+    text = " ".join(format_table(r).split())
+    own = default_acceptance("eagle", True, "gpt-oss-120b")
+    assert "acceptance of each target (below)" in text and f"acceptance: {own.source}" in text
+    assert "acceptance: no public log for olmoe-1b-7b: family default eagle (MoE target): vLLM PR #42764" in text
+    doc = json.loads((tmp_path / "s.json").read_text()) if write_json(r, tmp_path / "s.json") else {}
+    assert [a["models"] for a in doc["meta"]["acceptances"]] == [["gpt-oss-120b"], ["olmoe-1b-7b"]]
+    assert {s["model"]: s["acceptance"] for s in doc["summary"]}["gpt-oss-120b"] == own.source
+    one = run_sweep(["gpt-oss-120b"], "h100-sxm", batch=[1], draft_len=[3])
+    assert f"acceptance {own.source} (AL(3)=" in " ".join(format_table(one).split())
+
+
+def test_explain_names_the_targets_log(capsys):
+    assert main(["explain", "--model", "gpt-oss-120b", "--gpus", "1", "--batch", "1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert default_acceptance("eagle", True, "gpt-oss-120b").source in out

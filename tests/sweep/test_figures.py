@@ -74,7 +74,8 @@ def _fake_result(models: int, gpus: int):
                 dep = NS(label="fp8_block tp8 ep8")
                 cases.append(NS(model=NS(name=f"model-{i}"), hardware=NS(name=f"gpu-{j}"), deployment=dep, mode=mode,
                                 variant="", result=res, key=(f"model-{i}", f"gpu-{j}")))
-    return NS(cases=cases, drafter=NS(label="eagle"), acceptance=NS(label="alpha=0.75"), context=1024)
+    return NS(cases=cases, drafter=NS(label="eagle"), acceptance=NS(label="alpha=0.75"),
+              acceptances=(("alpha=0.75", None, ()),), context=1024)
 
 
 def test_split_figures_share_one_y_range_and_write_an_index(tmp_path, monkeypatch):

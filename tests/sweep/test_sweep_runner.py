@@ -67,7 +67,7 @@ def test_rows_are_consistent(small):
 def test_rows_match_direct_engine_calls(small):
     m = load_model("qwen3-30b-a3b")
     case = next(c for c in small.cases if c.model.name == m.name and c.mode == "refined")
-    direct = speculative(m, H100, case.deployment, BATCH, GAMMAS, small.acceptance, "eagle", 256,
+    direct = speculative(m, H100, case.deployment, BATCH, GAMMAS, case.scenario.accept, "eagle", 256,
                          PRESETS["refined"])
     a = small.to_array()
     sel = a[(a["model"] == m.name) & (a["mode"] == "refined")]
