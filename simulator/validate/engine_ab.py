@@ -15,7 +15,6 @@ with the measured one. The rows are never fitted: they check the host terms whos
 from __future__ import annotations
 
 import csv
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from ..specdec import Acceptance, StepCache
 from ..specs.catalog import ENGINES, bundled_files, load_hardware, load_model, measured_dir
 from ..sweep.runner import deploy, in_mode
 from ..sweep.serving import plain_step
+from .sd_corpus import cell_number
 
 __all__ = ["AB_COLUMNS", "ABResult", "ABRow", "TOLERANCE", "price_ab", "read_ab", "validate_ab"]
 
@@ -120,7 +120,7 @@ def _row(loc: str, raw: dict) -> ABRow:
             raise ConfigError(loc, col, f"value {raw[col]!r} is not {what}", f"use one of {', '.join(allowed)}")
     vals: dict = dict(raw)
     for col in _INTS + _FLOATS:
-        vals[col] = _number(loc, col, raw[col], col in _INTS)
+        vals[col] = cell_number(loc, col, raw[col], integer=col in _INTS)
     for col in ("gpu_count", "batch", "context", "measured"):
         if vals[col] is None:
             raise ConfigError(loc, col, "is empty (value '')", f"every row states {col}")
@@ -135,19 +135,6 @@ def _row(loc: str, raw: dict) -> ABRow:
             raise ConfigError(loc, "measured", f"value {row.measured:g} disagrees with the arms' ratio {ratio:.4g}",
                               "measured = time(off) / time(on) (on_value / off_value for tok/s)")
     return row
-
-
-def _number(loc: str, col: str, text: str, integer: bool):
-    if not text:
-        return None
-    try:
-        v = float(text)
-    except ValueError:
-        raise ConfigError(loc, col, f"value {text!r} is not a number", "give a plain decimal number") from None
-    if not math.isfinite(v) or v <= 0 or (integer and v != int(v)):
-        raise ConfigError(loc, col, f"value {text!r} is not a positive {'whole ' if integer else ''}number",
-                          "give a positive number, or leave the cell empty when not stated")
-    return int(v) if integer else v
 
 
 def price_ab(row: ABRow, cache: StepCache | None = None) -> ABResult:

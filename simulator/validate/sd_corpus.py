@@ -238,11 +238,11 @@ def _row(where: str, line: int, raw: dict[str, str]) -> SDRow:
                               f"use one of {', '.join(allowed)}")
     values: dict[str, object] = dict(raw)
     for c in INTS:
-        values[c] = _number(loc, c, raw[c], integer=True)
+        values[c] = cell_number(loc, c, raw[c], integer=True)
     for c in FLOATS:
-        values[c] = _number(loc, c, raw[c], integer=False)
+        values[c] = cell_number(loc, c, raw[c], integer=False)
     for c in NON_NEGATIVE:
-        values[c] = _number(loc, c, raw[c], integer=False, allow_zero=True)
+        values[c] = cell_number(loc, c, raw[c], integer=False, allow_zero=True)
     values["set_apart"] = _codes(loc, raw["set_apart"])
     tp, ep, dp, n = values["tp"], values["ep"], values["dp"], values["gpu_count"]
     for c, v in (("tp", tp), ("ep", ep), ("dp", dp)):
@@ -274,7 +274,9 @@ def _codes(loc: str, text: str) -> tuple[str, ...]:
     return codes
 
 
-def _number(loc: str, col: str, text: str, *, integer: bool, allow_zero: bool = False):
+def cell_number(loc: str, col: str, text: str, *, integer: bool, allow_zero: bool = False):
+    """A CSV cell as a number (None when empty): positive (or non-negative with ``allow_zero``), finite, whole where
+    ``integer``; anything else is one :class:`ConfigError` line naming ``loc``, the column and the value."""
     if not text:
         return None
     try:
