@@ -19,6 +19,9 @@ def register(sub) -> None:
         epilog="example: python -m simulator list models --json",
     )
     p.add_argument("kind", nargs="?", choices=("all", *KINDS), default="all")
+    p.add_argument("--markdown", action="store_true",
+                   help="engines only: the execution modes of every release as the Markdown table docs/MODEL.md §4.6 "
+                        "embeds")
     add_json_flag(p)
     add_wide_flag(p)
     p.set_defaults(func=cmd_list)
@@ -65,7 +68,8 @@ def _model_row(m) -> dict:
 def _release_row(r) -> dict:
     ex, sv, g = r.execution, r.serving, r.graphs
     return {"version": r.version, "since": r.since, "decode_overlap": ex.decode_overlap, "sd_overlap": ex.sd_overlap,
-            "sd_overlap_off": list(ex.sd_overlap_off), "syncs_sd": ex.syncs_sd, "syncs_sd_overlap": ex.syncs_sd_overlap,
+            "sd_overlap_off": list(ex.sd_overlap_off), "sd_overlap_tree": ex.sd_overlap_tree,
+            "sd_overlap_hybrid": ex.sd_overlap_hybrid, "syncs_sd": ex.syncs_sd, "syncs_sd_overlap": ex.syncs_sd_overlap,
             "syncs_decode": ex.syncs_decode, "kv_kernels": ex.kv_kernels, "chain_builds_tree": ex.chain_builds_tree,
             "execution_source": ex.source, "prefill": sv.prefill, "sd_running_cap": sv.sd_running_cap,
             "serving_source": sv.source, "graphs": f"{g.cap} {g.unit}" if g else "none",
@@ -90,6 +94,16 @@ def _routing_row(r) -> dict:
 
 
 def cmd_list(args) -> int:
+    if args.markdown:
+        if args.kind != "engines":
+            from ..errors import ParameterError
+
+            raise ParameterError(f"--markdown lists engines only; got kind {args.kind!r}: run `list engines "
+                                 "--markdown`", owner="list", param="markdown")
+        from ..render.engine_table import modes_markdown
+
+        print(modes_markdown(catalog.list_engines()), end="")
+        return 0
     out: dict[str, list] = {}
     if args.kind in ("all", "hardware"):
         out["hardware"] = [_hw_row(h) for h in catalog.list_hardware()]
