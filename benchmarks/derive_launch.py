@@ -2,8 +2,8 @@
 row of aiconfigurator-core's silicon_sample.csv. Writes the column ``moe_backend`` of
 ``measured/silicon/silicon_sample.csv`` (README.md, "MoE backend at launch"); empty = not stated by a launch script.
 
-Which script. A row (agg; disagg rows ran Dynamo launches, not read) is matched to the single-node sweep entries that
-can have measured it (benchmarks/inferencex.py; multi-node Dynamo keys are not read). Each is read; where their
+Which script. An agg row is matched to the single-node sweep entries that can have measured it
+(benchmarks/inferencex.py; multi-node keys are not read for it). Each is read; where their
 scripts disagree, the entries of the row's own layout decide (InferenceX's TP = tp_size x attention_dp_size, EP_SIZE =
 moe_ep_size, DP_ATTENTION = attention_dp_size > 1, the columns read as validate tpot reads them). The sweep
 runs a key on a node of its ``runner`` group (.github/configs/runners.yaml at the commit); the node's launcher
@@ -19,10 +19,17 @@ script_params.py: assignments and the if/case structure only; no program can run
   - vLLM: ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8`` (1 -> ``flashinfer-mxfp8``, 0 -> ``default``); other MoE variables
     (``VLLM_USE_FLASHINFER_MOE_FP8``, ``VLLM_MOE_USE_DEEP_GEMM``, ...) are reported;
   - SGLang: ``--moe-runner-backend`` (reported).
+A disagg row ran a multi-node (Dynamo) launch: it is matched to the multi-node (``disagg: true``) entries of the sweeps
+at its time whose srt-slurm recipe benchmarks its concurrency (the recipe's own list, not the entry's ``conc-list``),
+and read from that recipe's decode workers (benchmarks/srt_recipes.py: TensorRT-LLM ``trtllm_config.decode.moe_config
+.backend``; SGLang ``moe-runner-backend`` and vLLM's, reported); entries launched by a benchmarks/ script (the Dynamo
+repository's sweep scripts, December 2025 to January 2026) are not read. Where the matched recipes disagree, those of
+the row's decode layout decide (decode_* columns, read as for agg rows).
 A value is written only where every matched script states the same one and the engine file lists it (engines/*.yaml
 kernels.moe_backend, any release; ``validate tpot`` refuses a row whose release does not list it); others are reported.
 
-Usage: python benchmarks/derive_launch.py AIC_SILICON_CSV INFERENCEX_GIT_DIR [--write]
+Usage: python benchmarks/derive_launch.py AIC_SILICON_CSV INFERENCEX_GIT_DIR [SRT_SLURM_GIT_DIR] [--write]
+(SRT_SLURM_GIT_DIR: a clone of github.com/NVIDIA/srt-slurm; without it disagg rows are not read)
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import functools
 import re
 import sys
 
+import srt_recipes as recipes
 import yaml
 from inferencex import CFG, GPU, commits, copies, git, read_source, sweep_hits, write_column, yaml_at
 from script_params import evaluate
@@ -54,13 +62,14 @@ def listed(engine: str) -> frozenset[str]:
     return frozenset(b for r in load_engine(engine).releases for b in r.kernels.backends)
 
 
-def row_layout(row: dict) -> tuple[int, int, bool]:
-    """(TP, EP_SIZE, DP_ATTENTION) of an InferenceX single-node run as the row's layout columns state it, read as
-    ``validate tpot`` reads them (simulator/validate/layouts.py: the squared TP and DP columns)."""
-    tp, dp = int(float(row["tp_size"] or 1)), int(float(row["attention_dp_size"] or 1))
-    ep = int(float(row["moe_ep_size"] or 1))
-    moe_tp = int(float(row["moe_tp_size"] or 1))
-    if squared_tp(row, "", tp, ep, moe_tp):
+def row_layout(row: dict, pre: str = "") -> tuple[int, int, bool]:
+    """(TP, EP_SIZE, DP_ATTENTION) of an InferenceX single-node run (``pre`` 'decode_': of a disagg row's decode
+    worker) as the row's layout columns state it, read as ``validate tpot`` reads them (simulator/validate/layouts.py:
+    the squared TP and DP columns)."""
+    tp, dp = int(float(row[f"{pre}tp_size"] or 1)), int(float(row[f"{pre}attention_dp_size"] or 1))
+    ep = int(float(row[f"{pre}moe_ep_size"] or 1))
+    moe_tp = int(float(row[f"{pre}moe_tp_size"] or 1))
+    if squared_tp(row, pre, tp, ep, moe_tp):
         tp = ep
     elif squared_dp(tp, dp, ep, moe_tp):
         dp = ep
@@ -153,7 +162,72 @@ def setting(repo: str, rev: str, path: str, engine: str, env_items: tuple) -> tu
     return (values.pop() if values else None), note
 
 
-def derive(row: dict, repo: str, log: list) -> tuple[str, str, str]:
+def launch_env(key: dict, e: dict, isl: int, osl: int) -> tuple:
+    """What benchmark-multinode-tmpl.yml gives a multi-node launcher (the parts its clone logic can read)."""
+    env = {"MODEL": str(key.get("model", "")), "MODEL_PREFIX": str(key.get("model-prefix", "")),
+           "PRECISION": str(key.get("precision", "")), "FRAMEWORK": str(key.get("framework", "")),
+           "IMAGE": str(key.get("image", "")), "ISL": str(isl), "OSL": str(osl), "IS_MULTINODE": "true",
+           "SPEC_DECODING": str(e.get("spec-decoding", "none")), "CONFIG_FILE": recipes.config_file(e) or "",
+           "EXP_NAME": f"{key.get('model-prefix', '')}_{SEQ.get((isl, osl), f'{isl}_{osl}')}", "USER": "runner",
+           "GITHUB_WORKSPACE": "/workspace"}
+    return tuple(sorted(env.items()))
+
+
+def _recipe(repo: str, srt: str, rev: str, k: str, e: dict, isl: int, osl: int) -> tuple[str | None, str]:
+    """(the recipe path in the stored srt-slurm repository this entry ran, or None, note)."""
+    path = recipes.config_file(e)
+    if path is None:
+        return None, f"{k}@{rev[:9]}: launched by a benchmarks/ script, no recipe (its settings are in the Dynamo " \
+                     "repository's sweep scripts or the cluster's config folder, not stored here)"
+    source, note = recipes.recipe_source(repo, rev, k, launch_env(yaml_at(repo, rev, CFG)[k], e, isl, osl))
+    if source is None:
+        return None, note
+    if not any(s in source[0] for s in recipes.STORED):
+        return None, f"{k}@{rev[:9]}: recipe repository {source[0]} not stored"
+    return path, f"{k}@{rev[:9]}:{source[1]}:"
+
+
+def derive_disagg(row: dict, repo: str, srt: str | None, log: list) -> tuple[str, str, str]:
+    """:func:`derive` for a disagg row: the multi-node (Dynamo) entries it matches, the recipe each ran
+    (benchmarks/srt_recipes.py), the MoE backend the recipe gives the decode workers. Where the matched recipes
+    disagree, those of the row's own decode layout decide."""
+    if srt is None:
+        return "unmatched", "", "disagg row (no srt-slurm git dir given)"
+    isl, osl = int(float(row["isl"])), int(float(row["osl"]))
+
+    def ran(rev, k, e):
+        path, _ = _recipe(repo, srt, rev, k, e, isl, osl)
+        return recipes.ran(srt, path, isl, osl) if path and recipes.versions(srt, path) else None
+
+    hits = [(rev, k, e) for rev, k, e in sweep_hits(row, repo, log, ran) if yaml_at(repo, rev, CFG)[k].get("disagg")]
+    if not hits:
+        return "unmatched", "", "no multi-node sweep entry (no stamp, no changelog commit at its time, or no recipe " \
+                                "of a swept key benchmarks its concurrency)"
+    runs = []
+    for rev, k, e in hits:
+        path, where = _recipe(repo, srt, rev, k, e, isl, osl)
+        if path is None:
+            runs.append((frozenset(), None, "not-read", where))
+            continue
+        status, value, shapes, note = recipes.decode_settings(srt, path, row["backend"])
+        runs.append((shapes, value, status, f"{where}{note}"))
+    if len({(v, s) for _, v, s, _ in runs}) > 1:
+        own = [r for r in runs if any(layout == row_layout(row, "decode_") for layout, _ in r[0])]
+        runs = own or runs
+    values, notes = {(v, s) for _, v, s, _ in runs}, "; ".join(sorted({n for *_, n in runs}))
+    mtp = sorted({m for shapes, *_ in runs for _, m in shapes})
+    notes += f" [MTP {mtp}]" if any(mtp) else ""
+    if len(values) > 1 or any(s != "read" for _, s in values):
+        return "ambiguous", "", notes
+    value = values.pop()[0]
+    if value is None:
+        return "not-stated", "", notes
+    if value not in listed(row["backend"]):
+        return "unlisted", value, notes
+    return "stated", value, notes
+
+
+def derive(row: dict, repo: str, log: list, srt: str | None = None) -> tuple[str, str, str]:
     """(status, value, note) of a row: status 'stated' (value = the setting), 'not-stated' (the matched scripts set
     none: the engine's default ran), 'ambiguous', 'unlisted' (a value the engine file does not list) or 'unmatched'.
     Every single-node entry the row matches is read; where their scripts disagree, the entries of the row's own
@@ -161,7 +235,7 @@ def derive(row: dict, repo: str, log: list) -> tuple[str, str, str]:
     if row.get("system") not in GPU:
         return "unmatched", "", "GPU not read (b300_sxm and gb300 are held out)"
     if (row.get("mode") or "") != "agg":
-        return "unmatched", "", "disagg row (Dynamo launch, not read)"
+        return derive_disagg(row, repo, srt, log)
     hits = sweep_hits(row, repo, log)
     if not hits:
         return "unmatched", "", "no sweep entry (no stamp, no changelog commit at its time, or no key matches)"
@@ -197,12 +271,13 @@ def derive(row: dict, repo: str, log: list) -> tuple[str, str, str]:
 
 
 def main(argv: list[str]) -> int:
-    aic, repo = argv[1], argv[2]
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    aic, repo, srt = args[0], args[1], (args[2] if len(args) > 2 else None)
     log = commits(repo)
     source = read_source(aic)
     found, tally, reasons = {}, collections.Counter(), collections.Counter()
     for row in source:
-        status, value, note = derive(row, repo, log)
+        status, value, note = derive(row, repo, log, srt)
         tally[(row["backend"], row["system"], status, value)] += 1
         if status == "stated":
             found[row["id"]] = value

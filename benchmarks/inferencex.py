@@ -99,8 +99,10 @@ def id_layout(row: dict) -> tuple[int | None, int | None]:
     return (int(m.group(1)), 1 if m.group(2) == "none" else int(m.group(2))) if m else (None, None)
 
 
-def entries(repo: str, rev: str, row: dict, version: str) -> list[tuple[str, dict]]:
-    """(key, search-space entry) of the swept keys that match the row."""
+def entries(repo: str, rev: str, row: dict, version: str, ran=None) -> list[tuple[str, dict]]:
+    """(key, search-space entry) of the swept keys that match the row. ``ran(rev, key, entry)``: for a multi-node
+    entry, the concurrencies its launch benchmarked where they are not its ``conc-list`` (a recipe's own list,
+    benchmarks/srt_recipes.py), or None to read the ``conc-list``."""
     cfg = yaml_at(repo, rev, CFG)
     tp, ep = id_layout(row)
     conc = int(field(row, "silicon_concurrency") or 0)
@@ -119,7 +121,11 @@ def entries(repo: str, rev: str, row: dict, version: str) -> list[tuple[str, dic
             if (s.get("isl"), s.get("osl")) != (int(float(row["isl"])), int(float(row["osl"]))):
                 continue
             for e in s.get("search-space", []):
-                if "conc-start" in e and e["conc-start"] <= conc <= e["conc-end"]:
+                own = ran(rev, key, e) if ran is not None and v.get("multinode") else None
+                if own is not None:
+                    if conc in own:
+                        hits.append((key, e))
+                elif "conc-start" in e and e["conc-start"] <= conc <= e["conc-end"]:
                     if tp is None or (e.get("tp"), e.get("ep", 1)) == (tp, ep):
                         hits.append((key, e))
                 elif conc in (e.get("conc-list") or []):
@@ -127,9 +133,10 @@ def entries(repo: str, rev: str, row: dict, version: str) -> list[tuple[str, dic
     return hits
 
 
-def sweep_hits(row: dict, repo: str, log: list[tuple[dt.datetime, str]]) -> list[tuple[str, str, dict]]:
+def sweep_hits(row: dict, repo: str, log: list[tuple[dt.datetime, str]], ran=None) -> list[tuple[str, str, dict]]:
     """(commit, key, search-space entry) of every sweep that can have measured the row; [] when the row has no stamp,
-    is of a GPU not read here (the held-out b300/gb300 among them) or matches no swept key. ``log``: :func:`commits`."""
+    is of a GPU not read here (the held-out b300/gb300 among them) or matches no swept key. ``log``: :func:`commits`;
+    ``ran``: as for :func:`entries`."""
     stamp, system = field(row, "measured"), row.get("system", "")
     if not stamp or system not in GPU:
         return []
@@ -138,7 +145,7 @@ def sweep_hits(row: dict, repo: str, log: list[tuple[dt.datetime, str]]) -> list
     t = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
     dated = "T" not in stamp or "T00:00:00" in stamp
     revs = [h for ct, h in log if (ct.date() == t.date() if dated else abs((ct - t).total_seconds()) <= 120)]
-    return [(rev, k, e) for rev in revs for k, e in entries(repo, rev, row, version)]
+    return [(rev, k, e) for rev in revs for k, e in entries(repo, rev, row, version, ran)]
 
 
 DEPLOYMENT = ("model_path", "system", "backend", "backend_version", "precision", "mode", "isl", "osl", "batch_size",

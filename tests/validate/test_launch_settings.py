@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
-from simulator.cost.deployment import Deployment
+from simulator.cost.deployment import Deployment, version_key
 from simulator.cost.step import step_time
 from simulator.pricing import bound
 from simulator.specs import load_hardware, load_model
@@ -113,6 +113,40 @@ def test_shipped_column_is_listed_and_read():
     v = validate_tpot(stated)
     assert not [r.reason for r in v.rows if "column moe_backend" in r.reason]
     fp8 = [r for r in stated if r["backend"] == "trtllm" and r["system"] == "b200_sxm" and r["precision"] == "fp8"
-           and not r["speculative_num_draft_tokens"]]
+           and not r["speculative_num_draft_tokens"] and r["mode"] == "agg"]
     deepgemm = {r["moe_backend"] for r in fp8 if "fp8_agg_1024x8192_c256" in r["id"]}
     assert deepgemm == {"DEEPGEMM"} and {r["moe_backend"] for r in fp8 if "_c256" not in r["id"]} == {"TRTLLM"}
+
+
+def test_shipped_disagg_rows_carry_their_recipe():
+    """The Dynamo (disagg) rows carry the MoE backend their srt-slurm recipe gives the decode workers (README 'MoE
+    backend at launch'): DeepSeek-R1 fp8 B200 at 8192/1024, 128 requests: the three recipes benchmarking 128 requests
+    (dep8 x1, dep8 x2, tp8 x4 decode workers) all state TRTLLM; H200 CUTLASS; no SGLang row is written (the SGLang
+    file lists no backend setting); CUTEDSL (no profile class for TensorRT-LLM's CuTe DSL MoE) is left empty."""
+    with SHIPPED.open(newline="", encoding="utf-8") as f:
+        rows = {r["id"]: r for r in csv.DictReader(f)}
+    assert rows["dsr1_b200_trtllm_fp8_disagg_8192x1024_c128_cfg666"]["moe_backend"] == "TRTLLM"
+    disagg = [r for r in rows.values() if r["mode"] == "disagg" and r["moe_backend"]]
+    assert {r["moe_backend"] for r in disagg if r["system"] == "h200_sxm"} == {"CUTLASS"}
+    assert {r["backend"] for r in disagg} == {"trtllm"} and "CUTEDSL" not in {r["moe_backend"] for r in disagg}
+
+
+def test_wideep_runs_the_cutlass_kernels():
+    """WIDEEP (WideEPMoE) computes the routed experts with the CUTLASS backend's ops (engines/trtllm.yaml T-wideep): the
+    same decode step as CUTLASS, and not TRT-LLM-gen's."""
+    wide = _decode_ms("nvfp4", engine_version="1.0", moe_backend="WIDEEP")
+    assert wide == pytest.approx(_decode_ms("nvfp4", engine_version="1.0", moe_backend="CUTLASS"), rel=1e-12)
+    assert wide != pytest.approx(_decode_ms("nvfp4", engine_version="1.0", moe_backend="TRTLLM"), rel=1e-3)
+
+
+# Dynamo's tensorrtllm-runtime containers and the TensorRT-LLM each bundles (Dynamo release artifacts,
+# docs.nvidia.com/dynamo/dev/reference/release-artifacts.html: 0.8.1 -> v1.2.0rc6.post1, 0.8.1.post1 -> v1.2.0rc6.post2)
+DYNAMO = {"0.8.1": "1.2.0rc6.post1", "0.8.1.post1": "1.2.0rc6.post2"}
+
+
+@pytest.mark.parametrize("dynamo, bundled", sorted(DYNAMO.items()))
+def test_a_dynamo_version_runs_the_release_its_container_bundles(dynamo, bundled):
+    """A Dynamo (disagg) row states the container's version as backend_version; read as an engine version it gives
+    the release of the TensorRT-LLM the container bundles (0.8.1, older than any release, reads as the oldest, 1.0,
+    which 1.2.0rc6 runs), so the reader needs no Dynamo table."""
+    assert version_key("trtllm", dynamo) == version_key("trtllm", bundled) == "1.0"
