@@ -10,6 +10,7 @@ lazy ones inside functions too: a lazy import hides a circle from Python, not fr
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -23,6 +24,12 @@ LAYERS = ("errors", "params", "outputs", "specs", "overlap", "traces", "cost", "
 BASE = {"errors": 0, "params": 0}  # the two base modules may import each other's names only one way (no cycle)
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per test session (several checks walk every module)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _module_name(path: Path) -> str:
     rel = path.relative_to(PKG.parent).with_suffix("")
     parts = list(rel.parts)
@@ -33,7 +40,7 @@ def _module_name(path: Path) -> str:
 
 def _imports(path: Path, name: str) -> set[str]:
     is_pkg = path.name == "__init__.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -96,7 +103,7 @@ def _calls(attr: str) -> set[str]:
     """Modules that call a method or function named ``attr``."""
     out = set()
     for path in PKG.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Call):
                 f = node.func
                 name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
@@ -125,7 +132,7 @@ def test_no_engine_facts_in_python_below_pricing():
     assert names >= {"trtllm", "sglang", "vllm"}
     for pkg in ("cost", "specdec", "pricing"):
         for path in (PKG / pkg).rglob("*.py"):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = _tree(path)
             fit_tables = {id(k) for node in ast.walk(tree) if isinstance(node, ast.AnnAssign)
                           and getattr(node.target, "id", "") in ("FITTED", "MODEL_ERROR")
                           for d in ast.walk(node.value) if isinstance(d, ast.Dict) for k in d.keys}
