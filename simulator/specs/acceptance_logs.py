@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .catalog import bundled_files, load_model, measured_dir
+from .schema import grouped
 
 __all__ = ["COLUMNS", "FAMILIES", "KINDS", "AcceptanceLog", "bundled_logs_path", "by_target", "catalog_coverage",
            "read_acceptance_logs"]
@@ -170,10 +171,7 @@ def _number(loc: str, col: str, text: str) -> float:
 
 def by_target(logs: Iterable[AcceptanceLog]) -> dict[str, tuple[AcceptanceLog, ...]]:
     """The rows of each catalog target (``target_catalog``; rows of targets outside the catalog under ``""``)."""
-    out: dict[str, list[AcceptanceLog]] = {}
-    for r in logs:
-        out.setdefault(r.target_catalog, []).append(r)
-    return {k: tuple(v) for k, v in out.items()}
+    return grouped(logs, "target_catalog")
 
 
 def catalog_coverage(logs: Iterable[AcceptanceLog]) -> dict[str, tuple[str, ...]]:

@@ -312,3 +312,11 @@ class Reader:
             out[k.lower()] = fmt or ""
         return MappingProxyType(out)
 
+
+def grouped(items: Iterable, attr: str) -> dict:
+    """``items`` grouped by their attribute ``attr``, in order of first appearance, each group a tuple in input order
+    (the corpus readers' by-source / by-author / by-target views)."""
+    out: dict = {}
+    for x in items:
+        out.setdefault(getattr(x, attr), []).append(x)
+    return {k: tuple(v) for k, v in out.items()}

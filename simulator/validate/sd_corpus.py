@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..specs.catalog import bundled_files, measured_dir
+from ..specs.schema import grouped
 
 ENGINES = ("sglang", "vllm", "trtllm", "other")
 DRAFTER_KINDS = ("eagle", "eagle3", "mtp", "model", "ngram", "other")
@@ -133,18 +134,12 @@ def measured_speedup(row: SDRow) -> float:
 
 def by_source(rows: Iterable[SDRow]) -> dict[str, tuple[SDRow, ...]]:
     """The rows grouped by ``source_key``, in order of first appearance, each group in file order."""
-    out: dict[str, list[SDRow]] = {}
-    for r in rows:
-        out.setdefault(r.source_key, []).append(r)
-    return {k: tuple(v) for k, v in out.items()}
+    return grouped(rows, "source_key")
 
 
 def by_author(rows: Iterable[SDRow]) -> dict[str, tuple[SDRow, ...]]:
     """The rows grouped by ``author`` (one fold each), in order of first appearance, each group in file order."""
-    out: dict[str, list[SDRow]] = {}
-    for r in rows:
-        out.setdefault(r.author, []).append(r)
-    return {k: tuple(v) for k, v in out.items()}
+    return grouped(rows, "author")
 
 
 def bundled_corpus_path() -> Path:
