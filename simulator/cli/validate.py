@@ -46,7 +46,8 @@ def register(sub) -> None:
     o.set_defaults(func=cmd_ops)
     d = vs.add_parser("sd", help="speculative-decoding speedups of the public SD corpus (measured/sd/corpus.csv)",
                       description="Price every corpus row at its level (serving or step), fit the engines' host-time "
-                                  "parameters leave-one-source-out, and report the error per engine and mode.",
+                                  "parameters leave-one-author-out, price the engines' public A/Bs and the slopes "
+                                  "against concurrency, and report the error per engine, mode and author.",
                       epilog="example: python -m simulator validate sd --report docs/SD_VALIDATION.md")
     d.add_argument("file", nargs="?", metavar="CORPUS.csv", help="a corpus in measured/sd/README.md's layout "
                                                                  "(default: the bundled corpus)")

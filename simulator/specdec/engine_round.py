@@ -22,7 +22,7 @@ the profile is bound to, engines/*.yaml) sets E and the sync count. Parameters n
 the reason (one-sided evidence says so; its other end is a physical ceiling); ``speedup_low``/``speedup_high`` price
 the round at both ends (and at the acceptance band's ends when one is given), widened by the model's held-out error
 on the public SD corpus (:data:`MODEL_ERROR`, :func:`model_error`; γ = 0 stays exactly 1). :data:`FITTED` holds the
-public SD corpus fit (central = all-source fit, band = held-out spread) for the parameters rows move;
+public SD corpus fit (central = all-author fit, band = held-out spread) for the parameters rows move;
 :func:`round_params` applies it, then a profile's ``kernels.round`` block for the engine (``{NAME: {low: Q, central:
 Q, high: Q}}``, :data:`simulator.specs.kernels.ROUND_KEYS`); or :meth:`RoundParams.with_`.
 """
@@ -61,7 +61,7 @@ def overlap_modes(mech: Mechanisms, release: EngineRelease, drafter_kind: str = 
 
 
 # The values the pricing path uses where the public SD corpus moves a parameter (docs/MODEL.md §4.6, §7.2): central =
-# the all-source fit within the ranges above (leave-one-source-out, simulator/validate/sd_fit.py), low-high = its
+# the all-author fit within the ranges above (leave-one-author-out, simulator/validate/sd_fit.py), low-high = its
 # held-out spread (min-max over the folds joined with the fit ± one-σ, clipped to the range). Written here from the
 # output of FIT_COMMAND (its report's "Fitted round parameters" table); tests/validate/test_sd_fitted.py re-runs the
 # fit and fails when this table no longer matches it. A parameter no row moves keeps its public band.
@@ -84,10 +84,10 @@ FITTED: dict[str, dict[str, Band]] = {
 # The model's demonstrated error on the public SD corpus (docs/MODEL.md §4.6, §7.2; simulator/validate/sd_band.py):
 # per engine, (q_lo, q_hi) = the split-conformal 80% quantiles of the held-out log residual beyond the parameter /
 # acceptance band, log(measured / band end) (0 inside), over every priced corpus row of the engine, each predicted
-# by the fit on the other sources; an engine with fewer than sd_band.MIN_SOURCES sources uses the quantiles of all
+# by the fit on the other authors; an engine with fewer than sd_band.MIN_AUTHORS authors uses the quantiles of all
 # engines' rows pooled (POOLED). speedup_low / speedup_high = the parameter / acceptance band × exp(q_lo / q_hi)
-# (γ ≥ 1; γ = 0 stays exactly 1). Leave-one-source-out, this band covers the measured value in the share of rows
-# docs/SD_VALIDATION.md reports (each source's band from the other sources' residuals only). Written from the output
+# (γ ≥ 1; γ = 0 stays exactly 1). Leave-one-author-out, this band covers the measured value in the share of rows
+# docs/SD_VALIDATION.md reports (each author's band from the other authors' residuals only). Written from the output
 # of FIT_COMMAND; tests/validate/test_sd_fitted.py re-runs it and fails when this table no longer matches.
 POOLED = "pooled"
 MODEL_ERROR: dict[str, tuple[float, float]] = {
