@@ -14,7 +14,6 @@ with the measured one. The rows are never fitted: they check the host terms whos
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from ..specdec import Acceptance, StepCache
 from ..specs.catalog import ENGINES, bundled_files, load_hardware, load_model, measured_dir
 from ..sweep.runner import deploy, in_mode
 from ..sweep.serving import plain_step
+from .rows import duplicate_ids, read_csv_rows
 from .sd_corpus import cell_number
 
 __all__ = ["AB_COLUMNS", "ABResult", "ABRow", "TOLERANCE", "price_ab", "read_ab", "validate_ab"]
@@ -36,6 +36,7 @@ AB_COLUMNS = ("id", "engine", "engine_version", "mechanism", "model", "gpu", "gp
               "where", "assumed")
 MECHANISMS = ("decode_overlap", "sd_overlap")
 TOLERANCE = 0.10  # the issue's target: every A/B within 10%
+LAYOUT = "measured/engines/README.md's layout"
 _INTS = ("gpu_count", "tp", "dp", "ep", "draft_steps", "batch", "context")
 _FLOATS = ("accept_length", "measured", "off_value", "on_value")
 
@@ -84,31 +85,22 @@ class ABResult:
 
 
 def read_ab(path: str | Path | None = None) -> tuple[ABRow, ...]:
-    """Read and check an A/B file (default: the bundled ``measured/engines/ab.csv``); any problem is one
-    :class:`ConfigError` line naming the row, the field, the value and the fix."""
+    """Read and check an A/B file (default: the bundled ``measured/engines/ab.csv``; the file-level checks are
+    :func:`.rows.read_csv_rows`'s); any problem is one :class:`ConfigError` line naming the row, the field, the value
+    and the fix."""
     p = Path(path) if path is not None else measured_dir("engines") / "ab.csv"
-    try:
-        with p.open(newline="", encoding="utf-8-sig") as f:
-            lines = list(csv.reader(f))
-    except OSError as exc:
-        raise ConfigError(str(p), "FILE", f"cannot be read ({exc.strerror or exc})",
-                          "give the path of an A/B CSV (layout: measured/engines/README.md)") from None
-    if not lines or [h.strip() for h in lines[0]] != list(AB_COLUMNS):
-        raise ConfigError(str(p), "columns", "are not the documented ones", f"use exactly {','.join(AB_COLUMNS)}")
-    rows, seen = [], set()
-    for n, cells in enumerate(lines[1:], 2):
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(AB_COLUMNS):
-            raise ConfigError(f"{p} line {n}", "columns", f"has {len(cells)} cells, the header {len(AB_COLUMNS)}",
-                              "quote cells that contain commas")
-        row = _row(f"{p} line {n}", dict(zip(AB_COLUMNS, (c.strip() for c in cells), strict=True)))
-        if row.id in seen:
-            raise ConfigError(f"{p} row {row.id!r}", "id", f"duplicates an earlier id (value {row.id!r})",
-                              "give every row a unique id")
-        seen.add(row.id)
-        rows.append(row)
-    return tuple(rows)
+    rows, bad = read_csv_rows(p, AB_COLUMNS, LAYOUT)
+    unknown = [c for c in rows[0] if c not in AB_COLUMNS]
+    if unknown or list(rows[0]) != list(AB_COLUMNS):
+        what = f"unknown column(s) {', '.join(map(repr, unknown))}" if unknown else "are not in the documented order"
+        raise ConfigError(str(p), "columns", what, f"use exactly {','.join(AB_COLUMNS)}")
+    if bad:
+        i, why = min(bad.items())
+        raise ConfigError(f"{p} data row {i + 1}", "columns", why, "quote cells that contain commas")
+    for i in duplicate_ids(rows):
+        raise ConfigError(f"{p} row {rows[i]['id']!r}", "id", f"value {rows[i]['id']!r} repeats an earlier row's",
+                          "give every row a unique id")
+    return tuple(_row(f"{p} row {r['id'] or i + 1!r}", r) for i, r in enumerate(rows))
 
 
 def _row(loc: str, raw: dict) -> ABRow:
