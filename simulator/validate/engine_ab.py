@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cost.deployment import version_key
 from ..errors import ConfigError, SimulatorError
 from ..pricing import Layout, Request, price
 from ..specdec import Acceptance, StepCache
@@ -28,6 +27,7 @@ from ..sweep.runner import deploy, in_mode
 from ..sweep.serving import plain_step
 from .rows import duplicate_ids, read_csv_rows
 from .sd_corpus import cell_number
+from .sd_speedup import release_options
 
 __all__ = ["AB_COLUMNS", "ABResult", "ABRow", "TOLERANCE", "price_ab", "read_ab", "validate_ab"]
 
@@ -134,9 +134,8 @@ def price_ab(row: ABRow, cache: StepCache | None = None) -> ABResult:
     cache = cache or StepCache()
     sd = row.mechanism == "sd_overlap"
     gamma = row.draft_steps if sd else 1
-    version = version_key(row.engine, row.engine_version)
     layout = Layout(tp=row.tp, ep=row.ep, dp=row.dp, gpus=row.gpu_count,
-                    options=(("engine", row.engine),) + ((("engine_version", version),) if version else ()))
+                    options=release_options(row.engine, row.engine_version))
     acc = Acceptance.from_accept_length(row.accept_length, gamma) if sd else None
     req = Request(layout=layout, drafter=row.drafter or "eagle", acceptance=acc, context=row.context)
     try:

@@ -37,7 +37,7 @@ from ..sweep.serving import ServingCase, plain_step, price_serving
 from .sd_corpus import SDRow, measured_speedup
 
 __all__ = ["ASSUMED", "COMPARE", "Priced", "Setup", "Skip", "al_batch_spread", "al_batch_spreads", "measured_of",
-           "predict_row", "price_row", "setup", "tree_parents"]
+           "predict_row", "price_row", "release_options", "setup", "tree_parents"]
 
 # What a row's metric is compared with at the serving level. A request's mean end-to-end latency in a closed loop of
 # C requests is C · OSL / throughput (Little's law), so its speedup is the throughput speedup (docs/MODEL.md §4.7); the
@@ -254,6 +254,13 @@ def _acceptance(s: Setup, al: float) -> Acceptance:
     return _alpha_for_tree(s.parents, max(al, 1.0))
 
 
+def release_options(engine: str, stated: str) -> tuple:
+    """A layout's options naming ``engine`` and the release whose execution a version ``stated`` as text runs
+    (:func:`~simulator.cost.deployment.version_key`; none named: the newest)."""
+    version = version_key(engine, stated)
+    return (("engine", engine),) + ((("engine_version", version),) if version else ())
+
+
 def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -> Priced:
     """Price one set-up row (raises :class:`Skip` ``refused`` when the layout cannot run)."""
     r = s.row
@@ -263,9 +270,8 @@ def price_row(s: Setup, cache: StepCache | None = None, mode: str = "refined") -
         acc = replace(acc, band=tuple(_acceptance(s, s.accept_length * np.exp(x)) for x in (-s.al_spread,
                                                                                              s.al_spread)))
     isl, osl = (0, 2 * DEFAULT_CONTEXT) if s.osl is None else (s.isl, s.osl)
-    version = version_key(s.engine, r.engine_version)  # the documented mode of the release the row ran
     layout = Layout(dtype=s.dtype, tp=r.tp, ep=r.ep, dp=r.dp, gpus=r.gpu_count,
-                    options=(("engine", s.engine),) + ((("engine_version", version),) if version else ()))
+                    options=release_options(s.engine, r.engine_version))
     # memory is checked at the longest context a request reaches (the default context when no lengths are stated)
     req = Request(layout=layout, drafter=s.drafter, acceptance=acc,
                   context=DEFAULT_CONTEXT if s.osl is None else isl + osl)
