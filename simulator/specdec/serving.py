@@ -51,7 +51,7 @@ from ..params import Interval, Options, Param, declare
 from ..specs.engine import PREFILL_MODES
 
 __all__ = ["CHUNK", "CONCURRENCY", "DEFAULT_CHUNK", "LENGTHS", "PREFILL", "RUNNING_CAP", "Occupancy", "ServingPoint",
-           "expected_rounds", "iteration_time", "occupancy", "serving_point"]
+           "expected_rounds", "iteration_time", "occupancy", "served_accept_length", "serving_point"]
 
 # Tokens a prefill chunk may hold per iteration: vLLM's default max_num_batched_tokens for the OpenAI server on GPUs
 # with >= 70 GiB (vllm/engine/arg_utils.py, "For GPUs like H100 and MI300x"); TRT-LLM's max_num_tokens default and
@@ -81,6 +81,12 @@ def expected_rounds(survival, tokens: float) -> float:
         raise ParameterError(f"tokens must be a finite number > 0; got {tokens!r}")
     return _rounds(tuple(float(x) for x in s), min(int(math.ceil(n)), EXACT_ROUNDS)) + \
         max(n - EXACT_ROUNDS, 0.0) / float(s.sum())
+
+
+def served_accept_length(survival, osl: float) -> float:
+    """AL_served = OSL / E[N(OSL)]: the tokens per round a request of ``osl`` output tokens gets when its last round
+    is cut at OSL (module docstring; ≤ AL of a round, 1 for a round that drafts nothing)."""
+    return float(osl) / expected_rounds(survival, osl)
 
 
 @functools.lru_cache(maxsize=1024)

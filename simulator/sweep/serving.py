@@ -24,7 +24,7 @@ from ..errors import ParameterError
 from ..pricing import Case, Scenario, price, price_pass
 from ..pricing.deploy import check_context
 from ..specdec import StepCache
-from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, expected_rounds, occupancy, serving_point
+from ..specdec.serving import DEFAULT_CHUNK, Occupancy, ServingPoint, occupancy, served_accept_length, serving_point
 from ..specdec.tree import chain_parents, tree_survival
 
 __all__ = ["ServingCase", "ServingGrid", "decode_context", "plain_step", "price_serving", "price_serving_grid"]
@@ -144,7 +144,7 @@ def price_serving(sc: Scenario, concurrency: int, isl: float, osl: float, gamma:
         survival = tree_survival(sc.tree, sc.accept)
         gamma = len(sc.tree) - 1
     al_round = float(survival.sum())
-    al = float(osl) / expected_rounds(survival, osl)  # a request's tokens per round: its last round is cut at OSL
+    al = served_accept_length(survival, osl)  # a request's tokens per round: its last round is cut at OSL
     eng = sc.hw.engine_spec.serving
     prefill = prefill or eng.prefill
     cap_base, cap_sd = caps if caps is not None else (None, eng.sd_running_cap)
@@ -200,8 +200,8 @@ def price_serving_grid(sc: Scenario, concurrency, isl: float, osl: float, gammas
     g = np.asarray(sorted({0, *(int(x) for x in gammas)}), dtype=int)
     c = np.asarray(concurrency, dtype=float)
     # a request's tokens per round, its last round cut at OSL (as price_serving; γ = 0: 1)
-    al = np.asarray([float(osl) / expected_rounds(tree_survival(chain_parents(int(x)), sc.accept), osl)
-                     for x in g], dtype=float)[:, None]
+    al = np.asarray([served_accept_length(tree_survival(chain_parents(int(x)), sc.accept), osl) for x in g],
+                    dtype=float)[:, None]
     eng = sc.hw.engine_spec.serving
     prefill, cap_sd = eng.prefill, eng.sd_running_cap
     base = occupancy(c, isl, osl, 1.0, chunk, None)
