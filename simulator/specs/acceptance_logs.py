@@ -15,7 +15,6 @@ fix.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .catalog import bundled_files, load_model, measured_dir
+from .csvfile import read_strict_csv
 from .schema import grouped
 
 __all__ = ["COLUMNS", "FAMILIES", "KINDS", "AcceptanceLog", "bundled_logs_path", "by_target", "catalog_coverage",
@@ -85,31 +85,9 @@ def read_acceptance_logs(path: str | Path | None = None) -> tuple[AcceptanceLog,
     """Read and check an acceptance-log CSV (default: the bundled one)."""
     p = Path(path) if path is not None else bundled_logs_path()
     where = str(p)
-    try:
-        with p.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
-            header = [h.strip() for h in next(reader, [])]
-            lines = [(reader.line_num, r) for r in reader]
-    except OSError as exc:
-        raise ConfigError(where, "FILE", f"cannot be read ({exc.strerror or exc})",
-                          "give the path of an acceptance-log CSV (layout: measured/acceptance/README.md)") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise ConfigError(where, "FILE", f"is not a readable UTF-8 CSV ({exc})",
-                          "save it as UTF-8 CSV (layout: measured/acceptance/README.md)") from None
-    if header != list(COLUMNS):
-        unknown = [h for h in header if h not in COLUMNS]
-        missing = [c for c in COLUMNS if c not in header]
-        what = (f"unknown column(s) {', '.join(map(repr, unknown))}" if unknown else
-                f"missing column(s) {', '.join(missing)}" if missing else "are not in the documented order")
-        raise ConfigError(where, "columns", what, f"use exactly the columns {','.join(COLUMNS)}")
     out, seen = [], {}
-    for line, cells in lines:
-        if not any(c.strip() for c in cells):
-            continue
-        if len(cells) != len(COLUMNS):
-            raise ConfigError(f"{where} line {line}", "columns", f"has {len(cells)} cells, the header {len(COLUMNS)}",
-                              "quote cells that contain commas and give one cell per column")
-        row = _row(f"{where} line {line}", {c: v.strip() for c, v in zip(COLUMNS, cells, strict=True)})
+    for line, raw in read_strict_csv(p, COLUMNS, "measured/acceptance/README.md"):
+        row = _row(f"{where} line {line}", raw)
         if row.key in seen:
             raise ConfigError(f"{where} line {line}", "log", f"repeats {row.key!r} of line {seen[row.key]}",
                               "give every log a distinct name (and an AL(K) curve one row per K)")

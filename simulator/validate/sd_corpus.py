@@ -17,7 +17,6 @@ leave-one-out in :mod:`simulator.validate` (two sources of one author are never 
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..specs.catalog import bundled_files, measured_dir
+from ..specs.csvfile import read_strict_csv
 from ..specs.schema import grouped
 
 ENGINES = ("sglang", "vllm", "trtllm", "other")
@@ -152,32 +152,9 @@ def read_corpus(path: str | Path | None = None) -> tuple[SDRow, ...]:
     naming the file, the row id, the field, the value and the fix."""
     p = Path(path) if path is not None else bundled_corpus_path()
     where = str(p)
-    try:
-        # utf-8-sig: a UTF-8 byte-order mark (spreadsheet exports) is accepted and dropped
-        with p.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if header is None:
-                raise ConfigError(where, "columns", "the file is empty",
-                                  f"start with the header line {','.join(COLUMNS)}")
-            _check_header(where, [h.strip() for h in header])
-            lines = [(reader.line_num, r) for r in reader]
-    except OSError as exc:
-        raise ConfigError(where, "FILE", f"cannot be read ({exc.strerror or exc})",
-                          "give the path of a corpus CSV (layout: measured/sd/README.md)") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise ConfigError(where, "FILE", f"is not a readable UTF-8 CSV ({exc})",
-                          "save it as UTF-8 CSV (layout: measured/sd/README.md)") from None
     rows: list[SDRow] = []
     seen: dict[str, int] = {}
-    for line, cells in lines:
-        if not any(c.strip() for c in cells):
-            continue  # blank line
-        if len(cells) != len(COLUMNS):
-            raise ConfigError(f"{where} line {line}", "columns",
-                              f"has {len(cells)} cells, the header {len(COLUMNS)}",
-                              "quote cells that contain commas and give one cell per column")
-        raw = {c: v.strip() for c, v in zip(COLUMNS, cells, strict=True)}
+    for line, raw in read_strict_csv(p, COLUMNS, "measured/sd/README.md"):
         row = _row(where, line, raw)
         if row.id in seen:
             raise ConfigError(f"{where} row {row.id!r}", "id",
@@ -205,20 +182,6 @@ def _check_sources(where: str, rows: list[SDRow]) -> None:
             raise ConfigError(f"{where} row {r.id!r}", "author",
                               f"value {r.author!r} differs from {group[0].author!r} of the same source {key!r}",
                               "give every row of a source the author who measured it (one source, one author)")
-
-
-def _check_header(where: str, header: list[str]) -> None:
-    unknown = [h for h in header if h not in COLUMNS]
-    if unknown:
-        raise ConfigError(where, "columns", f"unknown column(s) {', '.join(map(repr, unknown))}",
-                          f"use exactly the columns {','.join(COLUMNS)}")
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise ConfigError(where, "columns", f"missing column(s) {', '.join(missing)}",
-                          f"use exactly the columns {','.join(COLUMNS)} (leave a cell empty when not stated)")
-    if header != list(COLUMNS):
-        raise ConfigError(where, "columns", "are not in the documented order",
-                          f"order them as {','.join(COLUMNS)}")
 
 
 def _row(where: str, line: int, raw: dict[str, str]) -> SDRow:
