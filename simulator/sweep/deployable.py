@@ -91,7 +91,7 @@ def deployable(gammas, speedup, tol: float = 0.01, *, starts=None, first_is_max:
     if starts is not None:  # a change of paying/losing must be expressible: K = 0 exactly where SD loses
         allowed |= np.concatenate([[True], pays[1:] != pays[:-1]])
     cum_s = np.concatenate([np.zeros((g.size, 1)), np.cumsum(np.where(g[:, None] == 0, 1.0, s), axis=1)], axis=1)
-    if not first_is_max:
+    if not first_is_max or not pays.any():  # SD paying nowhere: K = 0 throughout, the largest K at batch 1 too
         k, _ = _segment(masks, allowed, cum_s, g)
         if k is None:
             raise InfeasibleError(f"no draft-length table meets the engine's rules within tolerance {tol:g}")
