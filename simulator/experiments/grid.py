@@ -16,8 +16,9 @@ from ..overlap import PLACEMENTS, parse_popularity
 from ..overlap.lag_profile import profile_lags
 from ..overlap.popularity import independent_overlap
 from ..params import Interval, Options, Param, param_field
-from ..pricing import Case, Layout, Request, Scenario, price
+from ..pricing import Case, Request, Scenario, price, request
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
+from ..pricing.knobs import KNOBS
 from ..specdec import StepCache
 from ..specs.catalog import ENGINES, load_hardware, load_model
 from ..specs.model import ModelSpec
@@ -211,13 +212,15 @@ class Deployed:
 
 
 def target_request(study: Study, t: Target, dtype: str | None = None, context: int | None = None) -> Request:
-    """The :class:`~simulator.pricing.Request` of a study target: its layout, engine, drafter and acceptance (else
-    the study's speculation settings) and the grid's context."""
+    """The :class:`~simulator.pricing.Request` of a study target: every knob it states (the knob table's keys), the
+    format ``dtype`` (else the target's), the drafter and acceptance (else the study's speculation settings) and the
+    context (``context``, else the target's, else the grid's)."""
     sp = study.speculation
-    return Request(layout=Layout(dtype, t.kv_dtype, t.tp, t.ep, t.gpus, t.dp, options=(("engine", t.engine),)
-                                 if t.engine else ()),
-                   drafter=t.drafter or sp.drafter, acceptance=(t.acceptance or sp.acceptance).build(),
-                   context=study.grid.context if context is None else context)
+    knobs = {k.name: getattr(t, k.name) for k in KNOBS if k.kind != "acceptance"}
+    knobs["dtype"] = dtype or t.dtype
+    knobs["drafter"] = t.drafter or sp.drafter
+    knobs["context"] = next(c for c in (context, t.context, study.grid.context) if c is not None)
+    return request(Request(acceptance=(t.acceptance or sp.acceptance).build()), **knobs)
 
 
 def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: str | None = None, batch=None,
