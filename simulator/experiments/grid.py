@@ -250,11 +250,12 @@ def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: s
 
 def price_target(study: Study, ctx: RunContext, dd: Deployed, mode: str, variant: Variant | None = None,
                  gammas=None, context: int | None = None) -> Case:
-    """One deployed target through :func:`simulator.pricing.price` in ``mode`` with ``variant``."""
+    """One deployed target through :func:`simulator.pricing.price` in ``mode`` with ``variant`` (a target with a
+    ``tree`` is priced at the tree's node count, not the grid's draft lengths)."""
     sc = in_mode(dd.scenario, mode, dd.request, variant)
     if context is not None:
         sc = sc.edit(context=int(context))
-    return price(sc, dd.batch, gammas or study.grid.draft_len, cache=ctx.cache)
+    return price(sc, dd.batch, None if sc.tree is not None else gammas or study.grid.draft_len, cache=ctx.cache)
 
 
 def deploy_grid(study: Study, ctx: RunContext) -> tuple[list[tuple[str, str | None, Deployed]], list]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..cost.deployment import WAYS, Deployment, Mechanisms
+from ..cost.deployment import WAYS, Deployment, Mechanisms, preset
 from ..cost.ops import CONTEXT, DEFAULT_CONTEXT
 from ..params import Param, params_of
 from ..specdec import Acceptance
@@ -159,6 +159,10 @@ def request_knobs(req: Request) -> dict[str, Any]:
 
 def row_request(row: dict) -> tuple[str, str, str, Request]:
     """(model, hardware, mode, Request) of one CSV/JSON row of the sweep table: every knob column read back (a
-    mechanism column forces its value, so the row's mode prices exactly what the row priced)."""
+    mechanism column whose value is not the mode's own is forced, so the row's mode prices exactly what the row
+    priced; the mode's own is left to the mode, e.g. graph_padding of an eager row, which the CLI refuses forced)."""
+    mode = str(row["mode"])
+    own = preset(mode)
     knobs = {k.name: k.parse(row[k.column]) for k in KNOBS if k.column in row}
-    return str(row["model"]), str(row["hardware"]), str(row["mode"]), request(**knobs)
+    knobs = {n: (None if by_name(n).home == "mechanisms" and v == getattr(own, n) else v) for n, v in knobs.items()}
+    return str(row["model"]), str(row["hardware"]), mode, request(**knobs)
