@@ -16,9 +16,8 @@ from ..overlap import PLACEMENTS, parse_popularity
 from ..overlap.lag_profile import profile_lags
 from ..overlap.popularity import independent_overlap
 from ..params import Interval, Options, Param, param_field
-from ..pricing import Case, Request, Scenario, price, request
+from ..pricing import Case, Request, Scenario, price
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
-from ..pricing.knobs import KNOBS
 from ..specdec import StepCache
 from ..specs.catalog import ENGINES, load_hardware, load_model
 from ..specs.model import ModelSpec
@@ -27,7 +26,7 @@ from ..sweep.progress import Meter
 from ..sweep.runner import deploy, in_mode
 from ..sweep.variants import SCALABLE
 from ..traces.synth import TraceSpec, measured_trace
-from .schema import AcceptanceSpec, Study, Target, read_settings
+from .schema import AcceptanceSpec, Study, Target, read_settings, target_request
 
 PROFILES = ("cohere", "markov")
 
@@ -209,18 +208,6 @@ class Deployed:
     @property
     def dep(self):
         return self.scenario.deployment
-
-
-def target_request(study: Study, t: Target, dtype: str | None = None, context: int | None = None) -> Request:
-    """The :class:`~simulator.pricing.Request` of a study target: every knob it states (the knob table's keys), the
-    format ``dtype`` (else the target's), the drafter and acceptance (else the study's speculation settings) and the
-    context (``context``, else the target's, else the grid's)."""
-    sp = study.speculation
-    knobs = {k.name: getattr(t, k.name) for k in KNOBS if k.kind != "acceptance"}
-    knobs["dtype"] = dtype or t.dtype
-    knobs["drafter"] = t.drafter or sp.drafter
-    knobs["context"] = next(c for c in (context, t.context, study.grid.context) if c is not None)
-    return request(Request(acceptance=(t.acceptance or sp.acceptance).build()), **knobs)
 
 
 def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: str | None = None, batch=None,

@@ -20,7 +20,7 @@ from ..cost.deployment import MODE
 from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..errors import SimulatorError
 from ..params import Options, Param, param_field
-from ..pricing import DEFAULT_DRAFTER
+from ..pricing import DEFAULT_DRAFTER, Request, request
 from ..pricing.knobs import KNOBS
 from ..render.template import NOTE_KEYS, read_notes
 from ..specdec.declared import DRAFT, AcceptanceSpec, check_name, read_acceptance
@@ -143,8 +143,6 @@ def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
 def check_targets(r: Reader, study: Study) -> None:
     """Each target's knobs together make a request (:func:`simulator.pricing.request`: a tree's parent list, the
     mechanisms, the acceptance), else one line naming the target."""
-    from ..experiments.grid import target_request
-
     for i, t in enumerate(study.grid.targets):
         try:
             target_request(study, t)
@@ -152,10 +150,22 @@ def check_targets(r: Reader, study: Study) -> None:
             raise r.fail(f"grid.targets[{i}]", str(exc)[:300], "change the knob it names") from None
 
 
+def target_request(study: Study, t: Target, dtype: str | None = None, context: int | None = None) -> Request:
+    """The :class:`~simulator.pricing.Request` of a study target: every knob it states (the knob table's keys), the
+    format ``dtype`` (else the target's), the drafter and acceptance (else the study's speculation settings) and the
+    context (``context``, else the target's, else the grid's)."""
+    sp = study.speculation
+    knobs = {k.name: getattr(t, k.name) for k in KNOBS if k.kind != "acceptance"}
+    knobs["dtype"] = dtype or t.dtype
+    knobs["drafter"] = t.drafter or sp.drafter
+    knobs["context"] = next(c for c in (context, t.context, study.grid.context) if c is not None)
+    return request(Request(acceptance=(t.acceptance or sp.acceptance).build()), **knobs)
+
+
 def target_mapping(model: str, hardware: str | None, req) -> dict:
     """The study-file target (plain YAML values) that asks for ``req`` on ``model`` / ``hardware``: every knob
     ``req`` sets, by its name (:func:`simulator.pricing.knobs.request_knobs`); read back by :func:`read_study` and
-    priced through ``grid.target_request``, it prices as ``req``."""
+    priced through :func:`target_request`, it prices as ``req``."""
     from ..pricing.knobs import request_knobs
     from ..specdec import Acceptance
 
