@@ -1,23 +1,24 @@
-"""The one set of scenario flags of ``step``, ``sweep``, ``explain`` and ``schedule``, generated from the library's
-declarations, and the one reader from parsed flags to a :class:`simulator.pricing.Request`.
+"""The one set of scenario flags of ``step``, ``sweep``, ``explain``, ``schedule``, ``serve`` and ``report``, generated
+from the knob table (:data:`simulator.pricing.knobs.KNOBS`), the one reader from parsed flags to a
+:class:`simulator.pricing.Request` and its inverse (:func:`argv_of`: a request as the flags that ask for it).
 
-Every :class:`~simulator.cost.deployment.Deployment` field (but ``moe_tp``, which follows from gpus / ep, and
-``cuda_graphs``, which is ``--eager``) and every :class:`~simulator.cost.deployment.Mechanisms` field becomes a
-flag with its declared choices or type; a field added to either becomes a flag of every command, with the same
-default (None: the deployment rule's or the mode's) and meaning. A mechanism flag forces that setting in every mode
-priced (sweep: every mode; explain: every walk step, coalition and prior reading; step, schedule: the mode).
+Every knob becomes a flag (:attr:`~simulator.pricing.knobs.Knob.flag`) with its declared choices or type; a
+:class:`~simulator.cost.deployment.Deployment` or :class:`~simulator.cost.deployment.Mechanisms` field added to the
+library is a knob, so a flag of every command, with the same default (None: the deployment rule's or the mode's) and
+meaning. A mechanism flag forces that setting in every mode priced (sweep: every mode; explain: every walk step,
+coalition and prior reading; step, schedule: the mode). The draft tree's flag (``--tree-parents``) is added by the
+commands that price one (``simulator.cli.sweep.add_tree_flags``).
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
 
-from ..cost.deployment import Deployment, Mechanisms
 from ..cost.ops import DEFAULT_CONTEXT
 from ..errors import ParameterError
-from ..params import Interval, Options, params_of
-from ._common import FLAGS, any_case, csv_list
+from ..params import Interval, Options
+from ..pricing.knobs import KNOBS, Knob, by_name, request_knobs
+from ._common import any_case, csv_list
 
 # Help of each generated flag (the CLI's words; the constraint itself is the declaration's).
 HELP = {
@@ -51,18 +52,19 @@ HELP = {
     "host_time": "engine host work per round and per decode step, exposed where the mode does not hide it",
     "sd_overlap": "CPU scheduling overlapped with GPU work in SD rounds",
     "decode_overlap": "CPU scheduling overlapped with GPU work in plain decoding",
+    "gpus": "GPUs of the deployment (default 8, capped at the scale-up domain; more: whole domains over the "
+            "scale-out fabric)",
+    "context": f"tokens already in the KV cache per request (default {DEFAULT_CONTEXT})",
     "model_error": "widen the speedup band by the refined model's held-out error on the public SD corpus (off: the "
                    "band of the ranged terms and the acceptance alone)",
 }
 # Mechanisms whose default is the engine's (docs/MODEL.md §4.6, specdec.engine_round.ENGINE_MODES), not the mode's.
 ENGINE_DEFAULT = ("sd_overlap", "decode_overlap")
-LAYOUT_FIELDS = tuple(f.name for f in fields(Deployment) if f.name not in ("moe_tp", "cuda_graphs"))
-MECHANISM_FLAGS = tuple(f.name for f in fields(Mechanisms))
-LAYOUT_CORE = ("dtype", "kv_dtype", "tp", "ep", "dp")  # Layout's own fields; the others travel as options
+MECHANISM_FLAGS = tuple(k.name for k in KNOBS if k.home == "mechanisms")
 
 
-def _flag(name: str) -> str:
-    return FLAGS.get(name, "--" + name.replace("_", "-"))
+def _dest(k: Knob) -> str:
+    return k.flag[2:].replace("-", "_")
 
 
 def _checked(parse, param):
@@ -77,8 +79,8 @@ def _checked(parse, param):
     return check
 
 
-def _add_declared(g, owner, name: str, what: str) -> None:
-    param = params_of(owner)[name]
+def _add_declared(g, k: Knob) -> None:
+    name, param = k.name, k.param
     kw: dict = {}
     opts = next((c for c in param.constraints if isinstance(c, Options)), None)
     span = next((c for c in param.constraints if isinstance(c, Interval)), None)
@@ -97,8 +99,8 @@ def _add_declared(g, owner, name: str, what: str) -> None:
     if kw.get("metavar") is None:
         kw.pop("metavar", None)
     default = "the engine's" if name in ENGINE_DEFAULT else "the mode's own"
-    g.add_argument(_flag(name), default=None, help=HELP.get(name, f"{what} {name}") +
-                   ("" if owner is Deployment else f": forced in every mode (default: {default})"), **kw)
+    g.add_argument(k.flag, default=k.default, help=HELP.get(name, f"{k.home} {name}") +
+                   ("" if k.home != "mechanisms" else f": forced in every mode (default: {default})"), **kw)
 
 
 def add_model_flags(p: argparse.ArgumentParser, single: bool) -> None:
@@ -114,26 +116,27 @@ def add_model_flags(p: argparse.ArgumentParser, single: bool) -> None:
 
 def add_deployment_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("deployment (default: the deployment rule, docs/MODEL.md §4)")
-    g.add_argument("--gpus", type=int, help="GPUs of the deployment (default 8, capped at the scale-up domain; "
-                   "more: whole domains over the scale-out fabric)")
-    for name in LAYOUT_FIELDS:
-        _add_declared(g, Deployment, name, "deployment")
-    g.add_argument("--eager", action="store_true", help="no CUDA graphs (adds the per-kernel eager cost)")
-    g.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
-                   help=f"tokens already in the KV cache per request (default {DEFAULT_CONTEXT})")
+    for k in KNOBS:
+        if k.home in ("layout", "deployment") and k.kind != "bool":
+            _add_declared(g, k)
+    g.add_argument(by_name("cuda_graphs").flag, action="store_true", help="no CUDA graphs (adds the per-kernel eager "
+                   "cost)")
+    _add_declared(g, by_name("context"))
 
 
 def add_mechanism_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("mechanisms (docs/MODEL.md §3.6, §4.5)")
-    for name in MECHANISM_FLAGS:
-        _add_declared(g, Mechanisms, name, "mechanism")
+    for k in KNOBS:
+        if k.home == "mechanisms":
+            _add_declared(g, k)
 
 
 def add_routing_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--overlap", type=csv_list(float, "--overlap"), metavar="O1,O2,...",
+    p.add_argument(by_name("lags").flag, type=csv_list(float, "--overlap"), metavar="O1,O2,...",
                    help="routing overlap at lags 1,2,... as fractions (replaces the model's lags; its popularity "
                         "is kept unless --popularity is given)")
-    p.add_argument("--popularity", help="expert popularity: uniform, zipf:S or skew:X (replaces the model's)")
+    p.add_argument(by_name("popularity").flag,
+                   help="expert popularity: uniform, zipf:S or skew:X (replaces the model's)")
 
 
 def _accept_length(text: str) -> tuple[float, int]:
@@ -150,16 +153,15 @@ def _accept_length(text: str) -> tuple[float, int]:
 
 
 def add_speculation_flags(p: argparse.ArgumentParser) -> None:
-    from ..pricing import DEFAULT_DRAFTER
-
     acc = p.add_mutually_exclusive_group()
-    acc.add_argument("--acceptance", type=csv_list(float, "--acceptance"), metavar="ALPHA|A1,A2,...",
+    acc.add_argument(by_name("acceptance").flag, type=csv_list(float, "--acceptance"), metavar="ALPHA|A1,A2,...",
                      help="per-token acceptance α, or per-position acceptances a1,a2,... (default: the drafter "
                           "family's public per-position log for the target's kind, docs/MODEL.md §4.1; ngram has none)")
     acc.add_argument("--accept-length", type=_accept_length, metavar="AL[@GAMMA]",
                      help="mean acceptance length incl. bonus token as engines report it, measured at draft "
                           "length GAMMA (default 3); converted to α")
-    p.add_argument("--drafter", default=DEFAULT_DRAFTER, metavar="KIND",
+    d = by_name("drafter")
+    p.add_argument(d.flag, default=d.default, metavar="KIND",
                    help="eagle (default) | eagle3[:NAME] | mtp | ngram | model:NAME (e.g. model:qwen3-0.6b) | ratio:C")
 
 
@@ -192,21 +194,34 @@ def forced_mechanisms(args) -> tuple[tuple[str, str], ...]:
     return tuple((f, getattr(args, f)) for f in MECHANISM_FLAGS if getattr(args, f, None) is not None)
 
 
+def _value(args, k: Knob):
+    """The value the parsed flags give knob ``k`` (None: not given)."""
+    if k.name == "cuda_graphs":
+        return False if getattr(args, "eager", False) else None
+    if k.name == "acceptance":
+        return acceptance_from(args)
+    v = getattr(args, _dest(k), None)
+    return tuple(v) if isinstance(v, list) else v
+
+
 def request_from(args, tree: tuple | None = None):
     """The :class:`simulator.pricing.Request` of the parsed flags (``tree``: the one draft tree the command
-    prices instead of a chain, if any)."""
-    from ..pricing import Layout, Request
+    prices instead of a chain, if any): every knob of the table, by its flag."""
+    from ..pricing import Request, request
 
-    opts = tuple((f, getattr(args, f)) for f in LAYOUT_FIELDS
-                 if f not in LAYOUT_CORE and getattr(args, f, None) is not None)
-    if getattr(args, "eager", False):
-        if getattr(args, "graph_padding", None) == "on":  # padding to captured graphs, with no graphs captured
-            raise ParameterError("--graph-padding: 'on' pads each pass to a captured CUDA-graph batch, but --eager "
-                                 "captures none; got 'on' with --eager: leave one of them out")
-        opts += (("cuda_graphs", False),)
-    layout = Layout(dtype=args.dtype, kv_dtype=args.kv_dtype or "bf16", tp=args.tp, ep=args.ep, gpus=args.gpus,
-                    dp=args.dp, options=opts)
-    return Request(layout=layout, mechanisms=forced_mechanisms(args),
-                   drafter=getattr(args, "drafter", None) or "eagle", acceptance=acceptance_from(args),
-                   context=args.context, lags=tuple(args.overlap) if args.overlap else None,
-                   popularity=args.popularity, tree=tree)
+    if getattr(args, "eager", False) and getattr(args, "graph_padding", None) == "on":
+        # padding to captured graphs, with no graphs captured
+        raise ParameterError("--graph-padding: 'on' pads each pass to a captured CUDA-graph batch, but --eager "
+                             "captures none; got 'on' with --eager: leave one of them out")
+    knobs = {k.name: _value(args, k) for k in KNOBS if k.name != "tree"}
+    return request(Request(tree=tree), **knobs)
+
+
+def argv_of(req) -> list[str]:
+    """The flags that ask for ``req`` (:func:`request_from`'s inverse: parsed, they give a request that prices the
+    same); the tree as ``--tree-parents=P0,P1,...``."""
+    out = []
+    for name, v in request_knobs(req).items():
+        k = by_name(name)
+        out.append("--eager" if k.name == "cuda_graphs" and v is False else f"{k.flag}={k.text(v)}")
+    return [a for a in out if a != "--eager=on"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -26,8 +28,9 @@ def add_tree_flags(p: argparse.ArgumentParser) -> None:
     """--tree / --tree-parents (repeatable): draft trees priced beside the chains (docs/MODEL.md §4)."""
     p.add_argument("--tree", action="append", type=csv_list(int, "--tree"), default=None, metavar="B1,B2,..",
                    help="also price a full draft tree (root, B1 children each with B2 children, ...); repeatable")
-    p.add_argument("--tree-parents", action="append", default=None, metavar="FILE",
-                   help="also price a draft tree given as a parent list (one index per node, root -1); repeatable")
+    p.add_argument("--tree-parents", action="append", default=None, metavar="FILE|-1,P1,..",
+                   help="also price a draft tree given as a parent list (one index per node, root -1), in a file or "
+                        "inline (--tree-parents=-1,0,0,1); repeatable")
 
 
 def trees_from(args) -> list[tuple]:
@@ -35,9 +38,15 @@ def trees_from(args) -> list[tuple]:
     of 0 alone, i.e. plain decoding, is refused: the two ask for opposite things)."""
     from ..errors import ParameterError
     from ..overlap import full_tree, read_parents
+    from ..overlap.tree import check_parents
+
+    def parents_of(text: str) -> tuple:
+        if not os.path.isfile(text) and re.fullmatch(r"-1(,\d+)*", text):  # inline, as the CSV's tree column
+            return check_parents([int(x) for x in text.split(",")], "--tree-parents")
+        return read_parents(text)
 
     try:
-        parents = [read_parents(f) for f in getattr(args, "tree_parents", None) or ()]
+        parents = [parents_of(f) for f in getattr(args, "tree_parents", None) or ()]
     except ParameterError as exc:
         raise ParameterError(f"--tree-parents: {exc}") from None
     trees = [full_tree(b) for b in getattr(args, "tree", None) or ()] + parents

@@ -16,7 +16,7 @@ from ..overlap import PLACEMENTS, parse_popularity
 from ..overlap.lag_profile import profile_lags
 from ..overlap.popularity import independent_overlap
 from ..params import Interval, Options, Param, param_field
-from ..pricing import Case, Layout, Request, Scenario, price
+from ..pricing import Case, Request, Scenario, price
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
 from ..specdec import StepCache
 from ..specs.catalog import ENGINES, load_hardware, load_model
@@ -26,7 +26,7 @@ from ..sweep.progress import Meter
 from ..sweep.runner import deploy, in_mode
 from ..sweep.variants import SCALABLE
 from ..traces.synth import TraceSpec, measured_trace
-from .schema import AcceptanceSpec, Study, Target, read_settings
+from .schema import AcceptanceSpec, Study, Target, read_settings, target_request
 
 PROFILES = ("cohere", "markov")
 
@@ -210,16 +210,6 @@ class Deployed:
         return self.scenario.deployment
 
 
-def target_request(study: Study, t: Target, dtype: str | None = None, context: int | None = None) -> Request:
-    """The :class:`~simulator.pricing.Request` of a study target: its layout, engine, drafter and acceptance (else
-    the study's speculation settings) and the grid's context."""
-    sp = study.speculation
-    return Request(layout=Layout(dtype, t.kv_dtype, t.tp, t.ep, t.gpus, t.dp, options=(("engine", t.engine),)
-                                 if t.engine else ()),
-                   drafter=t.drafter or sp.drafter, acceptance=(t.acceptance or sp.acceptance).build(),
-                   context=study.grid.context if context is None else context)
-
-
 def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: str | None = None, batch=None,
                   gammas=None, context: int | None = None, fallbacks=None) -> tuple[Deployed | None, str]:
     """The target's deployment (format ``dtype``, else the target's, else the default rule; then each fallback
@@ -247,11 +237,12 @@ def deploy_target(study: Study, t: Target, hardware: str | None = None, dtype: s
 
 def price_target(study: Study, ctx: RunContext, dd: Deployed, mode: str, variant: Variant | None = None,
                  gammas=None, context: int | None = None) -> Case:
-    """One deployed target through :func:`simulator.pricing.price` in ``mode`` with ``variant``."""
+    """One deployed target through :func:`simulator.pricing.price` in ``mode`` with ``variant`` (a target with a
+    ``tree`` is priced at the tree's node count, not the grid's draft lengths)."""
     sc = in_mode(dd.scenario, mode, dd.request, variant)
     if context is not None:
         sc = sc.edit(context=int(context))
-    return price(sc, dd.batch, gammas or study.grid.draft_len, cache=ctx.cache)
+    return price(sc, dd.batch, None if sc.tree is not None else gammas or study.grid.draft_len, cache=ctx.cache)
 
 
 def deploy_grid(study: Study, ctx: RunContext) -> tuple[list[tuple[str, str | None, Deployed]], list]:

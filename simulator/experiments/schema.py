@@ -16,36 +16,45 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..cost.deployment import MODE, WAYS
+from ..cost.deployment import MODE
 from ..cost.ops import BATCH, CONTEXT, DEFAULT_CONTEXT
 from ..errors import SimulatorError
 from ..params import Options, Param, param_field
-from ..pricing import DEFAULT_DRAFTER
+from ..pricing import DEFAULT_DRAFTER, Request, request
+from ..pricing.knobs import KNOBS
 from ..render.template import NOTE_KEYS, read_notes
 from ..specdec.declared import DRAFT, AcceptanceSpec, check_name, read_acceptance
-from ..specs.catalog import ENGINES
-from ..specs.dtypes import FORMATS, KV_DTYPES
+from ..specs.dtypes import FORMATS
 from ..specs.schema import Reader
-from ..specs.settings import Hooks, choice, loadable
+from ..specs.settings import Hooks, loadable
 from ..specs.settings import read_settings as read_declared
 from ..sweep.runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES
 
 SCHEMA = "study/v2"
 TOP_KEYS = ("schema", "name", "title", "description", "question", "grid", "speculation", "analyses")
-@dataclass(frozen=True)
-class Target:
-    model: str = loadable("model")
-    hardware: str | None = loadable("hardware", None)
-    dtype: str | None = param_field(Param(Options(FORMATS), None), None)
-    kv_dtype: str = choice(KV_DTYPES, "bf16")
-    tp: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
-    ep: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
-    dp: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)  # attention DP (CLI --dp)
-    gpus: int | None = param_field(Param(*WAYS.constraints, None, unit=WAYS.unit), None)
-    engine: str | None = param_field(Param(Options(ENGINES), None), None)  # serving engine (docs/MODEL.md §3.7)
-    drafter: str | None = loadable("drafter", None)
-    acceptance: AcceptanceSpec | None = None
-    note: str = ""
+def _target_fields() -> list:
+    """The keys of a study target (and of a validation case): the model and GPU, then one key per knob of the knob
+    table (:data:`simulator.pricing.knobs.KNOBS`, by the knob's name and declaration; None = the rule's, the mode's or
+    the study's), then a note. A knob added to the table is a study key too."""
+    types = {"str": str, "int": int, "bool": bool, "floats": tuple[float, ...], "ints": tuple[int, ...]}
+    out: list = [("model", str, loadable("model")), ("hardware", str | None, loadable("hardware", None))]
+    for k in KNOBS:
+        if k.kind == "acceptance":  # {alpha}, {accept_length, draft_len} or {per_position} (specdec.declared)
+            out.append((k.name, AcceptanceSpec | None, None))
+        elif k.name == "drafter":
+            out.append((k.name, str | None, loadable("drafter", None)))
+        else:
+            f = param_field(Param(*k.param.constraints, None, unit=k.param.unit), None) if k.param is not None \
+                else field(default=None)
+            out.append((k.name, types[k.kind] | None, f))
+    return out + [("note", str, "")]
+
+
+# A study target: the fields of _target_fields (model, hardware, every knob, note).
+Target = dataclasses.make_dataclass("Target", _target_fields(), frozen=True)
+Target.__module__ = __name__
+# Knob keys whose lists are sequences (values may repeat): routing lags, a tree's parent list, per-position rates.
+SEQUENCES = tuple(k.name for k in KNOBS if k.kind in ("floats", "ints")) + ("per_position",)
 
 
 @dataclass(frozen=True)
@@ -100,7 +109,7 @@ def read_settings(r: Reader, obj: Any, path: str, cls: type, raw: tuple[str, ...
 
 
 HOOKS = Hooks(lists=LIST_CHECKS, sort=("batch", "draft_len"), readers={AcceptanceSpec: read_acceptance},
-              load=check_name)
+              load=check_name, sequences=SEQUENCES)
 
 
 def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
@@ -122,12 +131,54 @@ def read_study(obj: Any, where: str, analyses: Mapping[str, Any]) -> Study:
                   r.string(top, "question", "", default=""), grid,
                   read_settings(r, top.get("speculation"), "speculation", Speculation),
                   MappingProxyType(chosen), where, notes=MappingProxyType(notes))
+    check_targets(r, study)
     check_default_acceptance(r, study)
     for k, settings in chosen.items():
         check_settings(r, study, f"analyses.{k}", settings, analyses[k].modes)
         if analyses[k].check is not None:
             analyses[k].check(r, study, settings)
     return study
+
+
+def check_targets(r: Reader, study: Study) -> None:
+    """Each target's knobs together make a request (:func:`simulator.pricing.request`: a tree's parent list, the
+    mechanisms, the acceptance), else one line naming the target."""
+    for i, t in enumerate(study.grid.targets):
+        try:
+            target_request(study, t)
+        except SimulatorError as exc:
+            raise r.fail(f"grid.targets[{i}]", str(exc)[:300], "change the knob it names") from None
+
+
+def target_request(study: Study, t: Target, dtype: str | None = None, context: int | None = None) -> Request:
+    """The :class:`~simulator.pricing.Request` of a study target: every knob it states (the knob table's keys), the
+    format ``dtype`` (else the target's), the drafter and acceptance (else the study's speculation settings) and the
+    context (``context``, else the target's, else the grid's)."""
+    sp = study.speculation
+    knobs = {k.name: getattr(t, k.name) for k in KNOBS if k.kind != "acceptance"}
+    knobs["dtype"] = dtype or t.dtype
+    knobs["drafter"] = t.drafter or sp.drafter
+    knobs["context"] = next(c for c in (context, t.context, study.grid.context) if c is not None)
+    return request(Request(acceptance=(t.acceptance or sp.acceptance).build()), **knobs)
+
+
+def target_mapping(model: str, hardware: str | None, req) -> dict:
+    """The study-file target (plain YAML values) that asks for ``req`` on ``model`` / ``hardware``: every knob
+    ``req`` sets, by its name (:func:`simulator.pricing.knobs.request_knobs`); read back by :func:`read_study` and
+    priced through :func:`target_request`, it prices as ``req``."""
+    from ..pricing.knobs import request_knobs
+    from ..specdec import Acceptance
+
+    out: dict = {"model": model, **({"hardware": hardware} if hardware else {})}
+    for name, v in request_knobs(req).items():
+        if isinstance(v, Acceptance):
+            v = {"alpha": v.alpha} if v.alpha is not None else {"per_position": list(v.per_position)}
+        elif isinstance(v, (int, float)) and name == "acceptance":
+            v = {"alpha": float(v)}
+        elif isinstance(v, tuple) and name == "acceptance":
+            v = {"per_position": list(v)}
+        out[name] = list(v) if isinstance(v, tuple) else v
+    return out
 
 
 def check_default_acceptance(r: Reader, study: Study) -> None:

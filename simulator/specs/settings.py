@@ -62,6 +62,7 @@ class Hooks:
     sort: tuple[str, ...] = ()
     readers: Mapping[type, Callable] = field(default_factory=dict)
     load: Callable | None = None
+    sequences: tuple[str, ...] = ()
 
 
 def read_settings(r: Reader, obj: Any, path: str, cls: type, raw: tuple[str, ...] = ("variants",),
@@ -92,7 +93,7 @@ def _value(r: Reader, v: Any, p: str, tp: Any, f, key: str, hooks: Hooks) -> Any
             raise r.fail(p, f"must be a non-empty list, got {v!r}"[:160], "write it as [a, b, c]")
         item = args[0]
         vals = tuple(_value(r, x, f"{p}[{i}]", item, f, key, hooks) for i, x in enumerate(v))
-        if not dataclasses.is_dataclass(item) and len(set(vals)) != len(vals):
+        if not dataclasses.is_dataclass(item) and key not in hooks.sequences and len(set(vals)) != len(vals):
             raise r.fail(p, f"has repeated values {v!r}"[:160], "list each value once")
         if key in hooks.lists:
             parent, _, name = p.rpartition(".")

@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..pricing import Case
+from ..pricing.knobs import KNOBS
 from ..specdec import Acceptance, Drafter, default_acceptance
-from ..specdec.tree import tree_label
 
 # Tidy-table columns: (name, numpy dtype; strings are sized to their longest value). Times in microseconds.
-# What was priced is stated on every row: the GPUs, the engine and the version whose execution modes apply, the layout,
-# the expert placement and the draft tree ("" for a chain).
-COLUMNS: tuple[tuple[str, str], ...] = (
+# What was priced is stated on every row: one column per knob of the knob table (simulator.pricing.knobs.KNOBS: the
+# value priced, e.g. the GPUs, the engine and the release whose execution modes apply, the layout, the placement, the
+# draft tree as its parent list ("" for a chain), each mechanism of the mode with the forced ones), so a row reads
+# back to the request that prices it (pricing.knobs.row_request). Knob columns not placed below follow "tree".
+_PLACED: tuple[tuple[str, str], ...] = (
     ("model", "U48"), ("hardware", "U32"), ("gpus", "i4"), ("engine", "U12"), ("engine_version", "U12"),
     ("dtype", "U12"), ("kv_dtype", "U6"), ("tp", "i4"), ("dp", "i4"), ("ep", "i4"), ("moe_tp", "i4"),
     ("placement", "U12"), ("context", "i8"), ("drafter", "U48"), ("tree", "U64"), ("variant", "U64"), ("mode", "U12"),
@@ -37,6 +39,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("t_host_us", "f8"), ("t_host_decode_us", "f8"), ("t_round_low_us", "f8"), ("t_round_high_us", "f8"),
     ("speedup_low", "f8"), ("speedup_high", "f8"),
 )
+
+
+def _columns() -> tuple[tuple[str, str], ...]:
+    placed = {c for c, _ in _PLACED}
+    extra = tuple((k.column, "i8" if k.kind == "int" else "U1") for k in KNOBS if k.column not in placed)
+    i = [c for c, _ in _PLACED].index("tree") + 1
+    return _PLACED[:i] + extra + _PLACED[i:]
+
+
+COLUMNS = _columns()
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
 
 
@@ -164,14 +176,7 @@ def _zeros(r):
 # (per batch), "g" (per draft length), "gb" (an (ng, nb) array: per draft length and batch).
 _FIELDS = {
     "model": ("case", lambda c: c.model.name, None), "hardware": ("case", lambda c: c.hardware.name, None),
-    "gpus": ("case", lambda c: c.deployment.gpus, None), "engine": ("case", lambda c: c.deployment.engine, None),
-    "engine_version": ("case", lambda c: engine_version(c), None),
-    "placement": ("case", lambda c: c.deployment.placement, None),
-    "tree": ("case", lambda c: "" if c.scenario.tree is None else tree_label(c.scenario.tree), None),
-    "dtype": ("case", lambda c: c.deployment.dtype, None), "kv_dtype": ("case", lambda c: c.deployment.kv_dtype, None),
-    "tp": ("case", lambda c: c.deployment.tp, None), "dp": ("case", lambda c: c.deployment.dp, None),
-    "ep": ("case", lambda c: c.deployment.ep, None), "moe_tp": ("case", lambda c: c.deployment.moe_tp, None),
-    "context": ("case", lambda c: c.context, None), "drafter": ("case", lambda c: c.drafter.label, None),
+    "moe_tp": ("case", lambda c: c.deployment.moe_tp, None),
     "variant": ("case", lambda c: c.variant, None), "mode": ("case", lambda c: c.mode, None),
     "batch": ("b", lambda c: np.asarray(c.result.batch).astype(int), None),
     "draft_len": ("g", lambda c: c.result.gammas, None), "acceptance": ("g", lambda c: c.result.alpha, None),
@@ -190,8 +195,6 @@ _FIELDS = {
     "speedup": ("gb", lambda c: c.result.speedup, None),
     "tokens_per_s_request": ("gb", lambda c: c.result.tokens_per_s_request, None),
     "tokens_per_s_total": ("gb", lambda c: c.result.tokens_per_s_total, None),
-    "sd_overlap": ("case", lambda c: c.result.sd_overlap, None),
-    "decode_overlap": ("case", lambda c: c.result.decode_overlap, None),
     "t_extend_us": ("gb", lambda c: _or(c.result.t_extend, _zeros(c.result)), _US),
     "t_kernels_us": ("gb", lambda c: _or(c.result.t_kernels, _zeros(c.result)), _US),
     "t_host_us": ("gb", lambda c: _or(c.result.t_host, _zeros(c.result)), _US),
@@ -201,6 +204,15 @@ _FIELDS = {
     "speedup_low": ("gb", lambda c: _or(c.result.speedup_low, c.result.speedup), None),
     "speedup_high": ("gb", lambda c: _or(c.result.speedup_high, c.result.speedup), None),
 }
+
+
+def _knob_getter(k):
+    if k.kind == "int":
+        return lambda c: k.priced(c)
+    return lambda c: k.text(k.priced(c))
+
+
+_FIELDS.update({k.column: ("case", _knob_getter(k), None) for k in KNOBS})
 
 
 def engine_version(case) -> str:

@@ -235,7 +235,7 @@ def test_acceptance_reads_by_its_declarations(tmp_path, capsys):
     doc["speculation"]["acceptance"] = {"accept_length": 4.5, "draft_len": 3}
     assert "speculation.acceptance.accept_length" in _error(tmp_path, capsys, doc)
     doc["speculation"]["acceptance"] = {"alpha": 0.7, "accept_length": 2.0}
-    assert "exactly one of 'alpha' or 'accept_length'" in _error(tmp_path, capsys, doc)
+    assert "exactly one of 'alpha', 'accept_length' or 'per_position'" in _error(tmp_path, capsys, doc)
     doc["speculation"]["acceptance"] = {"accept_length": 2.73, "draft_len": 3}
     assert load_experiment(str(write_yaml(tmp_path, doc))).speculation.acceptance.draft_len == 3
 

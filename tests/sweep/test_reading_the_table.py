@@ -57,7 +57,7 @@ def test_rows_state_gpus_engine_version_placement_and_tree(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert {r["gpus"] for r in rows} == {"16"} and {r["engine"] for r in rows} == {"sglang"}
     assert {r["engine_version"] for r in rows} == {"0.5.13"} and {r["placement"] for r in rows} == {"balanced"}
-    assert {r["tree"] for r in rows} == {"", "tree 2,2 (7 nodes)"}
+    assert {r["tree"] for r in rows} == {"", "-1,0,0,1,1,2,2"}  # the parent list of full_tree((2, 2))
 
 
 def test_progress_and_summary_count_the_same_points(tmp_path, capsys):
