@@ -10,8 +10,12 @@ source), read from the release the profile is bound to (``hw.engine_spec.graphs`
 
 - vLLM (V1): ``compilation_config.cudagraph_capture_sizes`` counts *tokens*: 1, 2, 4, then multiples of 8 to 256 and
   of 16 to ``max_cudagraph_capture_size`` = 512. With speculative decoding the sizes are rounded to multiples of the
-  uniform decode query length γ + 1 (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315), so a verify pass
-  of B requests pads to the next captured multiple of γ + 1 and runs eagerly above 512 tokens.
+  uniform decode query length γ + 1 (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315; the file's
+  ``round_to_pass``), so a verify pass of B requests pads to the next captured multiple of γ + 1 and runs eagerly
+  above 512 tokens. The rounding runs only for FULL decode graphs; a per-batch draft-length table forces piecewise
+  graphs (``_maybe_override_dynamic_sd_cudagraph_mode``), so under a table (mechanism value ``table``, the file's
+  ``per_batch_table``) the pass of B · s tokens replays the next *listed* size, B' = size / s requests, a fraction
+  where s does not divide it (priced linearly between the whole batches either side).
 - SGLang: ``cuda_graph_bs`` counts *requests*: 1, 2, 4, 8, 12, then multiples of 8 to ``cuda_graph_max_bs``
   (assumed 256: the default depends on GPU memory and TP size); a server launched with SD captures 1..8, then
   steps of 2 to 32, of 4 to 64 and of 8 (``server_args._generate_cuda_graph_batch_sizes``): ``sd_sizes``, used for
