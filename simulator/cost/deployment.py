@@ -53,11 +53,11 @@ class Mechanisms:
     l2: str = param_field(Param(Options(ONOFF)), "on")
     # Engine per-round overheads of speculative decoding (docs/MODEL.md §4.5; simulator.specdec.overheads):
     # graph_padding: "on" = every pass of a round runs the engine's CUDA graph for the next captured batch size
-    #     (the padding staircase) and runs eagerly (per-kernel launch costs) above the largest one; "off" = the
-    #     batch as given, always with graphs.
+    #     (the padding staircase), eagerly above the largest one; "table" = so, with the capture its engine replays
+    #     under a per-batch draft-length table (graphs.per_batch_table); "off" = the batch as given, with graphs.
     # round_overheads: "on" = per-round state work beside the passes (linear-attention state checkpoints per
     #     drafted position); "off" = none.
-    graph_padding: str = param_field(Param(Options(ONOFF)), "on")
+    graph_padding: str = param_field(Param(Options((*ONOFF, "table"))), "on")
     round_overheads: str = param_field(Param(Options(ONOFF)), "on")
     # two_batch_overlap (docs/MODEL.md §3.5): under attention DP each layer runs as two micro-batches of B/2, one's
     # MoE dispatch/combine beside the other's compute (SGLang's five-stage decode schedule, cost.schedule); "auto" =

@@ -10,8 +10,12 @@ source), read from the release the profile is bound to (``hw.engine_spec.graphs`
 
 - vLLM (V1): ``compilation_config.cudagraph_capture_sizes`` counts *tokens*: 1, 2, 4, then multiples of 8 to 256 and
   of 16 to ``max_cudagraph_capture_size`` = 512. With speculative decoding the sizes are rounded to multiples of the
-  uniform decode query length γ + 1 (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315), so a verify pass
-  of B requests pads to the next captured multiple of γ + 1 and runs eagerly above 512 tokens.
+  uniform decode query length γ + 1 (``adjust_cudagraph_sizes_for_spec_decode``, vLLM PR #28315; the file's
+  ``round_to_pass``), so a verify pass of B requests pads to the next captured multiple of γ + 1 and runs eagerly
+  above 512 tokens. The rounding runs only for FULL decode graphs; a per-batch draft-length table forces piecewise
+  graphs (``_maybe_override_dynamic_sd_cudagraph_mode``), so under a table (mechanism value ``table``, the file's
+  ``per_batch_table``) the pass of B · s tokens replays the next *listed* size, B' = size / s requests, a fraction
+  where s does not divide it (priced linearly between the whole batches either side).
 - SGLang: ``cuda_graph_bs`` counts *requests*: 1, 2, 4, 8, 12, then multiples of 8 to ``cuda_graph_max_bs``
   (assumed 256: the default depends on GPU memory and TP size); a server launched with SD captures 1..8, then
   steps of 2 to 32, of 4 to 64 and of 8 (``server_args._generate_cuda_graph_batch_sizes``): ``sd_sizes``, used for
@@ -38,7 +42,7 @@ scores all γ + 1 verify positions against the whole context), not an overhead.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 
@@ -52,16 +56,21 @@ __all__ = ["gdn_checkpoint_time", "graph_batch", "padded_step"]
 
 
 @functools.lru_cache(maxsize=4096)
-def capture_requests(graphs: GraphCapture, tokens: int) -> tuple[int, ...]:
+def capture_requests(graphs: GraphCapture, tokens: int) -> tuple[float, ...]:
     """The captured batches in requests, increasing, of a pass of ``tokens`` tokens per request under the capture
-    list ``graphs``: the sizes themselves (unit requests), or (unit tokens) the sizes rounded up to multiples of
-    ``tokens`` that stay within the largest size (vLLM PR #28315), in requests."""
+    list ``graphs``: the sizes themselves (unit requests); (unit tokens, ``round_to_pass``) the sizes rounded up to
+    multiples of ``tokens`` that stay within the largest size (vLLM's FULL decode graphs under SD,
+    ``adjust_cudagraph_sizes_for_spec_decode``, PR #28315), in requests; (unit tokens, not rounded) each size in
+    request-equivalents c / tokens (vLLM's piecewise graphs under a per-batch draft-length table: the pass of
+    B · s tokens replays the next listed token count, a fraction of a request where s does not divide it)."""
     sizes, s = graphs.sizes, max(int(tokens), 1)
-    if graphs.unit == "tokens":
+    if graphs.unit == "tokens" and graphs.round_to_pass:
         reqs = np.unique([-(-c // s) for c in sizes if -(-c // s) * s <= sizes[-1]] or [0])
+    elif graphs.unit == "tokens":
+        reqs = np.asarray(sizes, dtype=float) / s
     else:
         reqs = np.asarray(sizes)
-    return tuple(int(r) for r in reqs if r > 0)
+    return tuple(float(r) for r in reqs if r > 0)
 
 
 def graph_batch(graphs: GraphCapture, batch, tokens: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,23 +123,45 @@ def padded_step(cache, model: ModelSpec, hw: HardwareProfile, dep: Deployment, b
     b = np.atleast_1d(np.asarray(batch, dtype=float))
     s = np.broadcast_to(np.atleast_1d(np.asarray(tokens, dtype=float)), b.shape)
     graphs = hw.engine_spec.graphs
-    if mech.graph_padding != "on" or not dep.cuda_graphs or graphs is None:
+    if mech.graph_padding == "off" or not dep.cuda_graphs or graphs is None:
         return cache.step(model, hw, dep, b, s, context, mech, overlap)
+    if mech.graph_padding == "table":  # a server serving a per-batch draft-length table (GraphCapture.for_table)
+        graphs = graphs.for_table()
     sd = np.broadcast_to(np.atleast_1d(np.asarray(speculative, dtype=bool)), b.shape)
     per_rank = np.ceil(b / dep.dp)  # under attention DP every rank captures and replays its own batch
     padded, eager = _padded_batches(graphs, per_rank, np.rint(s), sd)
     pb = np.where(padded == per_rank, b, padded * dep.dp)
     if not eager.any():
-        return cache.step(model, hw, dep, pb, s, context, mech, overlap)
+        return _step(cache, model, hw, dep, pb, s, context, mech, overlap)
     # launches overlap the GPU's work: the pass takes max(T_graph, L), L = Σ per-kernel launch costs (T_eager −
     # T_graph); the eager points' launch-paying twins are priced in the same call, appended after the grid
     n = b.size
-    both = cache.step(model, hw, dep, np.concatenate([pb, pb[eager]]), np.concatenate([s, s[eager]]), context, mech,
-                      overlap, np.arange(n + int(eager.sum())) >= n)
+    both = _step(cache, model, hw, dep, np.concatenate([pb, pb[eager]]), np.concatenate([s, s[eager]]), context,
+                 mech, overlap, np.arange(n + int(eager.sum())) >= n)
     res = both.rows(slice(0, n))
     launches = np.zeros(n)
     launches[eager] = both.time[n:] - res.time[eager]
     return replace(res, time=np.where(eager, np.maximum(res.time, launches), res.time))
+
+
+def _step(cache, model, hw, dep, pb, s, context, mech, overlap, eager=None) -> StepResult:
+    """T at the padded batch ``pb``. A fractional ``pb`` (a captured token count that the pass's s tokens per
+    request do not divide, :func:`capture_requests`) is priced linearly between the whole batches either side,
+    every part of the result alike (so breakdowns still add up): T(⌊p⌋) + (p − ⌊p⌋) · (T(⌈p⌉) − T(⌊p⌋)); the step
+    model takes whole requests (docs/MODEL.md §4.5)."""
+    lo = np.floor(pb)
+    w = pb - lo
+    if not (w > 0).any():
+        return cache.step(model, hw, dep, pb, s, context, mech, overlap, eager)
+    n = pb.size
+    flags = None if eager is None else np.concatenate([eager, eager])
+    both = cache.step(model, hw, dep, np.concatenate([lo, np.ceil(pb)]), np.concatenate([s, s]), context, mech,
+                      overlap, flags)
+    a, z = both.rows(slice(0, n)), both.rows(slice(n, 2 * n))
+
+    def mix(x, y):
+        return {k: x[k] + w * (y[k] - x[k]) for k in x} if isinstance(x, dict) else x + w * (y - x)
+    return StepResult(**{f.name: mix(getattr(a, f.name), getattr(z, f.name)) for f in fields(StepResult)})
 
 
 def gdn_checkpoint_time(model: ModelSpec, hw: HardwareProfile, dep: Deployment, batch, drafted,

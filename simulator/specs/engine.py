@@ -49,6 +49,13 @@ class GraphCapture:
     unit: str = "requests"
     source: str = ""
     sd_sizes: tuple[int, ...] = ()  # the list a server launched with speculative decoding captures (empty: sizes)
+    # unit tokens: a pass of s tokens per request replays sizes rounded up to multiples of s (vLLM's FULL decode
+    # graphs under SD, adjust_cudagraph_sizes_for_spec_decode); False: the sizes as listed, padded to the next one
+    round_to_pass: bool = False
+    # what a server given a per-batch draft-length table runs instead (``graphs.per_batch_table`` of the file;
+    # None: the same capture as a static draft length), and the source it was read in
+    table_round_to_pass: bool | None = None
+    table_source: str = ""
 
     @property
     def cap(self) -> int:
@@ -57,6 +64,13 @@ class GraphCapture:
     def for_round(self, speculative: bool) -> GraphCapture:
         """The capture list of a pass of an SD round (``sd_sizes`` where stated) or of plain decoding."""
         return replace(self, sizes=self.sd_sizes) if speculative and self.sd_sizes else self
+
+    def for_table(self) -> GraphCapture:
+        """The capture a server serving a per-batch draft-length table replays (docs/MODEL.md §4.5): the file's
+        ``per_batch_table`` where it states one, else this capture (the engine captures as for a static length)."""
+        if self.table_round_to_pass is None or self.table_round_to_pass == self.round_to_pass:
+            return self
+        return replace(self, round_to_pass=self.table_round_to_pass, source=self.table_source or self.source)
 
 
 @dataclass(frozen=True)

@@ -223,17 +223,32 @@ def read_graphs(r: Reader, obj: object, path: str) -> GraphCapture:
     """``graphs: {sizes: [1, 2, 4, [8, 256, 8], ...], unit: tokens|requests, source: KEY (or assumed + reason)}``;
     a ``[start, stop, step]`` item is the inclusive range start, start + step, ..., stop. Optional ``sd_sizes``: the
     list a server launched with speculative decoding captures for its round's passes (SGLang's spec list)."""
-    g = r.mapping(obj, path, ("sizes", "sd_sizes", "unit", "source", "note", "reason"), ("sizes", "unit", "source"))
+    g = r.mapping(obj, path, ("sizes", "sd_sizes", "unit", "round_to_pass", "per_batch_table", "source", "note",
+                              "reason"), ("sizes", "unit", "source"))
     unit = r.string(g, "unit", path, options=GRAPH_UNITS)
     source = r.source(g, path)
     sizes = _sizes(r, g["sizes"], r.join(path, "sizes"))
     sd = _sizes(r, g["sd_sizes"], r.join(path, "sd_sizes")) if "sd_sizes" in g else ()
+    rounds = r.boolean(g, "round_to_pass", path, default=False)
+    if rounds and unit != "tokens":
+        raise r.fail(r.join(path, "round_to_pass"), f"rounds token counts, but unit is {unit!r}",
+                     "remove round_to_pass or give unit: tokens")
+    table, table_source = None, ""
+    if "per_batch_table" in g:
+        tp = r.join(path, "per_batch_table")
+        t = r.mapping(g["per_batch_table"], tp, ("round_to_pass", "source", "note", "reason"),
+                      ("round_to_pass", "source"))
+        table = r.boolean(t, "round_to_pass", tp)
+        if table and unit != "tokens":
+            raise r.fail(r.join(tp, "round_to_pass"), f"rounds token counts, but unit is {unit!r}",
+                         "remove round_to_pass or give unit: tokens")
+        table_source = r.source(t, tp)
     note = g.get("note", "") if isinstance(g.get("note", ""), str) else ""
     if source == "assumed":
         note = (note + " " if note else "") + f"assumed: {g['reason']}"
     r.provenance[path] = Provenance(path, float(sizes[-1]), "count", float(sizes[-1]), "count", source,
                                     r.sources.get(source, "assumed"), note)
-    return GraphCapture(sizes, unit, source, sd)
+    return GraphCapture(sizes, unit, source, sd, rounds, table, table_source)
 
 
 def _sizes(r: Reader, raw: object, sp: str) -> tuple[int, ...]:

@@ -71,6 +71,9 @@ class ContextSchedule:
     gammas: np.ndarray = field(default_factory=lambda: np.zeros(0, int))  # draft lengths priced (0 first)
     speedup_all: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (gammas, batch) speedups
     k_opt: np.ndarray | None = None  # the per-batch best K (0 where SD loses), before the deployable rule
+    # (gammas, batch) speedups of one static K everywhere (no per-batch table; :func:`table_scenario`): the
+    # same as speedup_all where the engine captures a table's passes as a static length's
+    speedup_static: np.ndarray | None = None
 
     def ranges(self) -> list[tuple[int, int, int]]:
         return k_ranges(self.batch, self.k)
@@ -147,6 +150,16 @@ def table_rules(fmt: str | None, hw: HardwareProfile, n: int) -> dict:
     return {"starts": ec.range_starts(rules, tuple(capture), n), "first_is_max": rules.first_is_max}
 
 
+def table_scenario(sc):
+    """``sc`` as the engine runs a per-batch draft-length table: graph padding with the capture its file states for
+    a table (``graphs.per_batch_table``: vLLM's V1 runner forces piecewise graphs, sizes not rounded to γ + 1;
+    docs/MODEL.md §4.5), or None when that capture is a static length's (or padding is off): one matrix prices both."""
+    graphs = sc.hw.engine_spec.graphs
+    if sc.mechanisms.graph_padding != "on" or graphs is None or graphs.for_table() == graphs:
+        return None
+    return sc.force((("graph_padding", "table"),))
+
+
 def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | None = None, *, batch=DEFAULT_BATCH,
                    draft_len=DEFAULT_DRAFT_LEN, contexts=(1024,), mode: str = "refined", trees=(),
                    fmt: str | None = None, tolerance: float = DEFAULT_TOLERANCE, **knobs) -> Schedule:
@@ -177,6 +190,7 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
     if not ok:
         raise InfeasibleError(f"{model.name} on {hw.name}: no batch fits ({why})")
     sc = in_mode(sc, mode, req)
+    sc_table = table_scenario(sc)  # the table's passes as the engine captures them (None: as a static length's)
     cache = StepCache()
     out, notes = [], []
     for ctx in contexts:  # each context's own batches 1..B_max(context): a long context never cuts a short one
@@ -185,7 +199,9 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
             notes.append(f"context {ctx}: batches above {fit[-1]:g} do not fit ({why_c})")
         dense = np.arange(1, int(fit[-1]) + 1)
         sc_ctx = sc.edit(context=int(ctx))
-        r = price(sc_ctx, dense, np.concatenate([[0], gam]), cache=cache).result
+        r_static = price(sc_ctx, dense, np.concatenate([[0], gam]), cache=cache).result
+        r = r_static if sc_table is None else price(sc_table.edit(context=int(ctx)), dense,
+                                                    np.concatenate([[0], gam]), cache=cache).result
         k_opt, best = r.best()
         k_opt = np.where(best > 1.0, k_opt, 0)
         k = deployable(r.gammas, r.speedup, tolerance, **table_rules(fmt, sc.hw, dense.size))
@@ -200,7 +216,7 @@ def build_schedule(model: ModelSpec, hw: HardwareProfile, request: Request | Non
             j = np.argmax(spd, axis=0)
             tree_best = [(tree_label(trees[i]), float(spd[i, c])) for c, i in enumerate(j)]
         out.append(ContextSchedule(int(ctx), dense, k, r.speedup[idx, cols], best, tok_user, plain, tree_best,
-                                   r.gammas, r.speedup, k_opt))
+                                   r.gammas, r.speedup, k_opt, r_static.speedup))
     shown = np.asarray([b for b in grid if b <= max(c.batch[-1] for c in out)], dtype=int)
     return Schedule(model, sc.hw, sc.deployment, sc.drafter.label, sc.accept.label, shown, tuple(out), tuple(notes),
                     float(tolerance), fmt or "json")
@@ -278,8 +294,9 @@ def schedule_cost(s: Schedule, context: ContextSchedule | None = None) -> dict |
     tau, _, tau_hi = dynamic_cost(c.batch)
     dyn, dyn_lo = c.speedup / (1.0 + tau), c.speedup / (1.0 + tau_hi)
     sd = c.gammas >= 1  # the static K: the one draft length with the best geometric-mean speedup over 1..B_max
-    j = int(np.argmax(np.mean(np.log(c.speedup_all[sd]), axis=1)))
-    kstat, static = int(c.gammas[sd][j]), c.speedup_all[sd][j]
+    fixed = c.speedup_all if c.speedup_static is None else c.speedup_static  # no table: a static length's graphs
+    j = int(np.argmax(np.mean(np.log(fixed[sd]), axis=1)))
+    kstat, static = int(c.gammas[sd][j]), fixed[sd][j]
     names = ("dynamic schedule", f"static K={kstat}", "no SD")
 
     def fastest(d):

@@ -114,9 +114,15 @@ def test_the_checks_reject_what_vllm_rejects():
                 {"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": bad})))
 
 
+def _sweep(**kw):
+    return run_sweep(["qwen3-30b-a3b"], gpus=1, engine="vllm", modes=("refined",), batch=BATCH, draft_len=DRAFT,
+                     acceptance=ALPHA, **kw).cases[0].result
+
+
 def test_k_zero_exactly_where_the_sweep_says_sd_loses(sched):
-    r = run_sweep(["qwen3-30b-a3b"], gpus=1, engine="vllm", modes=("refined",), batch=BATCH, draft_len=DRAFT,
-                  acceptance=ALPHA).cases[0].result
+    """The sweep at the same settings: vLLM runs a per-batch table with its table capture (piecewise graphs at the
+    listed sizes, docs/MODEL.md §4.5), the sweep's --graph-padding table."""
+    r = _sweep(graph_padding="table")
     k_sweep, best = r.best()
     c = sched.primary
     k = c.k[np.asarray(BATCH) - 1]
@@ -167,6 +173,26 @@ def test_dynamic_cost_is_the_published_band():
     assert tau[b0 - 1] == pytest.approx(t0) and tau[b1 - 1] == pytest.approx(t1)
     assert np.all(np.diff(tau) >= 0) and np.all(lo <= tau) and np.all(hi >= tau) and np.all(hi >= 0.19)
     assert tau[0] == tau[1] and tau[-1] == tau[b1 - 1]  # constant outside the measured concurrencies
+
+
+def test_the_table_is_priced_as_vllm_runs_it(sched):
+    """The table's matrix is priced with the capture vLLM replays under a per-batch table (sizes as listed, not
+    rounded to K + 1), the static-K comparison with a static length's (rounded); they differ where K + 1 does not
+    divide the listed sizes (K = 2, 4 here) and agree where it does (K = 1, 3)."""
+    c = sched.primary
+    cols = np.asarray(BATCH) - 1
+    table, static = _sweep(graph_padding="table").speedup, _sweep().speedup
+    np.testing.assert_allclose(c.speedup_all[1:, cols], table, rtol=1e-12)
+    np.testing.assert_allclose(c.speedup_static[1:, cols], static, rtol=1e-12)
+    same = np.isin(c.gammas, [0, 1, 3])
+    np.testing.assert_allclose(c.speedup_all[same], c.speedup_static[same], rtol=1e-12)
+    assert not np.allclose(c.speedup_all[~same], c.speedup_static[~same])
+    cost = schedule_cost(sched)  # one static K serves without a table: a static length's graphs
+    j = list(c.gammas).index(cost["static_k"])
+    np.testing.assert_allclose([r["static_speedup"] for r in cost["per_batch"]], c.speedup_static[j], rtol=1e-12)
+    other = build_schedule(load_model("qwen3-30b-a3b"), load_hardware("h100-sxm"), gpus=1, batch=[1, 2, 3],
+                           draft_len=[2], acceptance=0.6, fmt="sglang")
+    np.testing.assert_array_equal(other.primary.speedup_all, other.primary.speedup_static)  # no table rule
 
 
 def test_schedule_cost_says_what_it_does(sched):
