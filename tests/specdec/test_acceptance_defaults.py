@@ -77,7 +77,11 @@ def test_pricing_uses_the_targets_kind():
         assert not target_logs(name, "eagle") and not target_logs(name, "mtp")
         label = price(resolve(name, gpus=1), [1], [3]).acceptance.label
         assert key in label and label.startswith(f"no public log for {name}: family default eagle")
-        assert "#48892" in price(resolve(name, gpus=1, drafter="mtp"), [1], [3]).acceptance.label
+        with pytest.raises(ParameterError, match="MTP module"):  # no MTP module to draft with
+            price(resolve(name, gpus=1, drafter="mtp"), [1], [3])
+    assert not target_logs("glm-4.7-flash", "mtp")
+    label = price(resolve("glm-4.7-flash", gpus=1, drafter="mtp"), [1], [3]).acceptance.label
+    assert label.startswith("no public log for glm-4.7-flash: family default mtp") and "#48892" in label
     with pytest.raises(ParameterError, match="ngram"):
         price(resolve("qwen3-30b-a3b", gpus=1, drafter="ngram"), [1], [3])
 

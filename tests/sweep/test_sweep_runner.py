@@ -170,11 +170,14 @@ def test_draft_model_with_another_vocabulary_is_noted():
 
 
 def test_other_drafters_and_acceptance():
-    for drafter in ("mtp", "model:qwen3-0.6b", "ratio:0.05"):
-        r = run_sweep(["qwen3-30b-a3b"], batch=[1, 32], draft_len=[2], drafter=drafter,
+    for model, drafter in (("glm-4.7-flash", "mtp"), ("qwen3-30b-a3b", "model:qwen3-0.6b"),
+                           ("qwen3-30b-a3b", "ratio:0.05")):
+        r = run_sweep([model], batch=[1, 32], draft_len=[2], drafter=drafter,
                       acceptance=Acceptance.from_accept_length(2.2, 2), modes=["refined"])
         assert set(r.columns["drafter"].tolist()) == {drafter}
         assert np.allclose(r.columns["accept_length"], 2.2)
+    with pytest.raises(ParameterError, match="MTP module"):  # qwen3-30b-a3b has no MTP module to draft with
+        run_sweep(["qwen3-30b-a3b"], batch=[1], draft_len=[2], drafter="mtp")
 
 
 def test_overlap_override_changes_refined_only_through_routing():
