@@ -162,7 +162,8 @@ def scenario_for(model: ModelSpec, hw: HardwareProfile, req: Request, mode: str 
     drafter = parse_drafter(req.drafter)
     if drafter.kind == "mtp" and not model.mtp_layers:  # engines draft MTP with the checkpoint's own module only
         raise ParameterError(f"--drafter: 'mtp' needs a target with an MTP module (mtp_layers > 0 in its model YAML); "
-                             f"{model.name} has none: use eagle, eagle3 or model:NAME", owner="Request", param="drafter")
+                             f"{model.name} has none: use eagle, eagle3 or model:NAME", owner="Request",
+                             param="drafter")
     return Scenario(model, hw, dep, preset(mode).with_(**dict(req.mechanisms)), mode, drafter,
                     resolve_acceptance(req.acceptance), int(req.context),
                     overlap_input(model, req.lags, req.popularity), req.tree)
