@@ -3,8 +3,8 @@ from a lower layer to a higher one; the page names every package in the order of
 exists, modules stay within 400 lines, and the tests cite only files in the repository.
 
 Layers, lowest first (data flows one way, docs/ARCHITECTURE.md): errors/params → outputs → specs → overlap → traces →
-cost → calibrate → specdec → pricing → render → sweep → validate → experiments → cli. Every ``import`` counts, the
-lazy ones inside functions too: a lazy import hides a circle from Python, not from the design.
+cost → calibrate → specdec → pricing → render → sweep → validate → experiments → docs → cli. Every ``import`` counts,
+the lazy ones inside functions too: a lazy import hides a circle from Python, not from the design.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import networkx as nx
 
 PKG = Path(__file__).resolve().parents[1] / "simulator"
 LAYERS = ("errors", "params", "outputs", "specs", "overlap", "traces", "cost", "calibrate", "specdec", "pricing",
-          "render", "sweep", "validate", "experiments", "cli", "__main__")
+          "render", "sweep", "validate", "experiments", "docs", "cli", "__main__")
 BASE = {"errors": 0, "params": 0}  # the two base modules may import each other's names only one way (no cycle)
 
 

@@ -15,7 +15,7 @@ from ._common import OneLineParser, error_line
 
 # Command modules, in the order shown by --help. Each registers one top-level command.
 _COMMANDS = ("catalog", "overlap", "step", "op", "calibrate", "sweep", "explain", "schedule", "serve", "plan", "report",
-             "experiment", "validate")
+             "experiment", "validate", "docs")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -58,8 +58,9 @@ def run_experiment(exp: str | Study, ctx: RunContext | None = None) -> Outcome:
         ctx.say(f"{study.name}: analysis {name}")
         parts.append(run_analysis(study, name, priced, ctx))
     return Outcome(name=study.name, title=study.title, kind="+".join(study.analyses), description=study.description,
-                   question=study.question, **{f.name: tuple(x for p in parts for x in getattr(p, f.name))
-                                               for f in fields(Part) if f.name != "values"})
+                   question=study.question, values=dict(zip(study.analyses, (p.values for p in parts), strict=True)),
+                   **{f.name: tuple(x for p in parts for x in getattr(p, f.name))
+                      for f in fields(Part) if f.name != "values"})
 
 
 def run_analysis(study: Study, name: str, priced=None, ctx: RunContext | None = None, settings=None) -> Part:

@@ -89,6 +89,7 @@ class Outcome(Part):
     kind: str  # its analyses, joined by '+'
     description: str
     question: str
+    # inherited ``values``: analysis name -> the named numbers it computed (what the README quotes, simulator/docs.py)
 
 
 def _csv_cell(v):

@@ -17,6 +17,8 @@ from simulator.specs.catalog import load_hardware, load_model
 from simulator.sweep import run_sweep
 from simulator.sweep.curve_shape import INTERIOR, LOW, RISING, classify
 
+OUTCOMES = pytest.mark.xdist_group("bundled_outcomes")  # the readers of bundled_outcomes() share one worker
+
 
 def _csv(path) -> list[dict]:
     with path.open(encoding="utf-8") as f:
@@ -65,6 +67,7 @@ def test_report_is_deterministic(tmp_path):
 
 
 # -- headline ------------------------------------------------------------------------------------------------------
+@OUTCOMES
 def test_headline_ratios_equal_step_times():
     """T_decode/T_verify of the study comparison = step_time of 1 token / step_time of γ+1 tokens, per mode."""
     o = bundled_outcomes()["paper-headline"]
@@ -81,6 +84,7 @@ def test_headline_ratios_equal_step_times():
     assert sum(r["change"] for r in walk[1:]) == pytest.approx(ratios["refined"] - ratios["prior"])
 
 
+@OUTCOMES
 def test_headline_findings_are_filled_from_the_numbers():
     o = bundled_outcomes()["paper-headline"]
     pred = {r["mode"]: r for r in table(o, "study_comparison")}
@@ -138,6 +142,7 @@ def test_classify_shapes():
     assert classify(b, [1.0, 1.5, 1.8, 1.6]).concave and not classify(b, [1.0, 1.1, 1.8, 1.9]).concave
 
 
+@OUTCOMES
 def test_curve_shapes_follow_the_curves_table():
     o = bundled_outcomes()["paper-curves"]
     curves = table(o, "curves")
@@ -157,6 +162,7 @@ def test_curve_shapes_follow_the_curves_table():
         assert (r["reason"] == "as expected") == (r["prior as MoESD"] and r["refined low-batch"]), r["model"]
 
 
+@OUTCOMES
 def test_overlap_flips_lie_where_the_peak_batch_changes():
     o = bundled_outcomes()["overlap-sensitivity"]
     sens = table(o, "sensitivity")
@@ -171,6 +177,7 @@ def test_overlap_flips_lie_where_the_peak_batch_changes():
         assert (below[-1] == 1) != (above[0] == 1)
 
 
+@OUTCOMES
 def test_whatif_attribution_is_measured_against_the_grid():
     o = bundled_outcomes()["blackwell-whatif"]
     grid = {(r["model"], r["GPU"], r["format"]): r for r in table(o, "grid")}
@@ -186,6 +193,7 @@ def test_whatif_attribution_is_measured_against_the_grid():
     assert hbm["Δ S(B=1)"] == pytest.approx(hbm["S(B=1)"] - base) and abs(hbm["Δ S(B=1)"]) > 0.01
 
 
+@OUTCOMES
 def test_traffic_difference_is_the_difference_of_speedups():
     o = bundled_outcomes()["agent-traffic"]
     sp = {r["variant"]: r for r in table(o, "speedup")}
@@ -197,6 +205,7 @@ def test_traffic_difference_is_the_difference_of_speedups():
     assert stats["code"]["o(1)"] > stats["prose"]["o(1)"] > stats["prose"]["independent overlap"]
 
 
+@OUTCOMES
 def test_validation_per_op_and_published_checks():
     o = bundled_outcomes()["validation"]
     per_op = [r for r in table(o, "per_op") if r["format"] == "all formats" and r["row set"] == "calibration rows"]
@@ -214,6 +223,7 @@ def test_validation_per_op_and_published_checks():
                                                         .split(" of ")[0])
 
 
+@OUTCOMES
 def test_bundled_studies_share_the_step_cache_numbers():
     """A study's point equals the same point priced alone (the shared step cache changes nothing)."""
     o = bundled_outcomes()["paper-curves"]
