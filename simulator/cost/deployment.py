@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-from ..errors import InfeasibleError
 from ..overlap import DEFAULT_PLACEMENT, PLACEMENTS
 from ..params import Interval, Options, Param, Pattern, check_fields, param_field
 from ..specs.catalog import ENGINES, list_engines, load_engine
@@ -27,6 +26,8 @@ from ..specs.wide_ep import (
     DISPATCH_BYTES,
     MODE_DISPATCH,
 )
+from .domains import bad as _bad
+from .domains import validate_domains
 
 ROUTING = ("uniform", "independent", "overlap")
 FIXED = ("on", "per_expert", "off")
@@ -238,10 +239,6 @@ def two_batch_overlap_on(mech: Mechanisms, hw: HardwareProfile, dep: Deployment)
                                              and dep.all_to_all.startswith("deepep"))
 
 
-def _bad(field: str, value, problem: str, fix: str) -> InfeasibleError:
-    return InfeasibleError(f"deployment '{field}' = {value!r}: {problem}; {fix}")
-
-
 def engine_release(dep: Deployment) -> EngineRelease:
     """The engine release ``dep`` names (``engine``, ``engine_version``, launched with its ``moe_backend``; one
     object per combination): what pricing binds a profile to (``HardwareProfile.bind``)."""
@@ -267,15 +264,15 @@ def engine_note(hw: HardwareProfile, engine: str) -> str:
 
 
 def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
-    """The layout-independent part of :func:`validate_meaning` (placement, replicas, engine): the deployment rule
+    """The layout-independent part of :func:`validate_meaning` (placement, replicas, engine, dispatch format): the rule
     checks it once, before searching layouts, so its error is the reason itself."""
     moe = model.ffn.is_moe
     if not moe and dep.placement != DEFAULT_PLACEMENT:
         raise _bad("placement", dep.placement, f"{model.name} is dense (no routed experts), so expert placement has "
                    "no meaning", "leave --placement out")
     if not moe and dep.redundant_experts:
-        raise _bad("redundant_experts", dep.redundant_experts, f"{model.name} is dense (no routed experts) to "
-                   "replicate", "leave --redundant-experts out")
+        raise _bad("redundant_experts", dep.redundant_experts, f"{model.name} is dense: no experts to replicate",
+                   "leave --redundant-experts out")
     spec = load_engine(dep.engine)
     if dep.engine_version is not None and dep.engine_version not in spec.versions:
         raise _bad("engine_version", dep.engine_version, f"is not a documented release of {spec.name}",
@@ -285,6 +282,10 @@ def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> 
         raise _bad("moe_backend", dep.moe_backend, f"is not a MoE backend of {spec.name} "
                    f"{spec.release(dep.engine_version).version}", f"use one of {sorted(backends)} or leave "
                    "--moe-backend out (the release's default)")
+    dt = dep.dispatch_dtype  # quantised tokens feed the expert GEMMs' tensor cores of that format
+    if dt not in (A2A_AUTO, "bf16") and FORMATS[dt].compute not in dict(hw.peak_flops):
+        raise _bad("dispatch_dtype", dt, f"needs {FORMATS[dt].compute} tensor cores, which {hw.name} does not have",
+                   "use bf16 or leave --dispatch-dtype out")
     if hw.vendor not in spec.vendors and not hw.what_if:
         ok = [e.name for e in list_engines() if hw.vendor in e.vendors]
         raise _bad("engine", dep.engine, f"does not run on {hw.vendor} GPUs ({hw.name})", f"use one of {ok}")
@@ -293,7 +294,7 @@ def validate_options(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> 
 def validate_meaning(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
     """Reject combinations that are valid layouts but mean nothing physically (docs/MODEL.md §3.9): expert
     placement or replicas on a dense model, DeepEP dispatch where no all-to-all runs (attention TP, one GPU, or no
-    routed experts), an engine on a GPU vendor it does not run on (unless the profile is a what-if: a note)."""
+    routed experts) or in a format the GPU has no tensor cores for, an engine on a GPU vendor it does not run on."""
     validate_options(model, hw, dep)
     moe = model.ffn.is_moe
     # "auto" (the defaults) asks for nothing: it resolves to the engine's all-to-all, and to no dispatch at all here
@@ -358,37 +359,6 @@ def validate(model: ModelSpec, hw: HardwareProfile, dep: Deployment) -> None:
     if key not in hw.kernels.collectives:
         raise _bad("all_to_all", dep.all_to_all, f"{hw.name} has no measured parameters for it "
                    f"(kernels.collectives.{key})", "use all_to_all 'nccl', or add the collective with its source")
-
-
-def domain_split(n: int, d: int) -> tuple[int, int]:
-    """(domains m, GPUs used per domain g) of ``n`` GPUs over scale-up domains of ``d``: the fewest domains,
-    ``m = ceil(n / d)``, each using ``g = n / m`` of its GPUs (partly used racks, e.g. 128 GB200 GPUs = two NVL72
-    racks of 64; n ≤ d is one domain). ``g`` is not whole when ``m`` does not divide ``n``."""
-    if d <= 0 or n <= d:
-        return 1, n
-    m = -(-n // d)
-    return m, n // m
-
-
-def validate_domains(hw: HardwareProfile, dep: Deployment) -> None:
-    """Layouts beyond one scale-up domain (docs/MODEL.md §3.9): m = ceil(gpus / domain) domains joined by the
-    scale-out fabric, each using the same number of its GPUs (whole domains, or partly used ones such as 2 × 64 of
-    an NVL72), and every tensor-parallel group either inside one domain's share or made of whole shares."""
-    d = hw.domain_size
-    if dep.gpus <= d:
-        return
-    if hw.scale_out_bandwidth <= 0:
-        raise _bad("gpus", dep.gpus, f"exceed the {hw.name} scale-up domain of {d} and the profile states no "
-                   "scale-out fabric (interconnect.scale_out_bandwidth)", f"use at most {d} GPUs, or add the "
-                   "fabric's bandwidth and latency per GPU with their source to the profile")
-    m, g = domain_split(dep.gpus, d)
-    if dep.gpus % m:
-        raise _bad("gpus", dep.gpus, f"needs {m} {hw.name} scale-up domains of {d} GPUs but does not split evenly "
-                   f"over them", f"use a multiple of {m} GPUs (at most {m * d})")
-    for name, ways in (("tp", dep.tp), ("moe_tp", dep.moe_tp)):
-        if ways > g and ways % g:
-            raise _bad(name, ways, f"splits a group across {hw.name} scale-up domains ({m} × {g} GPUs) unevenly",
-                       f"use {name} ≤ {g} or a multiple of {g}")
 
 
 def validate_op_dtype(hw: HardwareProfile, dtype: str) -> None:

@@ -19,7 +19,8 @@ import numpy as np
 from ..specs.dtypes import FALLBACK_COMPUTE
 from ..specs.hardware import HardwareProfile
 from ..specs.kernels import ALTERNATIVE_KERNELS, DEFAULT_COMPUTE, KernelClass
-from .deployment import Mechanisms, domain_split
+from .deployment import Mechanisms
+from .domains import domain_split
 from .ops import Op
 
 
@@ -113,7 +114,7 @@ def collective_seconds(kind: str, wire_bytes, n: int, hw: HardwareProfile, mech:
     ``kind`` is all_reduce, all_gather or an all-to-all (all_to_all, deepep_normal, deepep_low_latency; the
     latter two use the all-to-all byte factors). Inside one scale-up domain (``n ≤ domain_size``) this is the
     single-domain formula. Across ``m = ceil(n / domain_size)`` domains each using ``g = n / m`` GPUs (whole domains,
-    or partly used ones: :func:`~.deployment.domain_split`; ``L``: the NVLink latency of all n peers):
+    or partly used ones: :func:`~.domains.domain_split`; ``L``: the NVLink latency of all n peers):
 
     - all-to-all and all-gather: the ``(g−1)/n`` share of the message goes over NVLink (the single-domain transfer
       on ``g`` GPUs of ``S·g/n``) while the ``(n−g)/n`` share crosses the fabric; both run at once and the slower

@@ -160,6 +160,12 @@ def scenario_for(model: ModelSpec, hw: HardwareProfile, req: Request, mode: str 
     the request's forced mechanisms), deployed by the one rule (which sees every deployment knob of the request)."""
     dep = default_deployment(model, hw, req.layout)
     drafter = parse_drafter(req.drafter)
+    if dict(req.mechanisms).get("two_batch_overlap") == "on" and (dep.dp <= 1 or not model.ffn.is_moe):
+        raise ParameterError(f"--two-batch-overlap: 'on' overlaps one micro-batch's MoE dispatch/combine with the "
+                             f"other's compute, and {model.name} on {dep.label} has none "
+                             f"({'a dense model' if not model.ffn.is_moe else 'attention TP, dp 1'}): use --dp > 1 "
+                             "(attention data parallelism) or leave --two-batch-overlap out", owner="Request",
+                             param="mechanisms")
     if drafter.kind == "mtp" and not model.mtp_layers:  # engines draft MTP with the checkpoint's own module only
         raise ParameterError(f"--drafter: 'mtp' needs a target with an MTP module (mtp_layers > 0 in its model YAML); "
                              f"{model.name} has none: use eagle, eagle3 or model:NAME", owner="Request",

@@ -38,6 +38,17 @@ REFUSED = [
     ("context-beyond-the-models-context", [*EXPLAIN, "--context", "200000"], "--context: must be at most 131,068"),
     ("fp8-checkpoint-on-a100", ["explain", "--model", "Qwen/Qwen3-30B-A3B-FP8", "--hardware", "a100-sxm"],
      "dtype=fp8_block (its checkpoint's format)"),
+    ("mtp-without-an-mtp-module", [*EXPLAIN, "--drafter", "mtp"], "--drafter: 'mtp' needs a target with an MTP module"),
+    ("two-batch-overlap-on-one-gpu", [*EXPLAIN, "--gpus", "1", "--two-batch-overlap", "on"],
+     "--two-batch-overlap: 'on' overlaps"),
+    ("two-batch-overlap-under-attention-tp", [*EXPLAIN, "--tp", "8", "--two-batch-overlap", "on"],
+     "attention TP, dp 1"),
+    ("two-batch-overlap-on-a-dense-model", ["explain", "--model", "llama-3.1-8b", "--tp", "4", "--dp", "2",
+                                            "--two-batch-overlap", "on"], "a dense model"),
+    ("nvfp4-dispatch-on-a100", [*EXPLAIN, "--hardware", "a100-sxm", "--dispatch-dtype", "nvfp4"],
+     "needs fp4 tensor cores, which a100-sxm does not have"),
+    ("fp8-dispatch-on-a100", [*EXPLAIN, "--hardware", "a100-sxm", "--dispatch-dtype", "fp8"],
+     "needs fp8 tensor cores, which a100-sxm does not have"),
 ]
 ACCEPTED = [
     ("eagle3-head-of-its-target", ["explain", "--model", "gpt-oss-120b", "--drafter", "eagle3:gpt-oss-120b-eagle3"]),
@@ -49,6 +60,10 @@ ACCEPTED = [
                                            "--dtype", "bf16"]),
     ("eagle3-head-of-the-same-architecture", ["explain", "--model", "deepseek-r1", "--gpus", "16",
                                               "--drafter", "eagle3:deepseek-v3-eagle3"]),
+    ("mtp-with-its-module", ["explain", "--model", "glm-4.7-flash", "--drafter", "mtp"]),
+    ("two-batch-overlap-under-attention-dp", [*EXPLAIN, "--tp", "4", "--dp", "2", "--two-batch-overlap", "on"]),
+    ("nvfp4-dispatch-on-b200", [*EXPLAIN, "--hardware", "b200", "--tp", "4", "--dp", "2", "--dispatch-dtype",
+                                "nvfp4"]),
 ]
 
 

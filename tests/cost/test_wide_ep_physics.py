@@ -106,7 +106,7 @@ def test_dispatch_precision_sets_the_dispatched_bytes():
     assert Deployment(all_to_all="deepep_low_latency").dispatch_bytes == pytest.approx(1 + 4 / 128)
     assert Deployment(all_to_all="deepep_low_latency", dispatch_dtype="nvfp4").dispatch_bytes == pytest.approx(
         0.5 + 1 / 16)
-    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    m, hw = load_model("deepseek-v3"), load_hardware("gb200")  # nvfp4 dispatch needs fp4 tensor cores (Blackwell)
     t = {d: step_time(m, hw, Deployment(dtype="fp8_block", tp=1, dp=16, ep=16, dispatch_dtype=d), [16 * 64], 1,
                       1024).breakdown["collective"][0] for d in ("bf16", "fp8", "nvfp4")}
     assert t["bf16"] > t["fp8"] > t["nvfp4"]
