@@ -17,6 +17,9 @@ import tokenize
 from pathlib import Path
 
 import networkx as nx
+import pytest
+
+pytestmark = pytest.mark.xdist_group("architecture")  # one worker parses the modules once (_tree is cached)
 
 PKG = Path(__file__).resolve().parents[1] / "simulator"
 LAYERS = ("errors", "params", "outputs", "specs", "overlap", "traces", "cost", "calibrate", "specdec", "pricing",

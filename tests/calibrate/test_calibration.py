@@ -20,6 +20,8 @@ from simulator.specs.hardware import read_hardware
 from simulator.specs.kernels import TIME_PARAMS
 from simulator.specs.yamlio import load_yaml_file
 
+pytestmark = pytest.mark.xdist_group("h100_calibration")  # the readers of the session's H100 calibration (conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "hardware/h100-sxm.yaml"
 TIME_ABS, REL, EFF_ABS = 1e-9, 1e-4, 1e-4  # 1e-3 µs or 1e-4 relative for times; 1e-4 for efficiencies

@@ -13,6 +13,8 @@ from simulator.calibrate.fit import calibrate_engine
 from simulator.errors import ConfigError, ParameterError
 from simulator.specs.catalog import bundled_files
 
+pytestmark = pytest.mark.xdist_group("h100_calibration")  # the readers of the session's H100 calibration (conftest.py)
+
 
 @pytest.mark.parametrize("name", ["b300_sxm", "gb300", "b300", "GB300".lower()])
 def test_held_out_gpus_are_refused(name, tmp_path):
@@ -134,12 +136,10 @@ def test_package_reader_gives_the_bundled_h100_rows():
 @pytest.mark.skipif(importlib.util.find_spec("aiconfigurator_core") is None or
                     importlib.util.find_spec("pyarrow") is None,
                     reason="needs the optional extra .[calibrate] (aiconfigurator-core and pyarrow)")
-def test_package_calibration_of_h100_trtllm_is_the_csv_calibration():
+def test_package_calibration_of_h100_trtllm_is_the_csv_calibration(h100_calibration):
     """calibrate --hardware h100-sxm --engine trtllm writes the same values as the bundled-CSV calibration."""
-    from simulator.calibrate.fit import calibrate
     from simulator.calibrate.profile_io import fitted_values
-    from simulator.specs.catalog import load_hardware
 
     pkg = fitted_values(calibrate_engine("h100-sxm", "trtllm"))
-    csv_fit = fitted_values(calibrate(load_hardware("h100-sxm")))
+    csv_fit = fitted_values(h100_calibration)
     assert {k: v.replace("source: fit-trtllm", "source: fit-h100") for k, v in pkg.items()} == csv_fit

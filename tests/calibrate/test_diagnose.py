@@ -4,9 +4,12 @@ its residuals, and the reports print it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from simulator.calibrate.diagnose import GOAL_FIT, GOAL_LOSO, Residuals, fit_least_squares, why
 from simulator.calibrate.report import fit_why, index_markdown, report_markdown
+
+pytestmark = pytest.mark.xdist_group("h100_calibration")  # the readers of the session's H100 calibration (conftest.py)
 
 
 def _res(signed, groups, size, kernels=None, loso=()):

@@ -11,6 +11,8 @@ from simulator.calibrate.op_errors import validate_ops
 from simulator.errors import ConfigError
 from simulator.specs.catalog import load_hardware, measured_dir
 
+pytestmark = pytest.mark.xdist_group("h100_calibration")  # the readers of the session's H100 calibration (conftest.py)
+
 
 @pytest.fixture(scope="module")
 def v():

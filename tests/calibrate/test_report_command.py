@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from simulator.cli import main
+
+pytestmark = pytest.mark.xdist_group("h100_calibration")  # the readers of the session's H100 calibration (conftest.py)
 
 
 def test_calibrate_report_names_its_own_path(tmp_path, monkeypatch, capsys, h100_calibration):
