@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 
 from ..cost.routing import OverlapInput, model_overlap
 from ..errors import SimulatorError
-from ..overlap import PLACEMENTS, parse_popularity
+from ..overlap import parse_popularity
 from ..overlap.lag_profile import profile_lags
 from ..overlap.popularity import independent_overlap
 from ..params import Interval, Options, Param, param_field
 from ..pricing import Case, Request, Scenario, price
 from ..pricing import HardwareEdit as ScenarioHardwareEdit
+from ..pricing.knobs import KNOBS
 from ..specdec import StepCache
-from ..specs.catalog import ENGINES, load_hardware, load_model
+from ..specs.catalog import load_hardware, load_model
 from ..specs.model import ModelSpec
 from ..sweep import Variant
 from ..sweep.progress import Meter
@@ -49,19 +50,28 @@ class HardwareEdit:
     fixed_cost_scale: float | None = param_field(Param(Interval(float, 0.0, 10.0), None), None)
 
 
-@dataclass(frozen=True)
-class VariantSpec:
-    name: str
-    modes: tuple[str, ...] = ()
-    only_without_overlap: bool = False
-    overlap: OverlapSpec | None = None
-    hardware: HardwareEdit | None = None
-    acceptance: AcceptanceSpec | None = None
-    drafter: str | None = None
-    mechanisms: dict | None = None
-    placement: str | None = param_field(Param(Options(PLACEMENTS), None), None)  # expert placement (MODEL.md §2.7)
-    redundant_experts: int | None = param_field(Param(Interval(int, 0, 65536), None), None)  # EPLB replicas
-    engine: str | None = param_field(Param(Options(ENGINES), None), None)  # serving engine (MODEL.md §3.7)
+def _variant_fields() -> list:
+    """The keys of a study variant: its own (name, the modes it prices, only_without_overlap, an overlap profile, a
+    hardware edit, an acceptance), then one key per knob of the knob table a variant may change on a deployed point
+    (:data:`simulator.pricing.knobs.KNOBS`: the drafter, every non-layout Deployment field, every mechanism, by the
+    knob's name and declaration; the layout, context and tree are the target's, routing statistics ``overlap``'s)."""
+    out: list = [("name", str), ("modes", tuple[str, ...], ()), ("only_without_overlap", bool, False),
+                 ("overlap", OverlapSpec | None, None), ("hardware", HardwareEdit | None, None),
+                 ("acceptance", AcceptanceSpec | None, None)]
+    types = {"str": str, "int": int, "bool": bool}
+    for k in KNOBS:
+        if k.home in ("deployment", "mechanisms"):
+            f = param_field(Param(*k.param.constraints, None, unit=k.param.unit), None) if k.param is not None \
+                else field(default=None)
+            out.append((k.name, types[k.kind] | None, f))
+        elif k.name == "drafter":
+            out.append((k.name, str | None, None))
+    return out
+
+
+# A study variant: the fields of _variant_fields.
+VariantSpec = dataclasses.make_dataclass("VariantSpec", _variant_fields(), frozen=True)
+VariantSpec.__module__ = __name__
 
 
 @dataclass(frozen=True)
@@ -78,19 +88,11 @@ def read_variants(r, study: Study) -> tuple[Expanded, ...]:
     out = []
     for i, raw in enumerate(study.grid.variants):
         p = f"grid.variants[{i}]"
-        v = read_settings(r, raw, p, VariantSpec, raw=("scale", "mechanisms"))
+        v = read_settings(r, raw, p, VariantSpec, raw=("scale",))
         if v.hardware and v.hardware.scale is not None:
             sc = r.mapping(v.hardware.scale, f"{p}.hardware.scale", SCALABLE)
             for k in sc:
                 r.number(sc, k, f"{p}.hardware.scale", low=0.0)
-        if v.mechanisms is not None:
-            from ..cost.deployment import Mechanisms
-
-            mk = r.mapping(v.mechanisms, f"{p}.mechanisms", [f.name for f in dataclasses.fields(Mechanisms)])
-            try:
-                Mechanisms(**mk)
-            except SimulatorError as exc:
-                raise r.fail(f"{p}.mechanisms", str(exc), "use the values of docs/MODEL.md §3.6") from None
         o = v.overlap
         if o and o.lag1:
             out += [Expanded(v, f"{v.name} {prof} o(1)={x:g}", prof, x) for prof, x in itertools.product(o.profile,
@@ -137,8 +139,12 @@ def build_variant(e: Expanded, model: ModelSpec, kernel_base=None) -> Variant | 
                                                               kernel_base=kernel_base),
                    overlap=overlap_for(v.overlap, model, e.profile, e.lag1) if v.overlap else None,
                    acceptance=acc.build() if acc else None, drafter=v.drafter,
-                   mechanisms=tuple((v.mechanisms or {}).items()), placement=v.placement,
-                   redundant_experts=v.redundant_experts, engine=v.engine)
+                   mechanisms=_changed(v, "mechanisms"), deployment=_changed(v, "deployment"))
+
+
+def _changed(v, home: str) -> tuple:
+    """(knob, value) of the knobs of ``home`` that variant ``v`` sets, in the table's order."""
+    return tuple((k.name, getattr(v, k.name)) for k in KNOBS if k.home == home and getattr(v, k.name) is not None)
 
 
 # -- pricing -----------------------------------------------------------------------------------------------------

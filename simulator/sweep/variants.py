@@ -3,8 +3,9 @@
 A :class:`Variant` is an edit of a :class:`~simulator.pricing.Scenario`: it edits the hardware profile (copy fields
 from another profile, scale fields, scale every fixed cost: a :class:`~simulator.pricing.HardwareEdit`), replaces the
 routing-overlap statistics, the acceptance or the drafter, forces mechanisms on top of the mode's preset, or changes
-the deployment's placement / redundant experts / engine. :meth:`Variant.apply` makes the edited scenario; the empty
-variant (``Variant()``) changes nothing.
+deployment fields other than the layout (engine, release, MoE backend, placement, replicas, all-to-all, dispatch
+format, CUDA graphs: the knob table's ``deployment`` knobs, :data:`simulator.pricing.knobs.KNOBS`).
+:meth:`Variant.apply` makes the edited scenario; the empty variant (``Variant()``) changes nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ HARDWARE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "peak FLOP/s": ("peak_flops",), "NVLink bandwidth": ("link_bandwidth",), "HBM capacity": ("hbm_capacity",),
 })
 SCALABLE = ("hbm_bandwidth", "hbm_capacity", "l2_size", "l2_bandwidth", "link_bandwidth", "peak_flops")
-# Deployment fields a variant may change (re-validated against the model and GPU when applied).
-DEPLOYMENT_EDITS = ("placement", "redundant_experts", "engine")
 
 
 @dataclass(frozen=True)
@@ -38,17 +37,12 @@ class Variant:
     acceptance: Acceptance | None = None
     drafter: str | None = None
     mechanisms: tuple[tuple[str, str], ...] = ()
-    placement: str | None = None  # expert placement of the deployment (Deployment.placement)
-    redundant_experts: int | None = None  # EPLB replicas (Deployment.redundant_experts)
-    engine: str | None = None  # serving engine whose kernel parameters price it (Deployment.engine)
-
-    @property
-    def deployment_changes(self) -> dict:
-        return {f: getattr(self, f) for f in DEPLOYMENT_EDITS if getattr(self, f) is not None}
+    # (Deployment field, value) pairs: the non-layout deployment knobs this variant changes (re-validated when applied)
+    deployment: tuple[tuple[str, object], ...] = ()
 
     def apply(self, sc: Scenario) -> Scenario:
         """``sc`` with this variant's edits (the deployment change is validated; the name labels the result)."""
-        changes: dict = {"name": self.name, **self.deployment_changes}
+        changes: dict = {"name": self.name, **dict(self.deployment)}
         if not self.hardware.empty:
             changes["hardware_edit"] = self.hardware
         for f in ("overlap", "acceptance", "drafter"):

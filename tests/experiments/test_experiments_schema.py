@@ -240,17 +240,29 @@ def test_acceptance_reads_by_its_declarations(tmp_path, capsys):
     assert load_experiment(str(write_yaml(tmp_path, doc))).speculation.acceptance.draft_len == 3
 
 
-def test_variant_mechanisms_are_the_declared_switches(tmp_path, capsys):
-    """A variant's mechanisms keys are Mechanisms' own fields (the engine switches too), profile names declared."""
+def test_a_variant_takes_every_non_layout_knob_by_its_name(tmp_path, capsys):
+    """A variant's keys are the knob table's (one key per knob, the CLI flag's name and declaration): the drafter,
+    each mechanism and each non-layout Deployment field; they become the Variant's forced mechanisms and deployment
+    edits. An unknown key or a value outside a knob's declaration is one line naming it."""
     from dataclasses import fields
 
     from simulator.cost.deployment import Mechanisms
     from simulator.experiments import read_experiment
+    from simulator.experiments.grid import VariantSpec, build_variant
+    from simulator.pricing.knobs import KNOBS
+    from simulator.specs.catalog import load_model
 
+    names = {f.name for f in fields(VariantSpec)}
+    assert {k.name for k in KNOBS if k.home in ("deployment", "mechanisms")} | {"drafter"} <= names
+    assert not names & {"tp", "dp", "ep", "gpus", "dtype", "kv_dtype", "context", "tree", "mechanisms"}
     every = {f.name: "off" if f.name != "routing" else "uniform" for f in fields(Mechanisms)}
-    assert len(read_experiment(small_study(variants=[{"name": "all", "mechanisms": every}]), "t.yaml").variants) == 1
-    assert "graph_padding" in _error(tmp_path, capsys, small_study(variants=[{"name": "x", "mechanisms":
-                                                                              {"graph_paddin": "off"}}]))
+    (e,) = read_experiment(small_study(variants=[{"name": "all", **every, "engine": "vllm", "placement": "balanced",
+                                                  "cuda_graphs": False}]), "t.yaml").variants
+    v = build_variant(e, load_model("qwen3-30b-a3b"))
+    assert dict(v.mechanisms) == every
+    assert dict(v.deployment) == {"engine": "vllm", "placement": "balanced", "cuda_graphs": False}
+    assert "graph_padding" in _error(tmp_path, capsys, small_study(variants=[{"name": "x", "graph_paddin": "off"}]))
+    assert "l2" in _error(tmp_path, capsys, small_study(variants=[{"name": "x", "l2": "of"}]))
     bad = {"name": "x", "overlap": {"lag1": [0.2], "profile": ["markovv"], "shape": [0.3], "shape_baseline": 0.1}}
     assert "overlap.profile[0]" in _error(tmp_path, capsys, small_study(variants=[bad]))
 
