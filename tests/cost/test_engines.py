@@ -122,7 +122,7 @@ def test_study_engine_axis_target_and_variant():
     st = read_experiment(_study("sglang"), "x.yaml")
     assert st.grid.targets[0].engine == "sglang"
     (e,) = st.variants
-    assert build_variant(e, load_model(MODEL)).engine == "vllm"
+    assert dict(build_variant(e, load_model(MODEL)).deployment) == {"engine": "vllm"}
     with pytest.raises(ConfigError, match="engine"):
         read_experiment(_study(variant_engine="tensorrt"), "x.yaml")
     with pytest.raises(ConfigError, match="engine"):
