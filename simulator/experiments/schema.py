@@ -32,6 +32,8 @@ from ..sweep.runner import DEFAULT_BATCH, DEFAULT_DRAFT_LEN, DEFAULT_MODES
 
 SCHEMA = "study/v2"
 TOP_KEYS = ("schema", "name", "title", "description", "question", "grid", "speculation", "analyses")
+
+
 def _target_fields() -> list:
     """The keys of a study target (and of a validation case): the model and GPU, then one key per knob of the knob
     table (:data:`simulator.pricing.knobs.KNOBS`, by the knob's name and declaration; None = the rule's, the mode's or
