@@ -88,7 +88,7 @@ class Knob:
         sc = case.scenario
         if self.home in ("layout", "deployment"):
             if self.name == "engine_version":
-                return case.hardware.engine_spec.version
+                return case.engine_version
             return getattr(sc.deployment, self.name)
         if self.home == "mechanisms":
             v = getattr(sc.mechanisms, self.name)

@@ -51,6 +51,12 @@ class Case:
         return self.scenario.deployment
 
     @property
+    def engine_version(self) -> str:
+        """The engine release the case was priced on (the one given, else the engine file's newest): the release
+        its scenario bound."""
+        return self.hardware.engine_spec.version
+
+    @property
     def mode(self) -> str:
         return self.scenario.mode
 

@@ -9,7 +9,6 @@ from ..pricing import resolved_line
 from ..render.textable import WIDTH, Col, render
 from ..specdec import best_gamma, pays_up_to
 from ..specdec.tree import tree_label
-from .table import engine_version
 
 
 def summarize(result) -> list[dict]:
@@ -30,7 +29,7 @@ def summarize(result) -> list[dict]:
         paying = r.batch[low > 1.0]
         out.append({
             "model": c.model.name, "hardware": c.hardware.name, "grounding": c.hardware.grounding,
-            "deployment": d.label, "gpus": d.gpus, "engine": d.engine, "engine_version": engine_version(c),
+            "deployment": d.label, "gpus": d.gpus, "engine": d.engine, "engine_version": c.engine_version,
             "dtype": d.dtype, "tp": d.tp, "dp": d.dp, "ep": d.ep, "placement": d.placement,
             "tree": "" if c.scenario.tree is None else tree_label(c.scenario.tree), "variant": c.variant,
             "mode": c.mode, "reference": c.is_reference, "acceptance": c.scenario.accept.label,

@@ -215,12 +215,6 @@ def _knob_getter(k):
 _FIELDS.update({k.column: ("case", _knob_getter(k), None) for k in KNOBS})
 
 
-def engine_version(case) -> str:
-    """The engine release a case was priced on (the one given, else the engine file's newest): the release its
-    scenario bound."""
-    return case.hardware.engine_spec.version
-
-
 def _or(a, default):
     """A SpecResult field, or ``default`` where the result does not carry it (None)."""
     return default if a is None else a
