@@ -12,25 +12,25 @@ from ..errors import ParameterError, SimulatorError
 
 # Library parameter name -> command-line flag: the one place where the CLI's vocabulary meets the library's.
 # A ParameterError raised from a declaration (simulator.params) names the library parameter; `error_line`
-# prints it with the flag instead. Parameters not listed here keep the library's message.
+# prints it with the flag instead: a scenario knob's flag is the knob table's (simulator.pricing.knobs.KNOBS), the
+# other parameters' are listed here. Parameters named in neither keep the library's message.
 FLAGS = {
-    "batch": "--batch", "gammas": "--draft-len", "draft_len": "--draft-len", "tokens": "--tokens",
-    "context": "--context", "dtype": "--dtype", "kv_dtype": "--kv-dtype", "tp": "--tp", "dp": "--dp",
-    "ep": "--ep", "gpus": "--gpus", "mode": "--mode", "routing": "--routing", "kernel_curves": "--kernel-curves",
-    "fixed_costs": "--fixed-costs", "l2": "--l2", "alpha": "--acceptance", "overlaps": "--overlap", "lags": "--overlap",
-    "popularity": "--popularity", "top_k": "--top-k", "experts": "--experts", "hidden": "--hidden",
-    "inter": "--inter", "tokens_per_request": "--tokens-per-request", "placement": "--placement",
-    "redundant_experts": "--redundant-experts", "drafter": "--drafter", "engine": "--engine",
-    "all_to_all": "--all-to-all", "branching": "--tree",
-    "graph_padding": "--graph-padding", "round_overheads": "--round-overheads", "draft_extend": "--draft-extend",
-    "round_kernels": "--round-kernels", "host_time": "--host-time", "sd_overlap": "--sd-overlap",
-    "decode_overlap": "--decode-overlap",
+    "batch": "--batch", "gammas": "--draft-len", "draft_len": "--draft-len", "tokens": "--tokens", "mode": "--mode",
+    "alpha": "--acceptance", "overlaps": "--overlap", "top_k": "--top-k", "experts": "--experts", "hidden": "--hidden",
+    "inter": "--inter", "tokens_per_request": "--tokens-per-request", "branching": "--tree",
     "num_experts": "--experts", "samples": "--samples", "seed": "--seed", "seq_tokens": "--seq-tokens",
     "format": "--format",
     "hw": "--hardware", "out": "--out", "plot": "--plot", "report": "--report", "write": "--write",
     "report_dir": "--report-dir", "write_profile": "--write-profile", "split": "--profile-split", "isl": "--isl",
     "osl": "--osl",
 }
+
+
+def flag_of(param: str | None) -> str | None:
+    """The command-line flag of a library parameter: a knob's (the knob table) or one of :data:`FLAGS`."""
+    from ..pricing.knobs import KNOBS  # on the error path only: the table is not loaded at start-up
+
+    return next((k.flag for k in KNOBS if k.name == param), None) or FLAGS.get(param or "")
 
 
 def choices_of(owner, name: str) -> tuple:
@@ -51,11 +51,12 @@ def default_of(cls, name: str):
 
 def error_line(exc: SimulatorError) -> str:
     """The one-line message the CLI prints for ``exc``: a declared parameter is named by its flag."""
-    if isinstance(exc, ParameterError) and exc.param in FLAGS:
+    flag = flag_of(exc.param) if isinstance(exc, ParameterError) else None
+    if flag:
         if exc.expected:
-            return f"{FLAGS[exc.param]}: must be {exc.expected}; got {exc.value!r}"
+            return f"{flag}: must be {exc.expected}; got {exc.value!r}"
         if exc.owner == "output":  # simulator.outputs: "cannot write out 'x': ..." -> "--out: cannot write 'x': ..."
-            return str(exc).replace(f"cannot write {exc.param} ", f"{FLAGS[exc.param]}: cannot write ", 1)
+            return str(exc).replace(f"cannot write {exc.param} ", f"{flag}: cannot write ", 1)
     return str(exc)
 
 

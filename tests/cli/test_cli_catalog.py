@@ -63,7 +63,7 @@ def _error(*args, cwd=ROOT) -> str:
 
 
 def test_bad_flags_are_one_line_errors_naming_the_flag():
-    """Library errors name library parameters; the CLI says the same with its flag (cli/_common.FLAGS)."""
+    """Library errors name library parameters; the CLI says the same with its flag (cli/_common.flag_of)."""
     step = ("step", "--model", "qwen3-235b-a22b", "--hardware", "h100-sxm", "--tokens", "1")
     assert _error(*step, "--batch", "0") == ("error: --batch: must be a non-empty list of ints in the range "
                                              "[1, inf) (requests); got [0]")

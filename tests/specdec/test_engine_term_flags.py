@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from simulator.cli import invoke
-from simulator.cli._common import FLAGS
+from simulator.cli._common import flag_of
 from simulator.cli._scenario import MECHANISM_FLAGS
 
 
@@ -31,7 +31,7 @@ def test_flags_are_declared_once_and_mapped():
            "decode_overlap", "model_error"}
     assert new <= {f.name for f in fields(Mechanisms)} and new <= set(MECHANISM_FLAGS)
     for f in new:  # each a declared Mechanisms field with its flag
-        assert FLAGS.get(f, "--" + f.replace("_", "-")) == "--" + f.replace("_", "-")
+        assert flag_of(f) == "--" + f.replace("_", "-")
 
 
 def test_explain_forced_off_term_contributes_nothing():
