@@ -16,8 +16,10 @@ FRAMEWORK, PRECISION, TP, EP_SIZE, DP_ATTENTION, CONC, SPEC_DECODING), never the
 script_params.py: assignments and the if/case structure only; no program can run). Read from it:
   - TensorRT-LLM: ``moe_config.backend`` of the extra-options YAML the script writes (``backend: $MOE_BACKEND`` with
     the script's value, or a literal), or a ``--moe_backend`` flag;
-  - vLLM: ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8`` (1 -> ``flashinfer-mxfp8``, 0 -> ``default``); other MoE variables
-    (``VLLM_USE_FLASHINFER_MOE_FP8``, ``VLLM_MOE_USE_DEEP_GEMM``, ...) are reported;
+  - vLLM: ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8`` (1 -> ``flashinfer-mxfp8``, 0 -> ``default``);
+    ``VLLM_USE_FLASHINFER_MOE_FP8=0`` with ``VLLM_MOE_USE_DEEP_GEMM=0`` -> ``triton`` (the FP8 MoE oracle's next
+    backend once FlashInfer and DeepGEMM are removed: engines/vllm.yaml source V-fp8-oracle); other MoE variables
+    are reported;
   - SGLang: ``--moe-runner-backend`` (reported).
 A disagg row ran a multi-node (Dynamo) launch: it is matched to the multi-node (``disagg: true``) entries of the sweeps
 at its time whose srt-slurm recipe benchmarks its concurrency (the recipe's own list, not the entry's ``conc-list``),
@@ -54,6 +56,7 @@ MOE_VAR = re.compile(r"\b((?:VLLM|SGLANG|TRTLLM)?\w*(?:MOE|DEEP_GEMM)\w*)\+?=")
 FLAG = {"trtllm": r"--moe_backend[= ]+(\S+)", "sglang": r"--moe-runner-backend[= ]+(\S+)",
         "vllm": r"--moe-backend[= ]+(\S+)"}
 VLLM_SWITCH = "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8"
+VLLM_FP8_OFF = ("VLLM_USE_FLASHINFER_MOE_FP8", "VLLM_MOE_USE_DEEP_GEMM")  # both 0: the FP8 MoE oracle runs TRITON
 
 
 @functools.lru_cache(None)
@@ -130,7 +133,7 @@ def scripts(repo: str, rev: str, key: str, exp: str, spec: str) -> tuple[str, ..
 def setting(repo: str, rev: str, path: str, engine: str, env_items: tuple) -> tuple[str | None, str]:
     """(the value the script states for the engine's MoE backend setting or None, a note) for one run's environment."""
     text = git(repo, "show", f"{rev}:{path}")
-    names = tuple(sorted(set(MOE_VAR.findall(text)) | {VLLM_SWITCH}))
+    names = tuple(sorted(set(MOE_VAR.findall(text)) | {VLLM_SWITCH, *VLLM_FP8_OFF}))
     flags = tuple(dict.fromkeys(m.group(1) for m in re.finditer(FLAG[engine], text)))
     r = evaluate(text, dict(env_items), names=names, words=flags, config_mark="moe_config")
     if not r.complete:
@@ -155,6 +158,10 @@ def setting(repo: str, rev: str, path: str, engine: str, env_items: tuple) -> tu
             return None, f"{note}: {VLLM_SWITCH} decided by a line that calls a program"
         values |= {"flashinfer-mxfp8"} if switch.lower() in ("1", "true") else \
             {"default"} if switch.lower() in ("0", "false") else set()
+        if any(n in r.uncertain for n in VLLM_FP8_OFF):
+            return None, f"{note}: {' or '.join(VLLM_FP8_OFF)} decided by a line that calls a program"
+        if all(r.variables.get(n, "").lower() in ("0", "false") for n in VLLM_FP8_OFF):
+            values |= {"triton"}
     if any(f in r.uncertain for f in flags):
         return None, f"{note}: the backend flag is decided by a line that calls a program"
     if len(values) > 1:
